@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/flamegraph"
+)
+
+func runFlamegraph(args []string) (int, error) {
+	fs := newFlags("flamegraph", "[-i FILE] [-o out.svg|out.html|out.folded] [--title T] [--inverted] [--format svg|html|folded]")
+	input := fs.String("i", "sonde.data", "data file, or collapsed stacks (.folded/.txt)")
+	output := fs.String("o", "", "output file (default flame.html, or stdout for folded)")
+	title := fs.String("title", "", "title above the graph")
+	inverted := fs.Bool("inverted", false, "icicle graph: roots at the top")
+	format := fs.String("format", "", "svg, html or folded (default from -o's extension)")
+	if err := parseFlags(fs, args); err != nil {
+		return 2, err
+	}
+	if fs.NArg() > 0 {
+		return 2, usageError{fmt.Sprintf("unexpected argument %q (the input goes after -i)", fs.Arg(0))}
+	}
+	f := *format
+	if f == "" {
+		switch strings.ToLower(filepath.Ext(*output)) {
+		case ".svg":
+			f = "svg"
+		case ".folded", ".txt", ".collapsed":
+			f = "folded"
+		default:
+			f = "html"
+		}
+	}
+	if f != "svg" && f != "html" && f != "folded" {
+		return 2, usageError{fmt.Sprintf("--format %q: want svg, html or folded", f)}
+	}
+	root, subtitle, err := loadTree(*input)
+	if err != nil {
+		return 1, err
+	}
+	out := *output
+	if out == "" && f != "folded" {
+		out = "flame." + f
+	}
+	dst := os.Stdout
+	if out != "" {
+		file, err := os.Create(out)
+		if err != nil {
+			return 1, fmt.Errorf("creating output: %w", err)
+		}
+		defer file.Close()
+		dst = file
+	}
+	w := bufio.NewWriterSize(dst, 1<<16)
+	o := flamegraph.Options{Title: *title, Subtitle: subtitle, Inverted: *inverted}
+	if o.Title == "" {
+		o.Title = "sonde flame graph"
+	}
+	switch f {
+	case "folded":
+		err = flamegraph.WriteFolded(w, root)
+	case "svg":
+		err = flamegraph.WriteSVG(w, root, o)
+	default:
+		err = flamegraph.WriteHTML(w, root, o)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return 1, fmt.Errorf("writing flame graph: %w", err)
+	}
+	if out != "" {
+		fmt.Fprintf(os.Stderr, "sonde: flame graph written to %s\n", out)
+	}
+	return 0, nil
+}
+
+// loadTree reads a sonde data file, or collapsed stacks when the file does
+// not start with sonde's magic.
+func loadTree(path string) (*flamegraph.Node, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("opening input: %w", err)
+	}
+	head := make([]byte, len(datafile.Magic))
+	n, _ := f.Read(head)
+	f.Close()
+	if n == len(head) && bytes.Equal(head, []byte(datafile.Magic)) {
+		p, err := datafile.ReadFile(path)
+		if err != nil {
+			return nil, "", err
+		}
+		sub := fmt.Sprintf("%s, %d samples (%d lost), %s", p.Meta.Event, len(p.Samples), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond))
+		if len(p.Meta.Command) > 0 {
+			sub += ": " + strings.Join(p.Meta.Command, " ")
+		}
+		return flamegraph.FromProfile(p), sub, nil
+	}
+	f, err = os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("opening input: %w", err)
+	}
+	defer f.Close()
+	root, err := flamegraph.ParseFolded(bufio.NewReader(f))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: not a sonde data file, and not collapsed stacks: %w", path, err)
+	}
+	return root, "", nil
+}

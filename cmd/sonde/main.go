@@ -1,0 +1,131 @@
+// Command sonde answers "where does the time go?": it samples on-CPU
+// stacks and shows them as perf-style reports and flame graphs.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/record"
+)
+
+// version is set by the Makefile (-ldflags -X main.version=...).
+var version = "dev"
+
+func init() {
+	// `sonde record -- CMD` re-executes sonde as a child that waits, then
+	// execs CMD; the events follow the main thread, so stay on it.
+	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
+		runtime.LockOSThread()
+	}
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) (int, error)
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"record", "sample on-CPU stacks of a command, processes or the whole system into a data file", runRecord},
+		{"report", "show a data file as a perf-style report (text, JSON or pprof)", runReport},
+		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
+		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "sonde %s: where does the time go?\n\nusage: sonde COMMAND [options]\n\ncommands:\n", version)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nsonde COMMAND -h shows a command's options.\n")
+}
+
+// usageError marks bad command lines (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
+		record.RunChild(os.Args[2:])
+		return
+	}
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	name := os.Args[1]
+	if name == "-h" || name == "--help" || name == "help" {
+		usage(os.Stdout)
+		return
+	}
+	for _, c := range commands {
+		if c.name == name {
+			code, err := c.run(os.Args[2:])
+			if err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					os.Exit(0)
+				}
+				fmt.Fprintf(os.Stderr, "sonde %s: %v\n", name, err)
+				var ue usageError
+				if errors.As(err, &ue) {
+					os.Exit(2)
+				}
+				if code == 0 {
+					code = 1
+				}
+			}
+			os.Exit(code)
+		}
+	}
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(os.Stderr, "sonde: unknown command %q (nearest: %s)\n", name, strings.Join(perf.NearestOf(name, names, 2), ", "))
+	os.Exit(2)
+}
+
+// newFlags makes a FlagSet whose errors come back as one line.
+func newFlags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stdout, "usage: sonde %s %s\n\noptions:\n", name, synopsis)
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{fmt.Sprintf("%v (see sonde %s -h)", err, fs.Name())}
+	}
+	return nil
+}
+
+// isTerminal reports whether fd is a terminal (progress goes only there).
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,214 @@
+// Package model is sonde's in-memory profile: samples that point at
+// deduplicated stacks, stacks made of locations, locations resolved to
+// functions and source lines inside objects (DSOs). Sources fill it, the
+// data file stores it, and every view reads it.
+package model
+
+import "fmt"
+
+// DSOKind says what kind of object a DSO is; views colour and mark frames by it.
+type DSOKind uint8
+
+const (
+	DSOUser    DSOKind = iota // an ELF executable or shared library
+	DSOKernel                 // [kernel.kallsyms]
+	DSOModule                 // a kernel module
+	DSOJIT                    // a JIT perf map
+	DSOVDSO                   // [vdso]
+	DSOUnknown                // anonymous memory without a map
+)
+
+// IsKernel reports kernel-side objects.
+func (k DSOKind) IsKernel() bool { return k == DSOKernel || k == DSOModule }
+
+func (k DSOKind) String() string {
+	switch k {
+	case DSOKernel:
+		return "kernel"
+	case DSOModule:
+		return "module"
+	case DSOJIT:
+		return "jit"
+	case DSOVDSO:
+		return "vdso"
+	case DSOUnknown:
+		return "unknown"
+	}
+	return "user"
+}
+
+// Meta describes the recording.
+type Meta struct {
+	Event        string
+	Freq         uint64 // samples/s when sampling by frequency
+	Period       uint64 // events per sample when sampling by period
+	Callchain    bool
+	Target       string   // "system-wide", "pid 123", "command", "cpus 0-1"
+	Command      []string // the recorded command line, if any
+	Hostname     string
+	Kernel       string
+	Arch         string
+	StartUnixNS  int64
+	DurationNS   uint64
+	Lost         uint64 // samples the kernel dropped (ring full)
+	Throttled    uint64 // throttle events (the kernel lowered the rate)
+	SondeVersion string
+	ExitCode     int
+	Unwinder     string
+	Warnings     []string
+}
+
+// Thread is a (pid, tid, comm) triple; a thread that execs gets a new one.
+type Thread struct {
+	Pid, Tid int32
+	Comm     string
+}
+
+// DSO is a loaded object.
+type DSO struct {
+	Name    string // path, or [kernel.kallsyms], [module], [vdso], [jit]
+	BuildID string
+	Kind    DSOKind
+}
+
+// Func is a named function inside a DSO.
+type Func struct {
+	Name  string
+	DSO   int32
+	Start uint64 // address in the object (ELF virtual address, kernel address)
+	Size  uint64
+}
+
+// Loc is one resolved frame address.
+type Loc struct {
+	DSO  int32  // index into DSOs, -1 when the address is in no known mapping
+	Addr uint64 // address in the object (ELF vaddr); raw address when DSO < 0
+	Func int32  // index into Funcs, -1 when no symbol covers Addr
+	File int32  // index into Files, -1 without line info
+	Line int32
+}
+
+// Sample is one recorded sample.
+type Sample struct {
+	Time   uint64 // CLOCK_MONOTONIC ns
+	Thread int32
+	CPU    uint32
+	Stack  int32
+	Period uint64 // event count this sample stands for (ns for cpu-clock)
+}
+
+// Profile is a whole recording.
+type Profile struct {
+	Meta    Meta
+	Threads []Thread
+	DSOs    []DSO
+	Funcs   []Func
+	Files   []string
+	Locs    []Loc
+	Stacks  [][]int32 // location ids, leaf first
+	Samples []Sample
+}
+
+// Validate checks that every index points inside its table, so views can
+// index without checks.
+func (p *Profile) Validate() error {
+	for i, f := range p.Funcs {
+		if f.DSO < 0 || int(f.DSO) >= len(p.DSOs) {
+			return fmt.Errorf("function %d: bad object index %d", i, f.DSO)
+		}
+	}
+	for i, l := range p.Locs {
+		if l.DSO < -1 || int(l.DSO) >= len(p.DSOs) {
+			return fmt.Errorf("location %d: bad object index %d", i, l.DSO)
+		}
+		if l.Func < -1 || int(l.Func) >= len(p.Funcs) {
+			return fmt.Errorf("location %d: bad function index %d", i, l.Func)
+		}
+		if l.File < -1 || int(l.File) >= len(p.Files) {
+			return fmt.Errorf("location %d: bad file index %d", i, l.File)
+		}
+	}
+	for i, s := range p.Stacks {
+		for _, id := range s {
+			if id < 0 || int(id) >= len(p.Locs) {
+				return fmt.Errorf("stack %d: bad location index %d", i, id)
+			}
+		}
+	}
+	for i, s := range p.Samples {
+		if s.Thread < 0 || int(s.Thread) >= len(p.Threads) {
+			return fmt.Errorf("sample %d: bad thread index %d", i, s.Thread)
+		}
+		if s.Stack < 0 || int(s.Stack) >= len(p.Stacks) {
+			return fmt.Errorf("sample %d: bad stack index %d", i, s.Stack)
+		}
+	}
+	return nil
+}
+
+// FrameName is how views print a location: the function name, or
+// dso+0xoffset when no symbol covers it (never a bare address).
+func (p *Profile) FrameName(loc int32) string {
+	l := p.Locs[loc]
+	if l.Func >= 0 {
+		return p.Funcs[l.Func].Name
+	}
+	if l.DSO >= 0 {
+		return fmt.Sprintf("%s+0x%x", baseName(p.DSOs[l.DSO].Name), l.Addr)
+	}
+	return fmt.Sprintf("[unknown]+0x%x", l.Addr)
+}
+
+// DSOName is the short name of a location's object.
+func (p *Profile) DSOName(loc int32) string {
+	l := p.Locs[loc]
+	if l.DSO < 0 {
+		return "[unknown]"
+	}
+	return baseName(p.DSOs[l.DSO].Name)
+}
+
+// Kind is the kind of a location's object.
+func (p *Profile) Kind(loc int32) DSOKind {
+	l := p.Locs[loc]
+	if l.DSO < 0 {
+		return DSOUnknown
+	}
+	return p.DSOs[l.DSO].Kind
+}
+
+// SrcLine gives file:line of a location, or dso+0xaddr without line info.
+func (p *Profile) SrcLine(loc int32) string {
+	l := p.Locs[loc]
+	if l.File >= 0 {
+		return fmt.Sprintf("%s:%d", p.Files[l.File], l.Line)
+	}
+	if l.DSO >= 0 {
+		return fmt.Sprintf("%s+0x%x", baseName(p.DSOs[l.DSO].Name), l.Addr)
+	}
+	return fmt.Sprintf("[unknown]+0x%x", l.Addr)
+}
+
+func baseName(s string) string {
+	if len(s) > 0 && s[0] == '[' {
+		return s
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return s[i+1:]
+		}
+	}
+	return s
+}
+
+// BaseName is the last path element (object names in reports).
+func BaseName(s string) string { return baseName(s) }
+
+// TotalPeriod sums the period of all samples.
+func (p *Profile) TotalPeriod() uint64 {
+	var t uint64
+	for _, s := range p.Samples {
+		t += s.Period
+	}
+	return t
+}

@@ -1,0 +1,182 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// bitBuildID asks MMAP2 records to carry the build-id (Linux 5.12+); not yet
+// named in x/sys.
+const bitBuildID = uint64(1) << 34
+
+// Context markers in call chains (PERF_CONTEXT_*), as unsigned values.
+const (
+	ContextHV     = ^uint64(32) + 1
+	ContextKernel = ^uint64(128) + 1
+	ContextUser   = ^uint64(512) + 1
+	ContextMax    = ^uint64(4095) + 1
+)
+
+// SampleType is what every sonde sampling event records.
+const SampleType = unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID |
+	unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD
+
+// AttrOptions describe one sampling event.
+type AttrOptions struct {
+	Event     Event
+	Freq      uint64 // samples per second; 0 means use Period
+	Period    uint64
+	Callchain bool
+	Inherit   bool
+	EnableOnExec bool
+	SideBand  bool // mmap/comm/task records
+	BuildID   bool
+	Disabled  bool
+}
+
+// NewAttr builds the perf_event_attr for opts.
+func NewAttr(o AttrOptions) unix.PerfEventAttr {
+	a := unix.PerfEventAttr{
+		Type:        o.Event.Def.Type,
+		Config:      o.Event.Def.Config,
+		Sample_type: SampleType,
+	}
+	a.Size = uint32(unsafe.Sizeof(a))
+	if o.Freq > 0 {
+		a.Sample = o.Freq
+		a.Bits |= unix.PerfBitFreq
+	} else {
+		a.Sample = o.Period
+	}
+	if o.Callchain {
+		a.Sample_type |= unix.PERF_SAMPLE_CALLCHAIN
+	}
+	if o.Event.ExcludeUser {
+		a.Bits |= unix.PerfBitExcludeUser
+	}
+	if o.Event.ExcludeKernel {
+		a.Bits |= unix.PerfBitExcludeKernel
+	}
+	if o.Inherit {
+		a.Bits |= unix.PerfBitInherit
+	}
+	if o.EnableOnExec {
+		a.Bits |= unix.PerfBitEnableOnExec
+	}
+	if o.Disabled {
+		a.Bits |= unix.PerfBitDisabled
+	}
+	if o.SideBand {
+		a.Bits |= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
+		if o.BuildID {
+			a.Bits |= bitBuildID
+		}
+	}
+	// Timestamps on every record let us order side-band records against
+	// samples from other CPUs; CLOCK_MONOTONIC lets us compare with our clock.
+	a.Bits |= unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv
+	a.Clockid = unix.CLOCK_MONOTONIC
+	// Wake the reader once a quarter of the ring is full, not per sample.
+	a.Bits |= unix.PerfBitWatermark
+	a.Wakeup = 64 * 1024
+	return a
+}
+
+// Open calls perf_event_open and turns failures into one actionable line.
+func Open(attr *unix.PerfEventAttr, pid, cpu, group int, ev Event) (int, error) {
+	for {
+		fd, err := unix.PerfEventOpen(attr, pid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+		if err == nil {
+			return fd, nil
+		}
+		if errors.Is(err, unix.EINVAL) && attr.Bits&bitBuildID != 0 {
+			// Kernels before 5.12 do not know build-id in MMAP2; read it from files.
+			attr.Bits &^= bitBuildID
+			continue
+		}
+		return -1, OpenError(err, pid, cpu, ev)
+	}
+}
+
+// OpenError explains a perf_event_open failure.
+func OpenError(err error, pid, cpu int, ev Event) error {
+	switch {
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return fmt.Errorf("no permission to open event %s: need CAP_PERFMON (or root), or lower kernel.perf_event_paranoid (now %s; e.g. sysctl kernel.perf_event_paranoid=1)", ev, paranoid())
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("no such process or thread: %d", pid)
+	case (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV)) && ev.Def.Kind != KindSoftware:
+		return fmt.Errorf("event %s is not supported: this CPU has no usable hardware PMU (common in VMs); use a software event such as cpu-clock", ev)
+	case errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Errorf("event %s cannot sample on this kernel: %w", ev, err)
+	case errors.Is(err, unix.EMFILE):
+		return fmt.Errorf("too many open files opening %s on cpu %d: raise the limit with ulimit -n", ev, cpu)
+	case errors.Is(err, unix.EINVAL) && cpu >= 0:
+		return fmt.Errorf("opening %s on cpu %d: invalid (offline CPU, or frequency above kernel.perf_event_max_sample_rate?): %w", ev, cpu, err)
+	}
+	return fmt.Errorf("perf_event_open %s (pid %d, cpu %d): %w", ev, pid, cpu, err)
+}
+
+func paranoid() string {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// OnlineCPUs parses /sys/devices/system/cpu/online.
+func OnlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("reading online CPUs: %w", err)
+	}
+	return ParseCPUList(strings.TrimSpace(string(b)))
+}
+
+// ParseCPUList parses "0-3,5" style lists.
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	if s == "" {
+		return nil, fmt.Errorf("empty CPU list")
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("bad CPU list %q", s)
+		}
+		b := a
+		if isRange {
+			b, err = strconv.Atoi(strings.TrimSpace(hi))
+			if err != nil || b < a || b-a > 65536 {
+				return nil, fmt.Errorf("bad CPU list %q", s)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Enable starts counting on fd.
+func Enable(fd int) error {
+	return unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0)
+}
+
+// Disable stops counting on fd.
+func Disable(fd int) error {
+	return unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+}
+
+// SetOutput redirects fd's records into the ring of target (same CPU).
+func SetOutput(fd, target int) error {
+	return unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, target)
+}

@@ -1,0 +1,335 @@
+// Package record samples with perf_event_open into mmap rings and builds a
+// model.Profile: events are opened per CPU (system-wide, per command with
+// inheritance, or per existing thread), records are drained each round and
+// handled in time order so mappings are known before the samples that use them.
+package record
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/procfs"
+)
+
+// Options configure one recording.
+type Options struct {
+	Event     perf.Event
+	Freq      uint64
+	Period    uint64
+	Callchain bool
+	All       bool
+	Pids      []int
+	Tids      []int
+	CPUs      []int // nil: all online
+	Command   []string
+	Duration  time.Duration
+	RingPages int
+	// Progress, when set, is called about once a second.
+	Progress func(samples int, lost uint64, elapsed time.Duration)
+	Version  string
+}
+
+// Result is a finished recording.
+type Result struct {
+	Profile  *model.Profile
+	ExitCode int // the command's, when one ran
+}
+
+type pending struct {
+	time uint64
+	typ  uint32
+	misc uint16
+	data []byte
+}
+
+// Record runs a recording until the command exits, the duration passes,
+// ctx is cancelled, or SIGINT/SIGTERM arrives.
+func Record(ctx context.Context, o Options) (*Result, error) {
+	if o.RingPages == 0 {
+		o.RingPages = 128
+	}
+	cpus := o.CPUs
+	if cpus == nil {
+		var err error
+		if cpus, err = perf.OnlineCPUs(); err != nil {
+			return nil, err
+		}
+	}
+	b := NewBuilder()
+	meta := model.Meta{
+		Event: o.Event.String(), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
+		Command: o.Command, Arch: runtime.GOARCH, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
+	}
+	meta.Hostname, _ = os.Hostname()
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		meta.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+
+	base := perf.AttrOptions{Event: o.Event, Freq: o.Freq, Period: o.Period, Callchain: o.Callchain, SideBand: true, BuildID: true}
+	rings := map[int]*perf.Ring{} // cpu → ring
+	var fds []int
+	cleanup := func() {
+		for _, r := range rings {
+			r.Close()
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	open := func(attr unix.PerfEventAttr, pid, cpu int) error {
+		fd, err := perf.Open(&attr, pid, cpu, -1, o.Event)
+		if err != nil {
+			return err
+		}
+		if r, ok := rings[cpu]; ok {
+			if err := perf.SetOutput(fd, r.FD); err != nil {
+				unix.Close(fd)
+				return fmt.Errorf("sharing ring on cpu %d: %w", cpu, err)
+			}
+			fds = append(fds, fd)
+			return nil
+		}
+		r, err := perf.NewRing(fd, cpu, o.RingPages)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		rings[cpu] = r
+		return nil
+	}
+
+	var child *Child
+	switch {
+	case len(o.Command) > 0:
+		meta.Target = "command"
+		var err error
+		child, err = StartChild(o.Command)
+		if err != nil {
+			return nil, err
+		}
+		attr := base
+		attr.Inherit, attr.EnableOnExec, attr.Disabled = true, true, true
+		a := perf.NewAttr(attr)
+		for _, c := range cpus {
+			if err := open(a, child.Cmd.Process.Pid, c); err != nil {
+				child.Abort()
+				cleanup()
+				return nil, err
+			}
+		}
+	case o.All:
+		meta.Target = "system-wide"
+		if o.CPUs != nil {
+			meta.Target = "cpus " + cpuListString(cpus)
+		}
+		a := perf.NewAttr(base)
+		for _, c := range cpus {
+			if err := open(a, -1, c); err != nil {
+				cleanup()
+				return nil, err
+			}
+		}
+		pids, _ := procfs.Pids()
+		for _, p := range pids {
+			b.Synthesize(p)
+		}
+	case len(o.Pids) > 0 || len(o.Tids) > 0:
+		type tgt struct{ pid, tid int }
+		var targets []tgt
+		for _, p := range o.Pids {
+			tids, err := procfs.Threads(p)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range tids {
+				targets = append(targets, tgt{p, t})
+			}
+			b.Synthesize(p)
+		}
+		for _, t := range o.Tids {
+			p, err := procfs.TGID(t)
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, tgt{p, t})
+			b.Synthesize(p)
+		}
+		if len(o.Pids) > 0 {
+			meta.Target = "pid " + joinInts(o.Pids)
+		} else {
+			meta.Target = "tid " + joinInts(o.Tids)
+		}
+		attr := base
+		attr.Inherit = len(o.Pids) > 0 // follow threads and children they create
+		a := perf.NewAttr(attr)
+		for _, t := range targets {
+			for _, c := range cpus {
+				if err := open(a, t.tid, c); err != nil {
+					if strings.Contains(err.Error(), "no such process") {
+						continue // the thread exited meanwhile
+					}
+					cleanup()
+					return nil, err
+				}
+			}
+		}
+		if len(rings) == 0 {
+			return nil, fmt.Errorf("no such process: %s", meta.Target)
+		}
+	default:
+		return nil, fmt.Errorf("nothing to record: give a command, -p PID, -t TID or -a")
+	}
+	defer cleanup()
+
+	ringList := make([]*perf.Ring, 0, len(rings))
+	for _, r := range rings {
+		ringList = append(ringList, r)
+	}
+	sort.Slice(ringList, func(i, j int) bool { return ringList[i].CPU < ringList[j].CPU })
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	start := time.Now()
+	meta.StartUnixNS = start.UnixNano()
+	childDone := make(chan struct{})
+	var waitErr error
+	if child != nil {
+		if err := child.Go(); err != nil {
+			child.Abort()
+			return nil, fmt.Errorf("starting command: %w", err)
+		}
+		go func() {
+			waitErr = child.Cmd.Wait()
+			close(childDone)
+		}()
+	}
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+
+	var queue []pending
+	var sample perf.Sample
+	lost := uint64(0)
+	drain := func() uint64 {
+		// Everything stamped before this instant is already in a ring.
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		horizon := uint64(ts.Nano())
+		for _, r := range ringList {
+			r.Read(func(typ uint32, misc uint16, body []byte) {
+				queue = append(queue, pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc, data: append([]byte(nil), body...)})
+			})
+		}
+		return horizon
+	}
+	process := func(horizon uint64) {
+		sort.SliceStable(queue, func(i, j int) bool { return queue[i].time < queue[j].time })
+		n := 0
+		for n < len(queue) && queue[n].time <= horizon {
+			rec := queue[n]
+			n++
+			switch rec.typ {
+			case perf.RecordSample:
+				if perf.ParseSample(rec.data, o.Callchain, &sample) == nil {
+					b.Sample(&sample, rec.misc)
+				}
+			case perf.RecordMmap, perf.RecordMmap2:
+				if m, err := perf.ParseMmap(rec.typ, rec.misc, rec.data); err == nil {
+					b.Mmap(m)
+				}
+			case perf.RecordComm:
+				if c, err := perf.ParseComm(rec.misc, rec.data); err == nil {
+					b.Comm(c)
+				}
+			case perf.RecordFork:
+				if t, err := perf.ParseTask(rec.data); err == nil {
+					b.Fork(t)
+				}
+			case perf.RecordLost, perf.RecordLostSamples:
+				lost += perf.ParseLost(rec.typ, rec.data)
+			case perf.RecordThrottle:
+				meta.Throttled++
+			}
+		}
+		queue = append(queue[:0], queue[n:]...)
+	}
+
+	pfds := make([]unix.PollFd, len(ringList))
+	for i, r := range ringList {
+		pfds[i] = unix.PollFd{Fd: int32(r.FD), Events: unix.POLLIN}
+	}
+	lastProgress := time.Now()
+	stopping := false
+	for !stopping {
+		select {
+		case <-ctx.Done():
+			stopping = true
+		case s := <-sigs:
+			stopping = true
+			if child != nil && s != syscall.SIGINT {
+				// Ctrl-C reaches the command through the terminal; others we pass on.
+				child.Cmd.Process.Signal(s)
+			}
+		case <-childDone:
+			stopping = true
+		case <-deadline:
+			stopping = true
+			if child != nil {
+				child.Cmd.Process.Signal(syscall.SIGTERM)
+			}
+		default:
+		}
+		unix.Poll(pfds, 100)
+		process(drain())
+		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
+			o.Progress(b.SampleCount(), lost, time.Since(start))
+			lastProgress = time.Now()
+		}
+	}
+	for _, r := range ringList {
+		perf.Disable(r.FD)
+	}
+	exit := 0
+	if child != nil {
+		select {
+		case <-childDone:
+		case <-time.After(5 * time.Second):
+			child.Cmd.Process.Kill()
+			<-childDone
+		}
+		exit = ExitCode(waitErr, child.Cmd.ProcessState)
+	}
+	process(drain())
+	process(^uint64(0))
+	meta.DurationNS = uint64(time.Since(start).Nanoseconds())
+	meta.Lost = lost
+	meta.ExitCode = exit
+	return &Result{Profile: b.Finish(meta), ExitCode: exit}, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func cpuListString(v []int) string { return joinInts(v) }

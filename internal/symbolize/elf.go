@@ -1,0 +1,384 @@
+// Package symbolize turns addresses into function names and source lines:
+// ELF symbol tables (and separate debug files), DWARF line tables, C++ and
+// Rust demangling, the kernel's kallsyms and JIT perf maps. Every other part
+// of sonde names frames through this package.
+package symbolize
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// Frame is what an address resolves to.
+type Frame struct {
+	Func      string // demangled function name; "" when unknown
+	FuncStart uint64 // address of the function in the object
+	FuncSize  uint64
+	File      string // source file, "" without line info
+	Line      int
+}
+
+// Object resolves addresses of one loaded object (an ELF file, the kernel, a JIT map).
+type Object interface {
+	Lookup(addr uint64) (Frame, bool)
+}
+
+// Symbol is one function symbol.
+type Symbol struct {
+	Name  string
+	Start uint64
+	Size  uint64
+}
+
+// SymbolTable is a sorted list of functions with nearest-below lookup.
+type SymbolTable []Symbol
+
+// NewSymbolTable sorts syms and removes exact duplicates.
+func NewSymbolTable(syms []Symbol) SymbolTable {
+	sort.Slice(syms, func(i, j int) bool {
+		if syms[i].Start != syms[j].Start {
+			return syms[i].Start < syms[j].Start
+		}
+		// Prefer sized, global-looking names for aliases at the same address.
+		if (syms[i].Size == 0) != (syms[j].Size == 0) {
+			return syms[i].Size != 0
+		}
+		return len(syms[i].Name) < len(syms[j].Name)
+	})
+	out := syms[:0]
+	for i, s := range syms {
+		if i > 0 && s.Start == out[len(out)-1].Start {
+			continue
+		}
+		out = append(out, s)
+	}
+	return SymbolTable(out)
+}
+
+// Find returns the symbol containing addr. Symbols without a size extend to the
+// next symbol (as kallsyms entries do) when sizeless is true.
+func (t SymbolTable) Find(addr uint64, sizeless bool) (Symbol, bool) {
+	i := sort.Search(len(t), func(i int) bool { return t[i].Start > addr }) - 1
+	if i < 0 {
+		return Symbol{}, false
+	}
+	s := t[i]
+	if s.Size > 0 {
+		if addr < s.Start+s.Size {
+			return s, true
+		}
+		return Symbol{}, false
+	}
+	if sizeless {
+		return s, true
+	}
+	return Symbol{}, false
+}
+
+// ELF is an executable or shared library opened for symbolization.
+type ELF struct {
+	Path    string
+	BuildID string
+	Type    elf.Type
+	loads   []elf.ProgHeader
+	syms    SymbolTable
+	lines   *lineTable
+	dwarf   *dwarf.Data
+	debugPath string
+}
+
+// Options tune where OpenELF looks for debug information.
+type Options struct {
+	Root     string // prefix for paths of processes in other mount namespaces (/proc/PID/root)
+	DebugDir string // default /usr/lib/debug
+}
+
+// OpenELF loads path's symbols, build-id and, when present, DWARF line info,
+// looking into separate debug files for what the binary lacks.
+func OpenELF(path string, o Options) (*ELF, error) {
+	if o.DebugDir == "" {
+		o.DebugDir = "/usr/lib/debug"
+	}
+	full := path
+	if o.Root != "" {
+		full = filepath.Join(o.Root, path)
+	}
+	f, err := elf.Open(full)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer f.Close()
+	e := &ELF{Path: path, Type: f.Type}
+	e.BuildID = buildID(f)
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			e.loads = append(e.loads, p.ProgHeader)
+		}
+	}
+	syms := readSymbols(f)
+	hasSymtab := f.Section(".symtab") != nil
+	d, _ := f.DWARF()
+	if !hasSymtab || d == nil {
+		if dbg := findDebugFile(f, path, e.BuildID, o); dbg != "" {
+			if df, err := elf.Open(dbg); err == nil {
+				if !hasSymtab {
+					syms = append(syms, readSymbols(df)...)
+				}
+				if d == nil {
+					d, _ = df.DWARF()
+				}
+				e.debugPath = dbg
+				df.Close()
+			}
+		}
+	}
+	e.syms = NewSymbolTable(syms)
+	e.dwarf = d
+	return e, nil
+}
+
+func readSymbols(f *elf.File) []Symbol {
+	var out []Symbol
+	add := func(ss []elf.Symbol) {
+		for _, s := range ss {
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC && elf.ST_TYPE(s.Info) != elf.STT_GNU_IFUNC {
+				continue
+			}
+			if s.Value == 0 || s.Section == elf.SHN_UNDEF {
+				continue
+			}
+			out = append(out, Symbol{Name: s.Name, Start: s.Value, Size: s.Size})
+		}
+	}
+	if ss, err := f.Symbols(); err == nil {
+		add(ss)
+	}
+	if ss, err := f.DynamicSymbols(); err == nil {
+		add(ss)
+	}
+	return out
+}
+
+func buildID(f *elf.File) string {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id := parseBuildIDNote(data, f.ByteOrder); id != "" {
+			return id
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			continue
+		}
+		if id := parseBuildIDNote(data, f.ByteOrder); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// parseBuildIDNote finds an NT_GNU_BUILD_ID note in a note section.
+func parseBuildIDNote(data []byte, bo binary.ByteOrder) string {
+	for len(data) >= 12 {
+		namesz := bo.Uint32(data[0:])
+		descsz := bo.Uint32(data[4:])
+		typ := bo.Uint32(data[8:])
+		nameEnd := 12 + align4(uint64(namesz))
+		descEnd := nameEnd + align4(uint64(descsz))
+		if descEnd > uint64(len(data)) {
+			return ""
+		}
+		name := data[12 : 12+namesz]
+		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) {
+			return hex.EncodeToString(data[nameEnd : nameEnd+uint64(descsz)])
+		}
+		data = data[descEnd:]
+	}
+	return ""
+}
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
+
+func findDebugFile(f *elf.File, path, id string, o Options) string {
+	var cands []string
+	if len(id) > 2 {
+		cands = append(cands, filepath.Join(o.DebugDir, ".build-id", id[:2], id[2:]+".debug"))
+	}
+	if s := f.Section(".gnu_debuglink"); s != nil {
+		if data, err := s.Data(); err == nil {
+			name := string(bytes.TrimRight(data[:bytes.IndexByte(append(data, 0), 0)], "\x00"))
+			if name != "" {
+				dir := filepath.Dir(path)
+				cands = append(cands,
+					filepath.Join(dir, name),
+					filepath.Join(dir, ".debug", name),
+					filepath.Join(o.DebugDir, dir, name))
+			}
+		}
+	}
+	cands = append(cands, filepath.Join(o.DebugDir, path+".debug"), filepath.Join(o.DebugDir, path))
+	for _, c := range cands {
+		if o.Root != "" {
+			c = filepath.Join(o.Root, c)
+		}
+		if c == path {
+			continue
+		}
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
+			return c
+		}
+	}
+	return ""
+}
+
+// FileOffsetToAddr converts an offset in the file (from a mapping) into the
+// ELF virtual address that symbols use.
+func (e *ELF) FileOffsetToAddr(off uint64) uint64 {
+	for _, p := range e.loads {
+		if p.Flags&elf.PF_X != 0 && off >= p.Off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr
+		}
+	}
+	for _, p := range e.loads {
+		if off >= p.Off && off < p.Off+p.Memsz {
+			return off - p.Off + p.Vaddr
+		}
+	}
+	return off
+}
+
+// Lookup resolves an ELF virtual address.
+func (e *ELF) Lookup(addr uint64) (Frame, bool) {
+	var fr Frame
+	s, ok := e.syms.Find(addr, false)
+	if ok {
+		fr.Func = Demangle(s.Name)
+		fr.FuncStart, fr.FuncSize = s.Start, s.Size
+	}
+	if file, line, lok := e.Line(addr); lok {
+		fr.File, fr.Line = file, line
+		ok = true
+	}
+	return fr, ok
+}
+
+// Line returns the source position of addr from DWARF, if any.
+func (e *ELF) Line(addr uint64) (string, int, bool) {
+	if e.dwarf == nil {
+		return "", 0, false
+	}
+	if e.lines == nil {
+		e.lines = buildLineTable(e.dwarf)
+	}
+	return e.lines.find(addr)
+}
+
+// HasDWARF says whether line information is available.
+func (e *ELF) HasDWARF() bool { return e.dwarf != nil }
+
+// Symbols returns the function symbols.
+func (e *ELF) Symbols() SymbolTable { return e.syms }
+
+type lineRow struct {
+	addr uint64
+	file int32 // index into files; -1 marks an end of sequence
+	line int32
+}
+
+type lineTable struct {
+	rows  []lineRow
+	files []string
+}
+
+func buildLineTable(d *dwarf.Data) *lineTable {
+	t := &lineTable{}
+	fileIdx := map[string]int32{}
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil || cu == nil {
+			break
+		}
+		if cu.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(cu)
+		r.SkipChildren()
+		if err != nil || lr == nil {
+			continue
+		}
+		var le dwarf.LineEntry
+		for {
+			// A damaged line program ends this unit, not the whole table.
+			if err := lr.Next(&le); err != nil {
+				break
+			}
+			if le.EndSequence {
+				t.rows = append(t.rows, lineRow{addr: le.Address, file: -1})
+				continue
+			}
+			name := ""
+			if le.File != nil {
+				name = le.File.Name
+			}
+			idx, ok := fileIdx[name]
+			if !ok {
+				idx = int32(len(t.files))
+				t.files = append(t.files, name)
+				fileIdx[name] = idx
+			}
+			t.rows = append(t.rows, lineRow{addr: le.Address, file: idx, line: int32(le.Line)})
+		}
+	}
+	sort.SliceStable(t.rows, func(i, j int) bool { return t.rows[i].addr < t.rows[j].addr })
+	return t
+}
+
+func (t *lineTable) find(addr uint64) (string, int, bool) {
+	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr > addr }) - 1
+	if i < 0 {
+		return "", 0, false
+	}
+	// Rows may share an address (one sequence's end and the next one's
+	// start): a real row among them wins.
+	for j := i; j >= 0 && t.rows[j].addr == t.rows[i].addr; j-- {
+		if t.rows[j].file >= 0 {
+			i = j
+			break
+		}
+	}
+	if t.rows[i].file < 0 || t.rows[i].line == 0 {
+		return "", 0, false
+	}
+	return t.files[t.rows[i].file], int(t.rows[i].line), true
+}
+
+// Demangle turns C++ and Rust symbol names into readable ones; other names
+// are returned unchanged.
+func Demangle(name string) string {
+	if strings.HasPrefix(name, "_Z") || strings.HasPrefix(name, "_R") || strings.HasPrefix(name, "__Z") {
+		return demangle.Filter(name, demangle.NoClones)
+	}
+	return name
+}
