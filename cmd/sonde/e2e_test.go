@@ -1,0 +1,421 @@
+package main
+
+// End-to-end tests: they build sonde and C workloads with a known split of
+// work, record them for real and check the reports against that ground truth.
+// They need root; the Makefile runs packages one at a time (-p 1) so
+// recordings never measure each other.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+type jsonReport struct {
+	Samples int `json:"samples"`
+	Entries []struct {
+		Keys     map[string]string `json:"keys"`
+		SelfPct  float64           `json:"self_percent"`
+		ChildPct float64           `json:"children_percent"`
+		Kernel   bool              `json:"kernel"`
+		Graph    *jsonNode         `json:"callgraph"`
+	} `json:"entries"`
+	Meta struct {
+		Lost     uint64   `json:"Lost"`
+		Warnings []string `json:"Warnings"`
+	} `json:"meta"`
+}
+
+type jsonNode struct {
+	Name     string      `json:"name"`
+	Percent  float64     `json:"percent"`
+	Children []*jsonNode `json:"children"`
+}
+
+func reportJSON(t *testing.T, dir string, args ...string) jsonReport {
+	t.Helper()
+	r := testutil.MustRun(t, dir, append([]string{"report", "--json"}, args...)...)
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, r.Stdout)
+	}
+	return rep
+}
+
+func selfPct(rep jsonReport, sym string) float64 {
+	total := 0.0
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == sym {
+			total += e.SelfPct
+		}
+	}
+	return total
+}
+
+// checkSplit checks a:b is 75:25 within 3 points, and that the two
+// functions are nearly all of the samples of the filtered report.
+func checkSplit(t *testing.T, rep jsonReport, a, b string) {
+	t.Helper()
+	pa, pb := selfPct(rep, a), selfPct(rep, b)
+	if pa+pb < 85 {
+		t.Fatalf("%s+%s = %.1f%% of samples, want most of them (report: %+v)", a, b, pa+pb, rep.Entries)
+	}
+	share := 100 * pa / (pa + pb)
+	if math.Abs(share-75) > 3 {
+		t.Errorf("%s/%s split = %.1f/%.1f, want 75/25 within 3 points", a, b, share, 100-share)
+	}
+	t.Logf("%s %.2f%%  %s %.2f%%  (split %.1f/%.1f, %d samples)", a, pa, b, pb, share, 100-share, rep.Samples)
+}
+
+// hasChain reports whether a caller-ordered graph contains parent → child.
+func hasChain(n *jsonNode, parent, child string) bool {
+	if n == nil {
+		return false
+	}
+	for _, c := range n.Children {
+		if n.Name == parent && c.Name == child {
+			return true
+		}
+		if hasChain(c, parent, child) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRecordSplit(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "work.data", "--", "./work", "600")
+	rep := reportJSON(t, dir, "-i", "work.data", "--no-children", "--comm", "work")
+	checkSplit(t, rep, "spin_a", "spin_b")
+	if rep.Meta.Lost != 0 {
+		t.Logf("lost %d samples", rep.Meta.Lost)
+	}
+	// Call chains: main → spin_a in the caller-ordered graph of spin_a.
+	found := false
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == "spin_a" && hasChain(e.Graph, "main", "spin_a") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no main → spin_a chain in the call graph")
+	}
+	// Children mode: main carries nearly everything.
+	rep = reportJSON(t, dir, "-i", "work.data", "--children", "--comm", "work")
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == "main" && e.ChildPct < 90 {
+			t.Errorf("main children = %.1f%%, want > 90%%", e.ChildPct)
+		}
+	}
+}
+
+func TestRecordSharedLibrary(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "libspin.so", []string{"libspin.c"}, "-shared", "-fPIC")
+	testutil.BuildC(t, dir, "libmain", []string{"libmain.c"}, "-L"+dir, "-lspin", "-Wl,-rpath,"+dir)
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "lib.data", "--", "./libmain", "600")
+	rep := reportJSON(t, dir, "-i", "lib.data", "--no-children", "--comm", "libmain")
+	checkSplit(t, rep, "lib_a", "lib_b")
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == "lib_a" && e.Keys["dso"] != "libspin.so" {
+			t.Errorf("lib_a shown in %q, want libspin.so", e.Keys["dso"])
+		}
+	}
+}
+
+func TestRecordShortChildren(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	// Fifty children of about 20 ms each, started by a shell script.
+	script := filepath.Join(dir, "short.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\nfor i in $(seq 50); do ./work 12; done\n"), 0o755)
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "short.data", "--", "sh", "short.sh")
+	rep := reportJSON(t, dir, "-i", "short.data", "--no-children", "--comm", "work")
+	checkSplit(t, rep, "spin_a", "spin_b")
+}
+
+func TestRecordKernelFrames(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "sys.data", "--", "./syscalls", "2000000")
+	rep := reportJSON(t, dir, "-i", "sys.data", "--no-children", "--comm", "syscalls")
+	kernel, named := 0.0, 0
+	for _, e := range rep.Entries {
+		if !e.Kernel {
+			continue
+		}
+		kernel += e.SelfPct
+		sym := e.Keys["sym"]
+		if strings.Contains(sym, "+0x") {
+			t.Errorf("kernel frame not named: %q", sym)
+		}
+		if regexp.MustCompile(`write|syscall`).MatchString(sym) {
+			named++
+		}
+	}
+	if kernel < 30 {
+		t.Errorf("kernel share %.1f%%, want most of a write(2) loop", kernel)
+	}
+	if named == 0 {
+		t.Errorf("no write/syscall kernel frames among %d entries", len(rep.Entries))
+	}
+}
+
+func TestReportAfterBinaryDeleted(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "w.data", "--", "./work", "100")
+	before := testutil.MustRun(t, dir, "report", "-i", "w.data").Stdout
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	after := testutil.MustRun(t, dir, "report", "-i", "w.data").Stdout
+	if before != after {
+		t.Errorf("report changed after deleting the binary:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if !strings.Contains(after, "spin_a") {
+		t.Errorf("report lacks spin_a:\n%s", after)
+	}
+}
+
+func TestRecordExitCodeAndErrors(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	r := testutil.Run(t, dir, "record", "-q", "-o", "x.data", "--", "sh", "-c", "exit 7")
+	if r.Code != 7 {
+		t.Errorf("exit code %d, want the command's 7 (stderr %q)", r.Code, r.Stderr)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown_event", []string{"record", "-e", "cpu-clok", "--", "true"}, "nearest: cpu-clock"},
+		{"no_such_pid", []string{"record", "-p", "999999999"}, "no such process"},
+		{"missing_command", []string{"record", "--", "/nonexistent/cmd"}, "command not found"},
+		{"no_target", []string{"record"}, "nothing to record"},
+		{"hardware_event", []string{"record", "-e", "cycles", "--", "true"}, ""},
+		{"missing_file", []string{"report", "-i", "nope.data"}, "no such file"},
+		{"bad_sort", []string{"report", "--sort", "bogus"}, "unknown sort key"},
+		{"unknown_command", []string{"recrod"}, "nearest: record"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := testutil.Run(t, dir, c.args...)
+			if c.name == "hardware_event" {
+				// Works where there is a PMU; elsewhere one line naming the reason.
+				if r.Code != 0 && !strings.Contains(r.Stderr, "PMU") {
+					t.Errorf("hardware event failure without a reason: %q", r.Stderr)
+				}
+				return
+			}
+			if r.Code == 0 {
+				t.Fatalf("exit 0, want failure")
+			}
+			if !strings.Contains(r.Stderr, c.want) {
+				t.Errorf("stderr %q, want it to mention %q", r.Stderr, c.want)
+			}
+			if strings.Count(strings.TrimSpace(r.Stderr), "\n") > 0 || strings.Contains(r.Stderr, "panic") {
+				t.Errorf("want one line, got %q", r.Stderr)
+			}
+		})
+	}
+}
+
+func TestUnprivilegedError(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	setpriv := testutil.RequireTool(t, "setpriv", "util-linux")
+	b, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if v, _ := strconv.Atoi(strings.TrimSpace(string(b))); v < 1 {
+		t.Skipf("perf_event_paranoid=%d lets everyone record system-wide", v)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	bin := filepath.Join(dir, "sonde")
+	data, _ := os.ReadFile(testutil.Sonde(t))
+	os.WriteFile(bin, data, 0o755)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin, "record", "-a", "--duration", "1s", "-o", filepath.Join(dir, "x.data"))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("unprivileged system-wide record succeeded: %s", out)
+	}
+	if !strings.Contains(string(out), "CAP_PERFMON") || !strings.Contains(string(out), "perf_event_paranoid") {
+		t.Errorf("error does not name the capability and sysctl: %s", out)
+	}
+}
+
+func TestDataFileErrors(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "good.data", "--", "./work", "30")
+	good, _ := os.ReadFile(filepath.Join(dir, "good.data"))
+	newer := append([]byte(nil), good...)
+	newer[8] = datafile.Version + 1
+	corrupt := append([]byte(nil), good...)
+	for i := 40; i < len(corrupt) && i < 60; i++ {
+		corrupt[i] ^= 0x5a
+	}
+	files := map[string][]byte{
+		"empty":     {},
+		"truncated": good[:len(good)/2],
+		"newer":     newer,
+		"corrupt":   corrupt,
+		"text":      []byte("hello world, not a profile\n"),
+	}
+	wants := map[string]string{"empty": "not a sonde data file", "truncated": "truncated", "newer": "newer", "corrupt": "corrupt", "text": "not a sonde data file"}
+	for name, data := range files {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name+".data")
+			os.WriteFile(p, data, 0o644)
+			r := testutil.Run(t, dir, "report", "-i", p)
+			if r.Code == 0 || strings.Contains(r.Stderr, "panic") {
+				t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, wants[name]) {
+				t.Errorf("stderr %q, want %q", r.Stderr, wants[name])
+			}
+		})
+	}
+}
+
+func TestPprofExport(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	goBin := testutil.RequireTool(t, "go", "golang")
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "1999", "-o", "w.data", "--", "./work", "300")
+	testutil.MustRun(t, dir, "report", "-i", "w.data", "--format", "pprof", "-o", "w.pb.gz")
+	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=5", filepath.Join(dir, "w.pb.gz")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	// First row after the header is the top flat function.
+	lines := strings.Split(string(out), "\n")
+	top := ""
+	for i, l := range lines {
+		if strings.Contains(l, "flat%") && i+1 < len(lines) {
+			f := strings.Fields(lines[i+1])
+			top = f[len(f)-1]
+			break
+		}
+	}
+	rep := reportJSON(t, dir, "-i", "w.data", "--no-children")
+	if top != rep.Entries[0].Keys["sym"] {
+		t.Errorf("pprof top %q, sonde report top %q\n%s", top, rep.Entries[0].Keys["sym"], out)
+	}
+}
+
+func TestFoldedRoundTrip(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "w.data", "--", "./work", "100")
+	folded := testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "--format", "folded").Stdout
+	if !regexp.MustCompile(`(?m)^work;.*main;spin_a \d+$`).MatchString(folded) {
+		t.Errorf("folded output lacks work;…;main;spin_a:\n%s", folded)
+	}
+	os.WriteFile(filepath.Join(dir, "w.folded"), []byte(folded), 0o644)
+	again := testutil.MustRun(t, dir, "flamegraph", "-i", "w.folded", "--format", "folded").Stdout
+	if again != folded {
+		t.Errorf("folded stacks changed in a round trip:\n%s\nvs\n%s", folded, again)
+	}
+	root, err := flamegraph.ParseFolded(strings.NewReader(folded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := reportJSON(t, dir, "-i", "w.data")
+	if int(root.Value) != rep.Samples {
+		t.Errorf("folded total %d, report samples %d", root.Value, rep.Samples)
+	}
+}
+
+// TestFlamegraphInBrowser renders the HTML flame graph in headless Chromium
+// and checks that frames render, search reports the right match percentage
+// and zoom widens the clicked frame to the full width.
+func TestFlamegraphInBrowser(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	chromium := testutil.RequireTool(t, "chromium", "chromium")
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "w.data", "--", "./work", "300")
+	testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "-o", "flame.html", "--title", "work")
+	testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "-o", "flame.svg")
+	rep := reportJSON(t, dir, "-i", "w.data", "--no-children")
+	wantA := selfPct(rep, "spin_a")
+
+	dump := func(url string) string {
+		t.Helper()
+		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir="+filepath.Join(dir, "chrome-profile"), "--virtual-time-budget=3000", "--dump-dom", url)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("chromium %s: %v", url, err)
+		}
+		return string(out)
+	}
+	base := "file://" + filepath.Join(dir, "flame.html")
+	page := dump(base)
+	if n := strings.Count(page, `class="frame`); n < 5 {
+		t.Fatalf("rendered %d frames, want several:\n%.2000s", n, page)
+	}
+	for _, name := range []string{"main", "spin_a", "spin_b"} {
+		if !strings.Contains(page, `data-name="`+name+`"`) {
+			t.Errorf("frame %s not rendered", name)
+		}
+	}
+	// Search: the matched percentage is spin_a's share of samples.
+	page = dump(base + "?s=" + "%5Espin_a%24")
+	m := regexp.MustCompile(`data-percent="([0-9.]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no match percentage after search")
+	}
+	got, _ := strconv.ParseFloat(m[1], 64)
+	if math.Abs(got-wantA) > 1.5 {
+		t.Errorf("search matched %.2f%%, report says spin_a is %.2f%%", got, wantA)
+	}
+	if !strings.Contains(page, "rgb(230,0,230)") {
+		t.Errorf("matched frames not highlighted")
+	}
+	// Zoom: spin_b fills the width and its siblings disappear.
+	page = dump(base + "?x=spin_b")
+	if !strings.Contains(page, `data-zoom="spin_b"`) {
+		t.Fatalf("zoom did not happen")
+	}
+	re := regexp.MustCompile(`data-name="spin_b"><title>[^<]*</title><rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"`)
+	z := re.FindStringSubmatch(page)
+	if z == nil {
+		t.Fatalf("spin_b frame not found after zoom")
+	}
+	if w, _ := strconv.ParseFloat(z[2], 64); w < 1170 {
+		t.Errorf("zoomed spin_b width %.1f, want the full 1180", w)
+	}
+	if strings.Contains(page, `data-name="spin_a"`) {
+		t.Errorf("spin_a still shown after zooming into spin_b")
+	}
+	// The standalone SVG renders too.
+	svg := dump("file://" + filepath.Join(dir, "flame.svg"))
+	if !strings.Contains(svg, `data-name="spin_a"`) {
+		t.Errorf("SVG did not render frames")
+	}
+	fmt.Fprintf(os.Stderr, "") // keep fmt for debugging edits
+}

@@ -1,0 +1,145 @@
+// Package testutil holds helpers shared by sonde's tests: the privilege
+// gate, compiling C workloads, and running the sonde binary.
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// RequirePrivileged skips a test that needs root (perf events, BPF,
+// kallsyms) when run unprivileged, and fails it instead when
+// SONDE_REQUIRE_PRIVILEGED=1 (as in CI), where every test must run for real.
+func RequirePrivileged(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("SONDE_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatalf("test needs root but runs as uid %d with SONDE_REQUIRE_PRIVILEGED=1", os.Geteuid())
+	}
+	t.Skip("needs root (perf_event_open system-wide, kallsyms); run as root or set SONDE_REQUIRE_PRIVILEGED=1 in CI")
+}
+
+// RequireTool skips (or fails under SONDE_REQUIRE_PRIVILEGED=1) when an
+// external program the test compares against is missing.
+func RequireTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("SONDE_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatalf("%s not found: install Debian's %s (.ci/run does)", name, pkg)
+	}
+	t.Skipf("%s not found: apt-get install %s", name, pkg)
+	return ""
+}
+
+// RepoRoot finds the module root from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BuildC compiles testdata sources into dir/out with frame pointers and
+// debug info; extra flags follow the sources.
+func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) string {
+	t.Helper()
+	RequireTool(t, "gcc", "gcc")
+	dst := filepath.Join(dir, out)
+	args := []string{"-O1", "-g", "-fno-omit-frame-pointer", "-o", dst}
+	for _, s := range srcs {
+		if !filepath.IsAbs(s) {
+			s = filepath.Join(RepoRoot(), "testdata", s)
+		}
+		args = append(args, s)
+	}
+	args = append(args, extra...)
+	cmd := exec.Command("gcc", args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	}
+	return dst
+}
+
+var (
+	sondeOnce sync.Once
+	sondePath string
+	sondeErr  error
+	sondeOut  []byte
+)
+
+// Sonde builds the sonde binary once per test process and returns its path.
+func Sonde(t testing.TB) string {
+	t.Helper()
+	sondeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sonde-bin")
+		if err != nil {
+			sondeErr = err
+			return
+		}
+		sondePath = filepath.Join(dir, "sonde")
+		cmd := exec.Command("go", "build", "-o", sondePath, "./cmd/sonde")
+		cmd.Dir = RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		sondeOut, sondeErr = cmd.CombinedOutput()
+	})
+	if sondeErr != nil {
+		t.Fatalf("building sonde: %v\n%s", sondeErr, sondeOut)
+	}
+	return sondePath
+}
+
+// Result of one sonde run.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run runs sonde with args in dir.
+func Run(t testing.TB, dir string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(Sonde(t), args...)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else {
+			t.Fatalf("running sonde %v: %v", args, err)
+		}
+	}
+	return Result{Stdout: o.String(), Stderr: e.String(), Code: code}
+}
+
+// MustRun runs sonde and fails the test on a non-zero exit.
+func MustRun(t testing.TB, dir string, args ...string) Result {
+	t.Helper()
+	r := Run(t, dir, args...)
+	if r.Code != 0 {
+		t.Fatalf("sonde %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.Code, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// PerfEventsUsable reports whether perf_event_open works at all here.
+func PerfEventsUsable() bool {
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
