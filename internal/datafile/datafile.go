@@ -260,7 +260,15 @@ func Read(r io.Reader) (*model.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrupt data file: %w", err)
 	}
-	br := bufio.NewReaderSize(zr, 1<<16)
+	p, err := readSections(bufio.NewReaderSize(zr, 1<<16))
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readSections decodes the uncompressed section stream and validates it.
+func readSections(br *bufio.Reader) (*model.Profile, error) {
 	p := &model.Profile{}
 	seen := map[uint64]bool{}
 	for {

@@ -1,0 +1,58 @@
+# sonde: see README.md. `make run` shows what sonde does; `make test` checks it.
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+OUT      := out
+BIN      := $(OUT)/sonde
+export CGO_ENABLED := 0
+
+.PHONY: all build run test unit fuzz cross generate bench clean
+
+all: build
+
+build:
+	@mkdir -p $(OUT)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sonde
+
+# Profile the bundled example (testdata/work.c: two functions splitting work
+# 3:1), print the report and write a flame graph.
+run: build
+	@mkdir -p $(OUT)
+	gcc -O1 -g -fno-omit-frame-pointer -o $(OUT)/work testdata/work.c
+	$(BIN) record -g -o $(OUT)/work.data -- $(OUT)/work 600
+	$(BIN) report -i $(OUT)/work.data --no-children --percent-limit 1
+	$(BIN) flamegraph -i $(OUT)/work.data -o $(OUT)/flame.html --title "sonde: testdata/work.c"
+	@echo "flame graph: $(abspath $(OUT)/flame.html) (open it in a browser)"
+
+# Everything. Packages run one at a time (-p 1): recordings and system-wide
+# tests must not measure each other on a 2-core machine.
+test: unit fuzz
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -p 1 -count=1 -timeout 30m ./...
+
+# A short fuzzing run of the data-file reader on top of its checked-in corpus
+# (testdata/fuzz), gzip layer and section decoder separately.
+# (Minimizing is capped: on these VMs it dominates a short run.)
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/datafile
+	$(GO) test -run '^$$' -fuzz '^FuzzSections$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/datafile
+
+cross:
+	@mkdir -p $(OUT)
+	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/sonde-linux-amd64 ./cmd/sonde
+	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/sonde-linux-arm64 ./cmd/sonde
+	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/sonde-linux-arm ./cmd/sonde
+	@file $(OUT)/sonde-linux-* 2>/dev/null || ls -l $(OUT)/sonde-linux-*
+
+# Regenerate the BPF objects and their Go bindings (needs clang, libbpf-dev).
+generate:
+	$(GO) generate ./...
+
+# Side by side with perf (Debian's linux-perf): see bench/README.md.
+bench: build
+	$(GO) run ./bench -sonde $(BIN)
+
+clean:
+	rm -rf $(OUT)
