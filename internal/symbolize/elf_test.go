@@ -1,0 +1,121 @@
+package symbolize
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// symAddr returns a symbol's address from nm, the reference we compare to.
+func symAddr(t *testing.T, bin, name string) uint64 {
+	t.Helper()
+	out, err := exec.Command("nm", bin).Output()
+	if err != nil {
+		t.Fatalf("nm: %v", err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[2] == name {
+			v, _ := strconv.ParseUint(f[0], 16, 64)
+			return v
+		}
+	}
+	t.Fatalf("%s not in nm output", name)
+	return 0
+}
+
+func addr2line(t *testing.T, bin string, addr uint64) (string, int) {
+	t.Helper()
+	out, err := exec.Command("addr2line", "-e", bin, "0x"+strconv.FormatUint(addr, 16)).Output()
+	if err != nil {
+		t.Fatalf("addr2line: %v", err)
+	}
+	s := strings.TrimSpace(string(out))
+	i := strings.LastIndexByte(s, ':')
+	line, _ := strconv.Atoi(strings.Fields(s[i+1:])[0])
+	return s[:i], line
+}
+
+func TestELFAgainstBinutils(t *testing.T) {
+	testutil.RequireTool(t, "addr2line", "binutils")
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	e, err := OpenELF(bin, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.BuildID == "" {
+		t.Error("no build-id")
+	}
+	for _, fn := range []string{"spin_a", "spin_b", "main"} {
+		a := symAddr(t, bin, fn)
+		for _, off := range []uint64{0, 4, 9} {
+			fr, ok := e.Lookup(a + off)
+			if !ok || fr.Func != fn {
+				t.Errorf("%s+%d: got %+v", fn, off, fr)
+				continue
+			}
+			file, line := addr2line(t, bin, a+off)
+			if filepath.Base(fr.File) != filepath.Base(file) || fr.Line != line {
+				t.Errorf("%s+%d: line %s:%d, addr2line says %s:%d", fn, off, fr.File, fr.Line, file, line)
+			}
+		}
+	}
+}
+
+func TestSeparateDebugFile(t *testing.T) {
+	testutil.RequireTool(t, "objcopy", "binutils")
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "work", []string{"work.c"}, "-Wl,--build-id")
+	full, err := OpenELF(bin, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := full.BuildID
+	dbgDir := filepath.Join(dir, "debug", ".build-id", id[:2])
+	os.MkdirAll(dbgDir, 0o755)
+	run := func(args ...string) {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+	}
+	run("objcopy", "--only-keep-debug", bin, filepath.Join(dbgDir, id[2:]+".debug"))
+	run("strip", "--strip-all", bin)
+	stripped, err := OpenELF(bin, Options{DebugDir: filepath.Join(dir, "debug")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := symAddr(t, filepath.Join(dbgDir, id[2:]+".debug"), "spin_b")
+	fr, ok := stripped.Lookup(a + 4)
+	if !ok || fr.Func != "spin_b" || fr.Line == 0 {
+		t.Errorf("stripped binary with debug file: got %+v", fr)
+	}
+	none, _ := OpenELF(bin, Options{DebugDir: filepath.Join(dir, "nowhere")})
+	if fr, ok := none.Lookup(a + 4); ok && fr.Func == "spin_b" {
+		t.Errorf("stripped binary resolved spin_b without its debug file")
+	}
+}
+
+func TestCPlusPlusNames(t *testing.T) {
+	testutil.RequireTool(t, "g++", "g++")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "w.cc")
+	os.WriteFile(src, []byte("namespace ns { struct Worker { __attribute__((noinline)) static unsigned long spin(unsigned long n) { volatile unsigned long x = 0; for (unsigned long i = 0; i < n; i++) x += i; return x; } }; }\nint main() { return ns::Worker::spin(10) == 1; }\n"), 0o644)
+	bin := filepath.Join(dir, "w")
+	if out, err := exec.Command("g++", "-O1", "-g", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v %s", err, out)
+	}
+	e, err := OpenELF(bin, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := symAddr(t, bin, "_ZN2ns6Worker4spinEm")
+	if fr, _ := e.Lookup(a); fr.Func != "ns::Worker::spin(unsigned long)" {
+		t.Errorf("got %q", fr.Func)
+	}
+}
