@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
@@ -418,4 +419,92 @@ func TestFlamegraphInBrowser(t *testing.T) {
 		t.Errorf("SVG did not render frames")
 	}
 	fmt.Fprintf(os.Stderr, "") // keep fmt for debugging edits
+}
+
+func TestRecordJIT(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "jit", []string{"jit.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "jit.data", "--", "./jit", "400000000")
+	defer func() {
+		m, _ := filepath.Glob("/tmp/perf-*.map")
+		for _, f := range m {
+			os.Remove(f)
+		}
+	}()
+	rep := reportJSON(t, dir, "-i", "jit.data", "--no-children", "--comm", "jit")
+	if got := selfPct(rep, "jit_spin"); got < 80 {
+		t.Errorf("jit_spin %.1f%%, want most samples", got)
+	}
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == "jit_spin" && !strings.HasPrefix(e.Keys["dso"], "perf-") {
+			t.Errorf("jit_spin in %q, want the perf map", e.Keys["dso"])
+		}
+	}
+	folded := testutil.MustRun(t, dir, "flamegraph", "-i", "jit.data", "--format", "folded").Stdout
+	if !strings.Contains(folded, "jit_spin_[j]") {
+		t.Errorf("JIT frames not marked in folded output:\n%s", folded)
+	}
+}
+
+// startWork runs the workload in the background for -p/-a tests.
+func startWork(t *testing.T, dir string, rounds string) *exec.Cmd {
+	t.Helper()
+	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	cmd := exec.Command(bin, rounds)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+func TestRecordPid(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	w := startWork(t, dir, "100000")
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-p", strconv.Itoa(w.Process.Pid), "--duration", "1500ms", "-o", "p.data")
+	rep := reportJSON(t, dir, "-i", "p.data", "--no-children")
+	checkSplit(t, rep, "spin_a", "spin_b")
+	testutil.MustRun(t, dir, "record", "-q", "-F", "4999", "-t", strconv.Itoa(w.Process.Pid), "--duration", "500ms", "-o", "t.data")
+	if rep := reportJSON(t, dir, "-i", "t.data"); rep.Samples < 500 {
+		t.Errorf("-t recorded %d samples in 0.5 s at 4999 Hz", rep.Samples)
+	}
+}
+
+func TestRecordSystemWide(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	w := startWork(t, dir, "100000")
+	testutil.MustRun(t, dir, "record", "-q", "-a", "-g", "--duration", "1500ms", "-o", "a.data")
+	rep := reportJSON(t, dir, "-i", "a.data", "--no-children", "--pid", strconv.Itoa(w.Process.Pid))
+	checkSplit(t, rep, "spin_a", "spin_b")
+	// -C limits to one CPU: every sample carries that CPU.
+	testutil.MustRun(t, dir, "record", "-q", "-C", "0", "--duration", "500ms", "-o", "c.data")
+	rep = reportJSON(t, dir, "-i", "c.data", "--sort", "cpu")
+	for _, e := range rep.Entries {
+		if e.Keys["cpu"] != "0" {
+			t.Errorf("-C 0 recorded a sample on cpu %s", e.Keys["cpu"])
+		}
+	}
+}
+
+func TestRecordInterrupt(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.Sonde(t)
+	cmd := exec.Command(testutil.Sonde(t), "record", "-q", "-a", "-o", "i.data")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("record after SIGINT: %v", err)
+	}
+	rep := reportJSON(t, dir, "-i", "i.data")
+	if rep.Samples == 0 {
+		t.Errorf("no samples written after Ctrl-C")
+	}
 }

@@ -95,7 +95,7 @@ func runRecord(args []string) (int, error) {
 		}
 	}
 	targets := 0
-	for _, b := range []bool{o.All && *cpus == "", len(o.Pids) > 0, len(o.Tids) > 0, len(o.Command) > 0} {
+	for _, b := range []bool{o.All, len(o.Pids) > 0, len(o.Tids) > 0, len(o.Command) > 0} {
 		if b {
 			targets++
 		}

@@ -29,15 +29,15 @@ const SampleType = unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF
 
 // AttrOptions describe one sampling event.
 type AttrOptions struct {
-	Event     Event
-	Freq      uint64 // samples per second; 0 means use Period
-	Period    uint64
-	Callchain bool
-	Inherit   bool
+	Event        Event
+	Freq         uint64 // samples per second; 0 means use Period
+	Period       uint64
+	Callchain    bool
+	Inherit      bool
 	EnableOnExec bool
-	SideBand  bool // mmap/comm/task records
-	BuildID   bool
-	Disabled  bool
+	SideBand     bool // mmap/comm/task records
+	BuildID      bool
+	Disabled     bool
 }
 
 // NewAttr builds the perf_event_attr for opts.

@@ -34,12 +34,12 @@ var errShort = errors.New("short perf record")
 
 // Sample is a decoded PERF_RECORD_SAMPLE for SampleType (+ callchain).
 type Sample struct {
-	ID       uint64
-	IP       uint64
-	Pid, Tid uint32
-	Time     uint64
-	CPU      uint32
-	Period   uint64
+	ID        uint64
+	IP        uint64
+	Pid, Tid  uint32
+	Time      uint64
+	CPU       uint32
+	Period    uint64
 	Callchain []uint64 // aliases the ring; copy to keep
 }
 

@@ -20,10 +20,10 @@ func Convert(p *model.Profile) (*profile.Profile, error) {
 		unit = "nanoseconds"
 	}
 	out := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: p.Meta.Event, Unit: unit}},
-		PeriodType: &profile.ValueType{Type: p.Meta.Event, Unit: unit},
-		Period:     int64(p.Meta.Period),
-		TimeNanos:  p.Meta.StartUnixNS,
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: p.Meta.Event, Unit: unit}},
+		PeriodType:    &profile.ValueType{Type: p.Meta.Event, Unit: unit},
+		Period:        int64(p.Meta.Period),
+		TimeNanos:     p.Meta.StartUnixNS,
 		DurationNanos: int64(p.Meta.DurationNS),
 	}
 	if p.Meta.Freq > 0 {

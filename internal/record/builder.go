@@ -194,6 +194,9 @@ func (b *Builder) Fork(t perf.Task) {
 
 func (b *Builder) thread(pid, tid uint32) int32 {
 	comm, ok := b.comms[tid]
+	if !ok && tid == 0 {
+		comm, ok = "swapper", true // the idle task
+	}
 	if !ok {
 		comm = procfs.Comm(int(pid), int(tid))
 		if comm == "" {

@@ -20,13 +20,13 @@ var Keys = []string{"comm", "pid", "tid", "dso", "sym", "cpu", "srcline"}
 
 // Options control aggregation and output.
 type Options struct {
-	Sort         []string // default comm,dso,sym
-	Children     bool     // accumulate callees' time into callers
-	Graph        string   // "caller", "callee" or "none"
-	GraphMin     float64  // hide call-graph branches below this percent
-	PercentLimit float64  // hide entries below this percent
+	Sort              []string // default comm,dso,sym
+	Children          bool     // accumulate callees' time into callers
+	Graph             string   // "caller", "callee" or "none"
+	GraphMin          float64  // hide call-graph branches below this percent
+	PercentLimit      float64  // hide entries below this percent
 	Comms, DSOs, Syms []string
-	Pids, Tids   []int
+	Pids, Tids        []int
 }
 
 // Entry is one row.

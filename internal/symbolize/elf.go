@@ -87,13 +87,13 @@ func (t SymbolTable) Find(addr uint64, sizeless bool) (Symbol, bool) {
 
 // ELF is an executable or shared library opened for symbolization.
 type ELF struct {
-	Path    string
-	BuildID string
-	Type    elf.Type
-	loads   []elf.ProgHeader
-	syms    SymbolTable
-	lines   *lineTable
-	dwarf   *dwarf.Data
+	Path      string
+	BuildID   string
+	Type      elf.Type
+	loads     []elf.ProgHeader
+	syms      SymbolTable
+	lines     *lineTable
+	dwarf     *dwarf.Data
 	debugPath string
 }
 

@@ -69,10 +69,10 @@ func TestParsePerfMap(t *testing.T) {
 
 func TestDemangle(t *testing.T) {
 	cases := map[string]string{
-		"_ZN2ns6Worker4spinEm":                           "ns::Worker::spin(unsigned long)",
-		"_ZN4core3fmt5write17h0123456789abcdefE":         "core::fmt::write",
-		"_RNvCs1234_7mycrate4main":                       "mycrate::main",
-		"plain_c_function":                               "plain_c_function",
+		"_ZN2ns6Worker4spinEm":                   "ns::Worker::spin(unsigned long)",
+		"_ZN4core3fmt5write17h0123456789abcdefE": "core::fmt::write",
+		"_RNvCs1234_7mycrate4main":               "mycrate::main",
+		"plain_c_function":                       "plain_c_function",
 	}
 	for in, want := range cases {
 		if got := Demangle(in); got != want {

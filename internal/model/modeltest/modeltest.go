@@ -30,15 +30,15 @@ func Sample() *model.Profile {
 		},
 		Files: []string{"/src/work.c"},
 		Locs: []model.Loc{
-			{DSO: 0, Addr: 0x1110, Func: 0, File: 0, Line: 30},            // 0 main
-			{DSO: 0, Addr: 0x1210, Func: 1, File: 0, Line: 12},            // 1 spin_a
-			{DSO: 0, Addr: 0x1250, Func: 2, File: 0, Line: 20},            // 2 spin_b
-			{DSO: 1, Addr: 0x29d90, Func: 3, File: -1},                    // 3 libc start
-			{DSO: 1, Addr: 0x10e2a0, Func: 4, File: -1},                   // 4 write
-			{DSO: 2, Addr: 0xffffffff81300010, Func: 5, File: -1},         // 5 ksys_write
-			{DSO: 2, Addr: 0xffffffff81a00020, Func: 6, File: -1},         // 6 do_syscall_64
-			{DSO: 0, Addr: 0x5000, Func: -1, File: -1},                    // 7 unnamed
-			{DSO: 0, Addr: 0x1214, Func: 1, File: 0, Line: 13},            // 8 spin_a, other line
+			{DSO: 0, Addr: 0x1110, Func: 0, File: 0, Line: 30},    // 0 main
+			{DSO: 0, Addr: 0x1210, Func: 1, File: 0, Line: 12},    // 1 spin_a
+			{DSO: 0, Addr: 0x1250, Func: 2, File: 0, Line: 20},    // 2 spin_b
+			{DSO: 1, Addr: 0x29d90, Func: 3, File: -1},            // 3 libc start
+			{DSO: 1, Addr: 0x10e2a0, Func: 4, File: -1},           // 4 write
+			{DSO: 2, Addr: 0xffffffff81300010, Func: 5, File: -1}, // 5 ksys_write
+			{DSO: 2, Addr: 0xffffffff81a00020, Func: 6, File: -1}, // 6 do_syscall_64
+			{DSO: 0, Addr: 0x5000, Func: -1, File: -1},            // 7 unnamed
+			{DSO: 0, Addr: 0x1214, Func: 1, File: 0, Line: 13},    // 8 spin_a, other line
 		},
 		Stacks: [][]int32{
 			{1, 0, 3},       // spin_a
