@@ -323,6 +323,9 @@ func (b *Builder) loc(pid uint32, f Frame) int32 {
 	return id
 }
 
+// SetComm names a thread (for sources that learn names with their data).
+func (b *Builder) SetComm(tid uint32, comm string) { b.comms[tid] = comm }
+
 // SampleCount is the number of samples so far.
 func (b *Builder) SampleCount() int { return len(b.prof.Samples) }
 
