@@ -9,3 +9,5 @@ require (
 )
 
 require github.com/cilium/ebpf v0.22.0
+
+tool github.com/cilium/ebpf/cmd/bpf2go

@@ -508,3 +508,30 @@ func TestRecordInterrupt(t *testing.T) {
 		t.Errorf("no samples written after Ctrl-C")
 	}
 }
+
+func TestProfileBPF(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	w := startWork(t, dir, "100000")
+	pid := strconv.Itoa(w.Process.Pid)
+	r := testutil.MustRun(t, dir, "profile", "-F", "997", "-p", pid, "-d", "2s", "--json", "-o", "prof.data", "--flamegraph", "prof.html")
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	checkSplit(t, rep, "spin_a", "spin_b")
+	// The data file feeds the usual views, with call chains.
+	rep = reportJSON(t, dir, "-i", "prof.data", "--children")
+	found := false
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == "spin_a" && hasChain(e.Graph, "main", "spin_a") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no main → spin_a chain in the BPF profile")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prof.html")); err != nil {
+		t.Errorf("no flame graph: %v", err)
+	}
+}
