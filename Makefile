@@ -52,7 +52,7 @@ generate:
 
 # Side by side with perf (Debian's linux-perf): see bench/README.md.
 bench: build
-	$(GO) run ./bench -sonde $(BIN)
+	$(GO) run ./bench -sonde $(abspath $(BIN))
 
 clean:
 	rm -rf $(OUT)

@@ -93,11 +93,11 @@ func loadTree(path string) (*flamegraph.Node, string, error) {
 	n, _ := f.Read(head)
 	f.Close()
 	if n == len(head) && bytes.Equal(head, []byte(datafile.Magic)) {
-		p, err := datafile.ReadFile(path)
+		p, err := datafile.ReadFileWith(path, datafile.ReadOptions{Group: true})
 		if err != nil {
 			return nil, "", err
 		}
-		sub := fmt.Sprintf("%s, %d samples (%d lost), %s", p.Meta.Event, len(p.Samples), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond))
+		sub := fmt.Sprintf("%s, %d samples (%d lost), %s", p.Meta.Event, p.SampleCount(), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond))
 		if len(p.Meta.Command) > 0 {
 			sub += ": " + strings.Join(p.Meta.Command, " ")
 		}

@@ -95,7 +95,7 @@ func runRecord(args []string) (int, error) {
 		}
 	}
 	targets := 0
-	for _, b := range []bool{o.All, len(o.Pids) > 0, len(o.Tids) > 0, len(o.Command) > 0} {
+	for _, b := range []bool{o.All || len(o.Command) > 0, len(o.Pids) > 0, len(o.Tids) > 0} {
 		if b {
 			targets++
 		}
@@ -104,7 +104,7 @@ func runRecord(args []string) (int, error) {
 		return 2, usageError{"nothing to record: give a command after --, -p PID, -t TID or -a"}
 	}
 	if targets > 1 {
-		return 2, usageError{"choose one target: a command, -p, -t or -a"}
+		return 2, usageError{"choose one target: a command (optionally with -a), -p, -t or -a"}
 	}
 	progress := !*quiet && isTerminal(2)
 	if progress {

@@ -77,7 +77,7 @@ func runReport(args []string) (int, error) {
 	if o.Tids, err = parseIntList(*tid, "--tid"); err != nil {
 		return 2, err
 	}
-	prof, err := datafile.ReadFile(*input)
+	prof, err := datafile.ReadFileWith(*input, datafile.ReadOptions{Group: true})
 	if err != nil {
 		return 1, err
 	}

@@ -237,8 +237,18 @@ func decodeMeta(d *dec, m *model.Meta) {
 // without limit.
 const maxSection = 1 << 32
 
+// ReadOptions change how much of a file is kept in memory.
+type ReadOptions struct {
+	// Group keeps samples only as (thread, stack, CPU) groups in
+	// Profile.Groups: what aggregating views need, in a fraction of the memory.
+	Group bool
+}
+
 // Read decodes a data file. Any damage gives an error, never a panic.
-func Read(r io.Reader) (*model.Profile, error) {
+func Read(r io.Reader) (*model.Profile, error) { return ReadWith(r, ReadOptions{}) }
+
+// ReadWith decodes a data file with options.
+func ReadWith(r io.Reader, o ReadOptions) (*model.Profile, error) {
 	var hdr [12]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, fmt.Errorf("not a sonde data file: too short")
@@ -260,7 +270,7 @@ func Read(r io.Reader) (*model.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrupt data file: %w", err)
 	}
-	p, err := readSections(bufio.NewReaderSize(zr, 1<<16))
+	p, err := readSections(bufio.NewReaderSize(zr, 1<<16), o)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +278,7 @@ func Read(r io.Reader) (*model.Profile, error) {
 }
 
 // readSections decodes the uncompressed section stream and validates it.
-func readSections(br *bufio.Reader) (*model.Profile, error) {
+func readSections(br *bufio.Reader, o ReadOptions) (*model.Profile, error) {
 	p := &model.Profile{}
 	seen := map[uint64]bool{}
 	for {
@@ -288,6 +298,7 @@ func readSections(br *bufio.Reader) (*model.Profile, error) {
 		}
 		// Read in chunks so a lying length hits EOF before a huge allocation.
 		var buf bytes.Buffer
+		buf.Grow(int(min(n, 1<<26)))
 		if _, err := io.CopyN(&buf, br, int64(n)); err != nil {
 			return nil, truncated(err)
 		}
@@ -296,7 +307,7 @@ func readSections(br *bufio.Reader) (*model.Profile, error) {
 		}
 		seen[tag] = true
 		d := &dec{b: buf.Bytes()}
-		decodeSection(d, tag, p)
+		decodeSection(d, tag, p, o)
 		if d.err != nil {
 			return nil, fmt.Errorf("corrupt data file: section %d: %w", tag, d.err)
 		}
@@ -322,20 +333,23 @@ func truncated(err error) error {
 }
 
 // ReadFile opens and decodes path.
-func ReadFile(path string) (*model.Profile, error) {
+func ReadFile(path string) (*model.Profile, error) { return ReadFileWith(path, ReadOptions{}) }
+
+// ReadFileWith opens and decodes path with options.
+func ReadFileWith(path string, o ReadOptions) (*model.Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening data file: %w", err)
 	}
 	defer f.Close()
-	p, err := Read(bufio.NewReaderSize(f, 1<<20))
+	p, err := ReadWith(bufio.NewReaderSize(f, 1<<20), o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
 }
 
-func decodeSection(d *dec, tag uint64, p *model.Profile) {
+func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 	switch tag {
 	case tagMeta:
 		decodeMeta(d, &p.Meta)
@@ -382,11 +396,29 @@ func decodeSection(d *dec, tag uint64, p *model.Profile) {
 		}
 	case tagSamples:
 		n := d.count(5)
-		p.Samples = make([]model.Sample, 0, n)
+		var g model.Grouper
+		if !o.Group {
+			p.Samples = make([]model.Sample, 0, n)
+		}
 		var t uint64
 		for i := 0; i < n && d.err == nil; i++ {
 			t += uint64(d.varint())
-			p.Samples = append(p.Samples, model.Sample{Time: t, Thread: int32(d.u32()), CPU: d.u32(), Stack: int32(d.u32()), Period: d.uvarint()})
+			s := model.Sample{Time: t, Thread: int32(d.u32()), CPU: d.u32(), Stack: int32(d.u32()), Period: d.uvarint()}
+			if o.Group {
+				if s.Thread < 0 || int(s.Thread) >= len(p.Threads) || s.Stack < 0 || int(s.Stack) >= len(p.Stacks) {
+					d.fail(fmt.Errorf("sample %d: bad index", i))
+					break
+				}
+				g.Add(s)
+			} else {
+				p.Samples = append(p.Samples, s)
+			}
+		}
+		if o.Group {
+			p.Groups = g.Groups
+			if p.Groups == nil {
+				p.Groups = []model.SampleGroup{}
+			}
 		}
 	}
 }

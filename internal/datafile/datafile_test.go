@@ -119,7 +119,7 @@ func FuzzSections(f *testing.F) {
 	f.Add(raw)
 	f.Add(raw[:len(raw)/3])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := readSections(bufio.NewReader(bytes.NewReader(data)))
+		p, err := readSections(bufio.NewReader(bytes.NewReader(data)), ReadOptions{Group: len(data)%2 == 0})
 		if err == nil {
 			if verr := p.Validate(); verr != nil {
 				t.Fatalf("accepted an invalid profile: %v", verr)

@@ -83,8 +83,8 @@ func (n *Node) Sort() {
 func FromProfile(p *model.Profile) *Node {
 	root := &Node{Name: "all", Kind: KindOther}
 	counts := map[[2]int32]uint64{}
-	for _, s := range p.Samples {
-		counts[[2]int32{s.Thread, s.Stack}]++
+	for _, g := range p.SampleGroups() {
+		counts[[2]int32{g.Thread, g.Stack}] += g.Count
 	}
 	keys := make([][2]int32, 0, len(counts))
 	for k := range counts {

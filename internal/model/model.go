@@ -107,6 +107,75 @@ type Profile struct {
 	Locs    []Loc
 	Stacks  [][]int32 // location ids, leaf first
 	Samples []Sample
+	// Groups, when set, stands in for Samples: readers that only aggregate
+	// (report, flame graph, pprof) load a file this way in a fraction of the
+	// memory. Never stored.
+	Groups []SampleGroup
+}
+
+// SampleGroup is every sample of one thread, stack and CPU.
+type SampleGroup struct {
+	Thread int32
+	Stack  int32
+	CPU    uint32
+	Count  uint64
+	Period uint64
+}
+
+// GroupKey identifies a SampleGroup.
+type GroupKey struct {
+	Thread, Stack int32
+	CPU           uint32
+}
+
+// Grouper accumulates samples into groups.
+type Grouper struct {
+	index  map[GroupKey]int
+	Groups []SampleGroup
+}
+
+// Add counts one sample.
+func (g *Grouper) Add(s Sample) {
+	if g.index == nil {
+		g.index = map[GroupKey]int{}
+	}
+	k := GroupKey{s.Thread, s.Stack, s.CPU}
+	i, ok := g.index[k]
+	if !ok {
+		i = len(g.Groups)
+		g.index[k] = i
+		g.Groups = append(g.Groups, SampleGroup{Thread: s.Thread, Stack: s.Stack, CPU: s.CPU})
+	}
+	g.Groups[i].Count++
+	g.Groups[i].Period += s.Period
+}
+
+// SampleGroups returns Groups, or aggregates Samples when the profile was
+// loaded whole.
+func (p *Profile) SampleGroups() []SampleGroup {
+	if p.Groups != nil {
+		return p.Groups
+	}
+	var g Grouper
+	for _, s := range p.Samples {
+		g.Add(s)
+	}
+	if g.Groups == nil {
+		return []SampleGroup{}
+	}
+	return g.Groups
+}
+
+// SampleCount is the number of samples, loaded whole or grouped.
+func (p *Profile) SampleCount() uint64 {
+	if p.Groups != nil {
+		var n uint64
+		for _, g := range p.Groups {
+			n += g.Count
+		}
+		return n
+	}
+	return uint64(len(p.Samples))
 }
 
 // Validate checks that every index points inside its table, so views can
@@ -141,6 +210,11 @@ func (p *Profile) Validate() error {
 		}
 		if s.Stack < 0 || int(s.Stack) >= len(p.Stacks) {
 			return fmt.Errorf("sample %d: bad stack index %d", i, s.Stack)
+		}
+	}
+	for i, g := range p.Groups {
+		if g.Thread < 0 || int(g.Thread) >= len(p.Threads) || g.Stack < 0 || int(g.Stack) >= len(p.Stacks) {
+			return fmt.Errorf("sample group %d: bad index", i)
 		}
 	}
 	return nil

@@ -73,7 +73,7 @@ func Convert(p *model.Profile) (*profile.Profile, error) {
 	}
 	type key struct{ thread, stack int32 }
 	agg := map[key]*profile.Sample{}
-	for _, s := range p.Samples {
+	for _, s := range p.SampleGroups() {
 		k := key{s.Thread, s.Stack}
 		ps := agg[k]
 		if ps == nil {
@@ -88,7 +88,7 @@ func Convert(p *model.Profile) (*profile.Profile, error) {
 			agg[k] = ps
 			out.Sample = append(out.Sample, ps)
 		}
-		ps.Value[0]++
+		ps.Value[0] += int64(s.Count)
 		ps.Value[1] += int64(s.Period)
 	}
 	if p.Meta.Lost > 0 {

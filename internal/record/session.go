@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -112,7 +113,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 
 	var child *Child
 	switch {
-	case len(o.Command) > 0:
+	case len(o.Command) > 0 && !o.All:
 		meta.Target = "command"
 		var err error
 		child, err = StartChild(o.Command)
@@ -144,6 +145,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		pids, _ := procfs.Pids()
 		for _, p := range pids {
 			b.Synthesize(p)
+		}
+		if len(o.Command) > 0 {
+			// perf's `-a -- CMD`: system-wide for as long as CMD runs.
+			var err error
+			if child, err = StartChild(o.Command); err != nil {
+				cleanup()
+				return nil, err
+			}
 		}
 	case len(o.Pids) > 0 || len(o.Tids) > 0:
 		type tgt struct{ pid, tid int }
@@ -203,6 +212,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
+	// The recorder's own garbage is small and short-lived: collect rarely so
+	// it stays off the CPUs it measures.
+	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	start := time.Now()
 	meta.StartUnixNS = start.UnixNano()
 	childDone := make(chan struct{})
@@ -227,15 +239,30 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	var queue []pending
 	var sample perf.Sample
 	lost := uint64(0)
+	// Records are copied out of the rings into one arena per round; the few
+	// that wait for a later round are copied again, so the hot path does not
+	// allocate per record.
+	var arena []byte
 	drain := func() uint64 {
 		// Everything stamped before this instant is already in a ring.
 		var ts unix.Timespec
 		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 		horizon := uint64(ts.Nano())
+		arena = arena[:0]
+		first := len(queue)
 		for _, r := range ringList {
 			r.Read(func(typ uint32, misc uint16, body []byte) {
-				queue = append(queue, pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc, data: append([]byte(nil), body...)})
+				off := len(arena)
+				arena = append(arena, body...)
+				queue = append(queue, pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc, data: arena[off:len(arena):len(arena)]})
 			})
+		}
+		// The arena may have moved while growing: re-slice this round's records.
+		off := 0
+		for i := first; i < len(queue); i++ {
+			n := len(queue[i].data)
+			queue[i].data = arena[off : off+n : off+n]
+			off += n
 		}
 		return horizon
 	}
@@ -269,6 +296,10 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 		queue = append(queue[:0], queue[n:]...)
+		for i := range queue {
+			// Survivors outlive this round's arena.
+			queue[i].data = append([]byte(nil), queue[i].data...)
+		}
 	}
 
 	pfds := make([]unix.PollFd, len(ringList))
@@ -296,7 +327,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			}
 		default:
 		}
-		unix.Poll(pfds, 100)
+		unix.Poll(pfds, 250)
 		process(drain())
 		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
 			o.Progress(b.SampleCount(), lost, time.Since(start))

@@ -110,7 +110,7 @@ func Build(p *model.Profile, o Options) *Report {
 	entries := map[string]*Entry{}
 	var seen map[*Entry]bool
 	var sb strings.Builder
-	keyOf := func(s *model.Sample, loc int32) (string, map[string]string, bool) {
+	keyOf := func(s *model.SampleGroup, loc int32) (string, map[string]string, bool) {
 		t := p.Threads[s.Thread]
 		sb.Reset()
 		vals := map[string]string{}
@@ -143,7 +143,7 @@ func Build(p *model.Profile, o Options) *Report {
 		}
 		return sb.String(), vals, kernel
 	}
-	getSlow := func(s *model.Sample, loc int32) *Entry {
+	getSlow := func(s *model.SampleGroup, loc int32) *Entry {
 		k, vals, kernel := keyOf(s, loc)
 		e := entries[k]
 		if e == nil {
@@ -162,7 +162,7 @@ func Build(p *model.Profile, o Options) *Report {
 	useThread := contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid")
 	useCPU := contains(o.Sort, "cpu")
 	fast := map[fastKey]*Entry{}
-	get := func(s *model.Sample, loc int32) *Entry {
+	get := func(s *model.SampleGroup, loc int32) *Entry {
 		var fk fastKey
 		if frameKeyed {
 			fk.loc = loc
@@ -189,8 +189,11 @@ func Build(p *model.Profile, o Options) *Report {
 		}
 		return true
 	}
-	for i := range p.Samples {
-		s := &p.Samples[i]
+	// Work per (thread, stack, CPU) group, not per sample: a million samples
+	// usually fall into a few thousand groups.
+	groups := p.SampleGroups()
+	for i := range groups {
+		s := &groups[i]
 		t := p.Threads[s.Thread]
 		if len(o.Comms) > 0 && !contains(o.Comms, t.Comm) {
 			continue
@@ -202,7 +205,7 @@ func Build(p *model.Profile, o Options) *Report {
 			continue
 		}
 		stack := p.Stacks[s.Stack]
-		r.Samples++
+		r.Samples += int(s.Count)
 		r.TotalPeriod += s.Period
 		leaf := int32(-1)
 		if len(stack) > 0 {
@@ -214,7 +217,7 @@ func Build(p *model.Profile, o Options) *Report {
 		if filterOK(leaf) {
 			e := get(s, leaf)
 			e.Self += s.Period
-			e.Samples++
+			e.Samples += int(s.Count)
 			if !o.Children {
 				e.Children += s.Period
 				if o.Graph != "none" {
