@@ -60,7 +60,7 @@ func main() {
 	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
 
 	// 1 and 2: slowdown and bytes per sample.
-	configs := []string{"none", "perf", "sonde"}
+	configs := []string{"none", "perf", "sonde", "profile"}
 	elapsed := map[string][]float64{}
 	bytesPer := map[string][]float64{}
 	for r := 0; r < *reps; r++ {
@@ -81,6 +81,7 @@ func main() {
 	fmt.Printf("   no recorder   %8.1f ms\n", base)
 	fmt.Printf("   perf record   %8.1f ms  %+6.2f%%\n", median(elapsed["perf"]), slow("perf"))
 	fmt.Printf("   sonde record  %8.1f ms  %+6.2f%%\n", median(elapsed["sonde"]), slow("sonde"))
+	fmt.Printf("   sonde profile %8.1f ms  %+6.2f%%  (BPF, stacks counted in the kernel)\n", median(elapsed["profile"]), slow("profile"))
 	if slow("perf") > 0 {
 		fmt.Printf("   ratio sonde/perf slowdown: %.2f (goal ≤ 0.5)\n", slow("sonde")/slow("perf"))
 	}
@@ -142,6 +143,8 @@ func runUnder(c, dir, spin string) (float64, float64) {
 		rec = exec.Command(*perfBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
 	case "sonde":
 		rec = exec.Command(*sondeBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
+	case "profile":
+		rec = exec.Command(*sondeBin, "profile", "-a", "-F", "999", "-o", out)
 	}
 	if rec != nil {
 		if err := rec.Start(); err != nil {
@@ -160,6 +163,9 @@ func runUnder(c, dir, spin string) (float64, float64) {
 	rec.Process.Signal(syscall.SIGINT)
 	rec.Wait()
 	n := 0
+	if c == "profile" {
+		return ms, 0
+	}
 	if c == "perf" {
 		n = perfSamples(out)
 	} else {
