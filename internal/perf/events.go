@@ -21,6 +21,7 @@ const (
 	KindSoftware Kind = iota
 	KindHardware
 	KindHWCache
+	KindTracepoint
 )
 
 func (k Kind) String() string {
@@ -29,6 +30,8 @@ func (k Kind) String() string {
 		return "hardware"
 	case KindHWCache:
 		return "hardware-cache"
+	case KindTracepoint:
+		return "tracepoint"
 	}
 	return "software"
 }

@@ -38,6 +38,8 @@ type AttrOptions struct {
 	SideBand     bool // mmap/comm/task records
 	BuildID      bool
 	Disabled     bool
+	Raw          bool // tracepoint payloads (PERF_SAMPLE_RAW)
+	Counting     bool // no sampling: read_format with enabled/running times
 }
 
 // NewAttr builds the perf_event_attr for opts.
@@ -56,6 +58,14 @@ func NewAttr(o AttrOptions) unix.PerfEventAttr {
 	}
 	if o.Callchain {
 		a.Sample_type |= unix.PERF_SAMPLE_CALLCHAIN
+	}
+	if o.Raw {
+		a.Sample_type |= unix.PERF_SAMPLE_RAW
+	}
+	if o.Counting {
+		a.Sample, a.Sample_type = 0, 0
+		a.Bits &^= unix.PerfBitFreq
+		a.Read_format = unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING
 	}
 	if o.Event.ExcludeUser {
 		a.Bits |= unix.PerfBitExcludeUser
@@ -82,9 +92,11 @@ func NewAttr(o AttrOptions) unix.PerfEventAttr {
 	// samples from other CPUs; CLOCK_MONOTONIC lets us compare with our clock.
 	a.Bits |= unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv
 	a.Clockid = unix.CLOCK_MONOTONIC
-	// Wake the reader once a quarter of the ring is full, not per sample.
-	a.Bits |= unix.PerfBitWatermark
-	a.Wakeup = 64 * 1024
+	if !o.Counting {
+		// Wake the reader once a quarter of the ring is full, not per sample.
+		a.Bits |= unix.PerfBitWatermark
+		a.Wakeup = 64 * 1024
+	}
 	return a
 }
 
@@ -174,6 +186,44 @@ func Enable(fd int) error {
 // Disable stops counting on fd.
 func Disable(fd int) error {
 	return unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+}
+
+// ID returns the kernel's id of an event (what PERF_SAMPLE_IDENTIFIER carries).
+func ID(fd int) (uint64, error) {
+	var id uint64
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.PERF_EVENT_IOC_ID), uintptr(unsafe.Pointer(&id)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return id, nil
+}
+
+// SetFilter installs a tracepoint filter expression.
+func SetFilter(fd int, filter string) error {
+	b := append([]byte(filter), 0)
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.PERF_EVENT_IOC_SET_FILTER), uintptr(unsafe.Pointer(&b[0])))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Counter is one read of a counting event.
+type Counter struct {
+	Value, Enabled, Running uint64
+}
+
+// ReadCounter reads value and times (read_format ENABLED|RUNNING).
+func ReadCounter(fd int) (Counter, error) {
+	var b [24]byte
+	n, err := unix.Read(fd, b[:])
+	if err != nil {
+		return Counter{}, err
+	}
+	if n < 24 {
+		return Counter{}, fmt.Errorf("short counter read")
+	}
+	return Counter{Value: le64(b[:]), Enabled: le64(b[8:]), Running: le64(b[16:])}, nil
 }
 
 // SetOutput redirects fd's records into the ring of target (same CPU).

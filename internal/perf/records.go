@@ -41,10 +41,16 @@ type Sample struct {
 	CPU       uint32
 	Period    uint64
 	Callchain []uint64 // aliases the ring; copy to keep
+	Raw       []byte   // tracepoint payload; aliases the record
 }
 
-// ParseSample decodes body into s.
+// ParseSample decodes body into s (without a raw payload).
 func ParseSample(body []byte, callchain bool, s *Sample) error {
+	return ParseSampleRaw(body, callchain, false, s)
+}
+
+// ParseSampleRaw decodes body into s; raw says PERF_SAMPLE_RAW was asked for.
+func ParseSampleRaw(body []byte, callchain, raw bool, s *Sample) error {
 	if len(body) < 48 {
 		return errShort
 	}
@@ -67,6 +73,21 @@ func ParseSample(body []byte, callchain bool, s *Sample) error {
 		for i := uint64(0); i < n; i++ {
 			s.Callchain = append(s.Callchain, le64(body[56+8*i:]))
 		}
+	}
+	s.Raw = nil
+	if raw {
+		off := 48
+		if callchain {
+			off = 56 + 8*len(s.Callchain)
+		}
+		if len(body) < off+4 {
+			return errShort
+		}
+		n := int(le32(body[off:]))
+		if n > len(body)-off-4 {
+			return errShort
+		}
+		s.Raw = body[off+4 : off+4+n]
 	}
 	return nil
 }
