@@ -122,7 +122,7 @@ func nearestTracepoints(spec string, all []string) []string {
 	subs := map[string]bool{}
 	var subList, inSys []string
 	for _, e := range all {
-		s, n, _ := strings.Cut(e, ":")
+		s, _, _ := strings.Cut(e, ":")
 		if !subs[s] {
 			subs[s] = true
 			subList = append(subList, s)
