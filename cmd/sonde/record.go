@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
 )
@@ -19,7 +20,9 @@ const defaultFreq = 997
 
 func runRecord(args []string) (int, error) {
 	fs := newFlags("record", "[-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID,… | -t TID,… | -C CPUS] [--duration D] [-o FILE] [-- COMMAND ARGS…]")
-	event := fs.String("e", "cpu-clock", "event to sample (cpu-clock, task-clock, page-faults, context-switches, cycles…; :u/:k modifiers)")
+	var evs stringList
+	fs.Var(&evs, "e", "event to sample: cpu-clock (default), task-clock, page-faults, context-switches, cycles…, :u/:k modifiers, tracepoints (block:block_rq_insert, sched:*); comma list, repeatable")
+	filter := fs.String("filter", "", "kernel-side tracepoint filter for the tracepoints of the last -e (e.g. 'nr_sector > 8')")
 	freq := fs.String("F", "", fmt.Sprintf("samples per second per CPU, or 'max' (default %d)", defaultFreq))
 	period := fs.Uint64("c", 0, "sample every PERIOD events instead of by frequency")
 	graph := fs.Bool("g", false, "record call chains (frame pointers)")
@@ -34,11 +37,26 @@ func runRecord(args []string) (int, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return 2, err
 	}
-	ev, err := perf.ParseEvent(*event)
-	if err != nil {
-		return 2, usageError{err.Error()}
+	if len(evs) == 0 {
+		evs = stringList{"cpu-clock"}
 	}
-	o := record.Options{Event: ev, Callchain: *graph, All: *all, Command: fs.Args(), Duration: *duration, RingPages: *pages, Version: version}
+	o := record.Options{Filters: map[int]string{}, Callchain: *graph, All: *all, Command: fs.Args(), Duration: *duration, RingPages: *pages, Version: version}
+	for i, n := range evs {
+		ss, err := events.Resolve([]string{n})
+		if err != nil {
+			return 2, usageError{err.Error()}
+		}
+		if *filter != "" && i == len(evs)-1 {
+			for j, s := range ss {
+				if !s.Tracepoint() {
+					return 2, usageError{fmt.Sprintf("--filter applies to tracepoints, not %s", s)}
+				}
+				o.Filters[len(o.Events)+j] = *filter
+			}
+		}
+		o.Events = append(o.Events, ss...)
+	}
+	var err error
 	if *pages <= 0 || *pages&(*pages-1) != 0 {
 		return 2, usageError{fmt.Sprintf("-m %d: ring pages must be a power of two", *pages)}
 	}

@@ -124,3 +124,18 @@ func (d *dec) count(minSize int) int {
 	}
 	return int(n)
 }
+
+// bytes reads a length-prefixed byte string (copied).
+func (d *dec) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(errShort)
+		return nil
+	}
+	b := append([]byte(nil), d.b[:n]...)
+	d.b = d.b[n:]
+	return b
+}

@@ -133,6 +133,9 @@ func Write(w io.Writer, p *model.Profile) error {
 				e.uvarint(uint64(s.CPU))
 				e.uvarint(uint64(s.Stack))
 				e.uvarint(s.Period)
+				e.uvarint(uint64(s.Event))
+				e.uvarint(uint64(len(s.Raw)))
+				e.b = append(e.b, s.Raw...)
 			}
 		}},
 	}
@@ -205,6 +208,23 @@ func encodeMeta(e *enc, m *model.Meta) {
 	for _, w := range m.Warnings {
 		e.str(w)
 	}
+	e.uvarint(uint64(len(m.Events)))
+	for _, ev := range m.Events {
+		e.str(ev.Name)
+		e.str(ev.Kind)
+		e.uvarint(ev.Freq)
+		e.uvarint(ev.Period)
+		e.str(ev.Filter)
+		e.uvarint(uint64(len(ev.Fields)))
+		for _, f := range ev.Fields {
+			e.str(f.Name)
+			e.str(f.Type)
+			e.varint(int64(f.Offset))
+			e.varint(int64(f.Size))
+			e.bool(f.Signed)
+			e.uvarint(uint64(f.Kind))
+		}
+	}
 }
 
 func decodeMeta(d *dec, m *model.Meta) {
@@ -231,6 +251,24 @@ func decodeMeta(d *dec, m *model.Meta) {
 	for i := 0; i < n; i++ {
 		m.Warnings = append(m.Warnings, d.str())
 	}
+	n = d.count(6)
+	for i := 0; i < n && d.err == nil; i++ {
+		ev := model.EventInfo{Name: d.str(), Kind: d.str(), Freq: d.uvarint(), Period: d.uvarint(), Filter: d.str()}
+		nf := d.count(6)
+		for j := 0; j < nf && d.err == nil; j++ {
+			f := model.Field{Name: d.str(), Type: d.str(), Offset: d.i32(), Size: d.i32(), Signed: d.bool()}
+			k := d.uvarint()
+			if k > 3 || f.Offset < 0 || f.Size < 0 {
+				d.fail(errOverflow)
+			}
+			f.Kind = uint8(k)
+			ev.Fields = append(ev.Fields, f)
+		}
+		m.Events = append(m.Events, ev)
+	}
+	if len(m.Events) > 65535 {
+		d.fail(errOverflow)
+	}
 }
 
 // maxSection bounds one section so a corrupt length cannot make us allocate
@@ -242,6 +280,8 @@ type ReadOptions struct {
 	// Group keeps samples only as (thread, stack, CPU) groups in
 	// Profile.Groups: what aggregating views need, in a fraction of the memory.
 	Group bool
+	// Extra computes a sample's extra group key (tracepoint fields).
+	Extra func(s *model.Sample) string
 }
 
 // Read decodes a data file. Any damage gives an error, never a panic.
@@ -395,8 +435,8 @@ func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 			p.Stacks = append(p.Stacks, s)
 		}
 	case tagSamples:
-		n := d.count(5)
-		var g model.Grouper
+		n := d.count(7)
+		g := model.Grouper{Extra: o.Extra}
 		if !o.Group {
 			p.Samples = make([]model.Sample, 0, n)
 		}
@@ -404,6 +444,15 @@ func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 		for i := 0; i < n && d.err == nil; i++ {
 			t += uint64(d.varint())
 			s := model.Sample{Time: t, Thread: int32(d.u32()), CPU: d.u32(), Stack: int32(d.u32()), Period: d.uvarint()}
+			ev := d.u32()
+			if ev > 65535 || (len(p.Meta.Events) > 0 && int(ev) >= len(p.Meta.Events)) {
+				d.fail(errOverflow)
+				break
+			}
+			s.Event = uint16(ev)
+			if raw := d.bytes(); len(raw) > 0 {
+				s.Raw = raw
+			}
 			if o.Group {
 				if s.Thread < 0 || int(s.Thread) >= len(p.Threads) || s.Stack < 0 || int(s.Stack) >= len(p.Stacks) {
 					d.fail(fmt.Errorf("sample %d: bad index", i))

@@ -37,8 +37,29 @@ func (k DSOKind) String() string {
 	return "user"
 }
 
+// Field describes one field of a tracepoint's raw record (tracefs format).
+type Field struct {
+	Name   string
+	Type   string
+	Offset int32
+	Size   int32
+	Signed bool
+	Kind   uint8 // tracefs.FieldKind
+}
+
+// EventInfo describes one recorded event.
+type EventInfo struct {
+	Name   string
+	Kind   string // software, hardware, hardware-cache, tracepoint
+	Freq   uint64
+	Period uint64
+	Filter string
+	Fields []Field // tracepoints only
+}
+
 // Meta describes the recording.
 type Meta struct {
+	Events       []EventInfo // every recorded event; Sample.Event indexes it
 	Event        string
 	Freq         uint64 // samples/s when sampling by frequency
 	Period       uint64 // events per sample when sampling by period
@@ -95,6 +116,8 @@ type Sample struct {
 	CPU    uint32
 	Stack  int32
 	Period uint64 // event count this sample stands for (ns for cpu-clock)
+	Event  uint16 // index into Meta.Events
+	Raw    []byte // tracepoint payload (common fields first), nil otherwise
 }
 
 // Profile is a whole recording.
@@ -118,6 +141,8 @@ type SampleGroup struct {
 	Thread int32
 	Stack  int32
 	CPU    uint32
+	Event  uint16
+	Extra  string // values of requested tracepoint fields, NUL-separated
 	Count  uint64
 	Period uint64
 }
@@ -126,12 +151,16 @@ type SampleGroup struct {
 type GroupKey struct {
 	Thread, Stack int32
 	CPU           uint32
+	Event         uint16
+	Extra         string
 }
 
 // Grouper accumulates samples into groups.
 type Grouper struct {
 	index  map[GroupKey]int
 	Groups []SampleGroup
+	// Extra, when set, computes the Extra key of a sample (tracepoint fields).
+	Extra func(s *Sample) string
 }
 
 // Add counts one sample.
@@ -139,12 +168,15 @@ func (g *Grouper) Add(s Sample) {
 	if g.index == nil {
 		g.index = map[GroupKey]int{}
 	}
-	k := GroupKey{s.Thread, s.Stack, s.CPU}
+	k := GroupKey{Thread: s.Thread, Stack: s.Stack, CPU: s.CPU, Event: s.Event}
+	if g.Extra != nil {
+		k.Extra = g.Extra(&s)
+	}
 	i, ok := g.index[k]
 	if !ok {
 		i = len(g.Groups)
 		g.index[k] = i
-		g.Groups = append(g.Groups, SampleGroup{Thread: s.Thread, Stack: s.Stack, CPU: s.CPU})
+		g.Groups = append(g.Groups, SampleGroup{Thread: s.Thread, Stack: s.Stack, CPU: s.CPU, Event: s.Event, Extra: k.Extra})
 	}
 	g.Groups[i].Count++
 	g.Groups[i].Period += s.Period
@@ -215,6 +247,13 @@ func (p *Profile) Validate() error {
 	for i, g := range p.Groups {
 		if g.Thread < 0 || int(g.Thread) >= len(p.Threads) || g.Stack < 0 || int(g.Stack) >= len(p.Stacks) {
 			return fmt.Errorf("sample group %d: bad index", i)
+		}
+	}
+	if len(p.Meta.Events) > 0 {
+		for i, s := range p.Samples {
+			if int(s.Event) >= len(p.Meta.Events) {
+				return fmt.Errorf("sample %d: bad event index %d", i, s.Event)
+			}
 		}
 	}
 	return nil

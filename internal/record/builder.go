@@ -265,8 +265,11 @@ func (FramePointer) Frames(s *perf.Sample, misc uint16, out []Frame) []Frame {
 	return out
 }
 
-// Sample adds one sample.
-func (b *Builder) Sample(s *perf.Sample, misc uint16) {
+// Sample adds one sample of the first event.
+func (b *Builder) Sample(s *perf.Sample, misc uint16) { b.SampleEvent(s, misc, 0) }
+
+// SampleEvent adds one sample of event ev, keeping its raw payload.
+func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 	frames := b.Unwinder.Frames(s, misc, nil)
 	b.frames = b.frames[:0]
 	for _, f := range frames {
@@ -282,8 +285,12 @@ func (b *Builder) Sample(s *perf.Sample, misc uint16) {
 		b.stacks[string(b.keyBuf)] = st
 		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), b.frames...))
 	}
+	var raw []byte
+	if len(s.Raw) > 0 {
+		raw = append([]byte(nil), s.Raw...)
+	}
 	b.prof.Samples = append(b.prof.Samples, model.Sample{
-		Time: s.Time, Thread: b.thread(s.Pid, s.Tid), CPU: s.CPU, Stack: st, Period: s.Period,
+		Time: s.Time, Thread: b.thread(s.Pid, s.Tid), CPU: s.CPU, Stack: st, Period: s.Period, Event: ev, Raw: raw,
 	})
 }
 

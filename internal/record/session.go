@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
@@ -25,7 +26,8 @@ import (
 
 // Options configure one recording.
 type Options struct {
-	Event     perf.Event
+	Events    []events.Spec
+	Filters   map[int]string // event index → tracepoint filter
 	Freq      uint64
 	Period    uint64
 	Callchain bool
@@ -68,8 +70,18 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	b := NewBuilder()
+	if len(o.Events) == 0 {
+		ev, _ := perf.ParseEvent("cpu-clock")
+		o.Events = []events.Spec{{Event: ev}}
+	}
+	raw := false
+	var names []string
+	for _, e := range o.Events {
+		raw = raw || e.Tracepoint()
+		names = append(names, e.String())
+	}
 	meta := model.Meta{
-		Event: o.Event.String(), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
+		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
 		Command: o.Command, Arch: runtime.GOARCH, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
 	}
 	meta.Hostname, _ = os.Hostname()
@@ -78,7 +90,33 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		meta.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
 
-	base := perf.AttrOptions{Event: o.Event, Freq: o.Freq, Period: o.Period, Callchain: o.Callchain, SideBand: true, BuildID: true}
+	for i, e := range o.Events {
+		info := model.EventInfo{Name: e.String(), Kind: e.Def.Kind.String(), Freq: o.Freq, Period: o.Period, Filter: o.Filters[i]}
+		if e.Tracepoint() {
+			// Tracepoints are recorded one sample per event unless -c says otherwise.
+			info.Freq = 0
+			if info.Period == 0 {
+				info.Period = 1
+			}
+			for _, f := range e.Format.Fields {
+				info.Fields = append(info.Fields, model.Field{Name: f.Name, Type: f.Type, Offset: int32(f.Offset), Size: int32(f.Size), Signed: f.Signed, Kind: uint8(f.Kind)})
+			}
+		}
+		meta.Events = append(meta.Events, info)
+	}
+	if len(o.Events) > 1 || raw {
+		meta.Freq, meta.Period = meta.Events[0].Freq, meta.Events[0].Period
+	}
+	// mkAttr builds event i's attributes; side-band records come from the
+	// first event only, so each mmap and comm arrives once.
+	mkAttr := func(i int, inherit, onExec bool) unix.PerfEventAttr {
+		info := meta.Events[i]
+		return perf.NewAttr(perf.AttrOptions{
+			Event: o.Events[i].Event, Freq: info.Freq, Period: info.Period, Callchain: o.Callchain,
+			SideBand: i == 0, BuildID: true, Raw: raw, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec,
+		})
+	}
+	idToEvent := map[uint64]uint16{}
 	rings := map[int]*perf.Ring{} // cpu → ring
 	var fds []int
 	cleanup := func() {
@@ -89,10 +127,26 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			unix.Close(fd)
 		}
 	}
-	open := func(attr unix.PerfEventAttr, pid, cpu int) error {
-		fd, err := perf.Open(&attr, pid, cpu, -1, o.Event)
+	open := func(attr unix.PerfEventAttr, pid, cpu, ev int) error {
+		fd, err := perf.Open(&attr, pid, cpu, -1, o.Events[ev].Event)
 		if err != nil {
 			return err
+		}
+		id, err := perf.ID(fd)
+		if err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("reading event id: %w", err)
+		}
+		idToEvent[id] = uint16(ev)
+		if f := o.Filters[ev]; f != "" {
+			if err := perf.SetFilter(fd, f); err != nil {
+				unix.Close(fd)
+				var fields []string
+				if o.Events[ev].Format != nil {
+					fields = o.Events[ev].Format.Names()
+				}
+				return fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %s)", f, o.Events[ev], strings.Join(fields, ", "))
+			}
 		}
 		if r, ok := rings[cpu]; ok {
 			if err := perf.SetOutput(fd, r.FD); err != nil {
@@ -120,14 +174,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		attr := base
-		attr.Inherit, attr.EnableOnExec, attr.Disabled = true, true, true
-		a := perf.NewAttr(attr)
 		for _, c := range cpus {
-			if err := open(a, child.Cmd.Process.Pid, c); err != nil {
-				child.Abort()
-				cleanup()
-				return nil, err
+			for i := range o.Events {
+				if err := open(mkAttr(i, true, true), child.Cmd.Process.Pid, c, i); err != nil {
+					child.Abort()
+					cleanup()
+					return nil, err
+				}
 			}
 		}
 	case o.All:
@@ -135,11 +188,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if o.CPUs != nil {
 			meta.Target = "cpus " + cpuListString(cpus)
 		}
-		a := perf.NewAttr(base)
 		for _, c := range cpus {
-			if err := open(a, -1, c); err != nil {
-				cleanup()
-				return nil, err
+			for i := range o.Events {
+				if err := open(mkAttr(i, false, false), -1, c, i); err != nil {
+					cleanup()
+					return nil, err
+				}
 			}
 		}
 		pids, _ := procfs.Pids()
@@ -180,17 +234,17 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		} else {
 			meta.Target = "tid " + joinInts(o.Tids)
 		}
-		attr := base
-		attr.Inherit = len(o.Pids) > 0 // follow threads and children they create
-		a := perf.NewAttr(attr)
+		inherit := len(o.Pids) > 0 // follow threads and children they create
 		for _, t := range targets {
 			for _, c := range cpus {
-				if err := open(a, t.tid, c); err != nil {
-					if strings.Contains(err.Error(), "no such process") {
-						continue // the thread exited meanwhile
+				for i := range o.Events {
+					if err := open(mkAttr(i, inherit, false), t.tid, c, i); err != nil {
+						if strings.Contains(err.Error(), "no such process") {
+							continue // the thread exited meanwhile
+						}
+						cleanup()
+						return nil, err
 					}
-					cleanup()
-					return nil, err
 				}
 			}
 		}
@@ -274,8 +328,8 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			n++
 			switch rec.typ {
 			case perf.RecordSample:
-				if perf.ParseSample(rec.data, o.Callchain, &sample) == nil {
-					b.Sample(&sample, rec.misc)
+				if perf.ParseSampleRaw(rec.data, o.Callchain, raw, &sample) == nil {
+					b.SampleEvent(&sample, rec.misc, idToEvent[sample.ID])
 				}
 			case perf.RecordMmap, perf.RecordMmap2:
 				if m, err := perf.ParseMmap(rec.typ, rec.misc, rec.data); err == nil {
