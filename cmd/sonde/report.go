@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/tracefs"
 	"github.com/sonde-dev/sonde/internal/pprofout"
 	"github.com/sonde-dev/sonde/internal/report"
 )
@@ -77,9 +80,16 @@ func runReport(args []string) (int, error) {
 	if o.Tids, err = parseIntList(*tid, "--tid"); err != nil {
 		return 2, err
 	}
-	prof, err := datafile.ReadFileWith(*input, datafile.ReadOptions{Group: true})
+	ro := datafile.ReadOptions{Group: true}
+	if fk := report.FieldKeys(keys); len(fk) > 0 {
+		ro.Extra = fieldExtractor(fk)
+	}
+	prof, err := datafile.ReadFileWith(*input, ro)
 	if err != nil {
 		return 1, err
+	}
+	if err := report.CheckFieldKeys(prof, keys); err != nil {
+		return 2, usageError{err.Error()}
 	}
 	out := os.Stdout
 	if *output != "" {
@@ -100,10 +110,34 @@ func runReport(args []string) (int, error) {
 			return 1, err
 		}
 	case "json":
+		if len(prof.Meta.Events) > 1 {
+			// One report per event, as perf does: their periods do not add up.
+			var reps []*report.Report
+			for i := range prof.Meta.Events {
+				o.OnlyEvent = i + 1
+				reps = append(reps, report.Build(prof, o))
+			}
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(reps); err != nil {
+				return 1, err
+			}
+			break
+		}
 		if err := report.Build(prof, o).WriteJSON(w); err != nil {
 			return 1, err
 		}
 	default:
+		if len(prof.Meta.Events) > 1 {
+			for i := range prof.Meta.Events {
+				o.OnlyEvent = i + 1
+				if err := report.Build(prof, o).WriteText(w); err != nil {
+					return 1, err
+				}
+				fmt.Fprintln(w)
+			}
+			break
+		}
 		if err := report.Build(prof, o).WriteText(w); err != nil {
 			return 1, err
 		}
@@ -112,6 +146,28 @@ func runReport(args []string) (int, error) {
 		return 1, fmt.Errorf("writing output: %w", err)
 	}
 	return 0, nil
+}
+
+// fieldExtractor returns the values of tracepoint fields as a group key.
+func fieldExtractor(names []string) func(m *model.Meta, s *model.Sample) string {
+	var cache [][]tracefs.Field
+	return func(m *model.Meta, s *model.Sample) string {
+		if cache == nil {
+			cache = eventFields(&model.Profile{Meta: *m})
+		}
+		if int(s.Event) >= len(cache) {
+			return ""
+		}
+		vals := make([]string, len(names))
+		for i, n := range names {
+			for _, f := range cache[s.Event] {
+				if f.Name == n {
+					vals[i] = f.String(s.Raw)
+				}
+			}
+		}
+		return strings.Join(vals, "\x00")
+	}
 }
 
 func splitList(s string) []string {

@@ -280,8 +280,9 @@ type ReadOptions struct {
 	// Group keeps samples only as (thread, stack, CPU) groups in
 	// Profile.Groups: what aggregating views need, in a fraction of the memory.
 	Group bool
-	// Extra computes a sample's extra group key (tracepoint fields).
-	Extra func(s *model.Sample) string
+	// Extra computes a sample's extra group key (tracepoint fields); it
+	// sees the header, which is decoded before the samples.
+	Extra func(m *model.Meta, s *model.Sample) string
 }
 
 // Read decodes a data file. Any damage gives an error, never a panic.
@@ -436,7 +437,10 @@ func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 		}
 	case tagSamples:
 		n := d.count(7)
-		g := model.Grouper{Extra: o.Extra}
+		g := model.Grouper{}
+		if o.Extra != nil {
+			g.Extra = func(s *model.Sample) string { return o.Extra(&p.Meta, s) }
+		}
 		if !o.Group {
 			p.Samples = make([]model.Sample, 0, n)
 		}

@@ -27,6 +27,7 @@ type Options struct {
 	PercentLimit      float64  // hide entries below this percent
 	Comms, DSOs, Syms []string
 	Pids, Tids        []int
+	OnlyEvent         int // 1 + index into Meta.Events to report one event; 0 for all
 }
 
 // Entry is one row.
@@ -62,8 +63,11 @@ type Report struct {
 	opts        Options
 }
 
-// ParseSort validates a --sort list.
-func ParseSort(s string) ([]string, error) {
+// ParseSort validates a --sort list of built-in keys; tracepoint field
+// names are accepted too and checked against the recording later.
+func ParseSort(s string) ([]string, error) { return parseSort(s, true) }
+
+func parseSort(s string, allowFields bool) ([]string, error) {
 	if s == "" {
 		return []string{"comm", "dso", "sym"}, nil
 	}
@@ -79,12 +83,60 @@ func ParseSort(s string) ([]string, error) {
 		if k == "symbol" {
 			k, ok = "sym", true
 		}
-		if !ok {
-			return nil, fmt.Errorf("unknown sort key %q (valid: %s)", k, strings.Join(Keys, ", "))
+		if !ok && (!allowFields || !validFieldName(k)) {
+			return nil, fmt.Errorf("unknown sort key %q (valid: %s, or a tracepoint field)", k, strings.Join(Keys, ", "))
 		}
 		out = append(out, k)
 	}
 	return out, nil
+}
+
+func validFieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// FieldKeys returns the sort keys that are not built in: tracepoint fields.
+func FieldKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !contains(Keys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// CheckFieldKeys fails for field keys no recorded event has.
+func CheckFieldKeys(p *model.Profile, keys []string) error {
+	var have []string
+	for _, k := range FieldKeys(keys) {
+		found := false
+		for _, ev := range p.Meta.Events {
+			for _, f := range ev.Fields {
+				if f.Name == k {
+					found = true
+				}
+				if !strings.HasPrefix(f.Name, "common_") && !contains(have, f.Name) {
+					have = append(have, f.Name)
+				}
+			}
+		}
+		if !found {
+			if len(have) == 0 {
+				return fmt.Errorf("unknown sort key %q (valid: %s; this recording has no tracepoint fields)", k, strings.Join(Keys, ", "))
+			}
+			return fmt.Errorf("unknown sort key %q (valid: %s, or a field: %s)", k, strings.Join(Keys, ", "), strings.Join(have, ", "))
+		}
+	}
+	return nil
 }
 
 func contains[T comparable](list []T, v T) bool {
@@ -106,7 +158,15 @@ func Build(p *model.Profile, o Options) *Report {
 		o.Graph = "none"
 	}
 	r := &Report{Meta: p.Meta, Sort: o.Sort, Children: o.Children, opts: o}
+	if o.OnlyEvent > 0 && o.OnlyEvent <= len(p.Meta.Events) {
+		ev := p.Meta.Events[o.OnlyEvent-1]
+		r.Meta.Event, r.Meta.Freq, r.Meta.Period = ev.Name, ev.Freq, ev.Period
+	}
 	frameKeyed := contains(o.Sort, "sym") || contains(o.Sort, "dso") || contains(o.Sort, "srcline")
+	fieldIdx := map[string]int{}
+	for i, k := range FieldKeys(o.Sort) {
+		fieldIdx[k] = i
+	}
 	entries := map[string]*Entry{}
 	var seen map[*Entry]bool
 	var sb strings.Builder
@@ -133,6 +193,8 @@ func Build(p *model.Profile, o Options) *Report {
 				kernel = p.Kind(loc).IsKernel()
 			case "srcline":
 				v = p.SrcLine(loc)
+			default:
+				v = fieldValue(s.Extra, fieldIdx[k])
 			}
 			vals[k] = v
 			sb.WriteString(v)
@@ -158,6 +220,7 @@ func Build(p *model.Profile, o Options) *Report {
 		thread int32
 		cpu    uint32
 		loc    int32
+		extra  string
 	}
 	useThread := contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid")
 	useCPU := contains(o.Sort, "cpu")
@@ -173,6 +236,7 @@ func Build(p *model.Profile, o Options) *Report {
 		if useCPU {
 			fk.cpu = s.CPU
 		}
+		fk.extra = s.Extra
 		if e := fast[fk]; e != nil {
 			return e
 		}
@@ -194,6 +258,9 @@ func Build(p *model.Profile, o Options) *Report {
 	groups := p.SampleGroups()
 	for i := range groups {
 		s := &groups[i]
+		if o.OnlyEvent > 0 && int(s.Event) != o.OnlyEvent-1 {
+			continue
+		}
 		t := p.Threads[s.Thread]
 		if len(o.Comms) > 0 && !contains(o.Comms, t.Comm) {
 			continue
@@ -398,8 +465,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		return v
 	}
+	title := func(k string) string {
+		if t, ok := columnTitle[k]; ok {
+			return t
+		}
+		return k
+	}
 	for i, k := range r.Sort {
-		widths[i] = len(columnTitle[k])
+		widths[i] = len(title(k))
 		for _, e := range r.Entries {
 			if k == "sym" {
 				continue // last column in practice: no padding needed
@@ -407,19 +480,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			widths[i] = max(widths[i], len(cell(e, k)))
 		}
 	}
-	var title, dots strings.Builder
+	var titles, dots strings.Builder
 	if r.Children {
-		title.WriteString("# Children      Self")
+		titles.WriteString("# Children      Self")
 		dots.WriteString("# ........  ........")
 	} else {
-		title.WriteString("# Overhead")
+		titles.WriteString("# Overhead")
 		dots.WriteString("# ........")
 	}
 	for i, k := range r.Sort {
-		fmt.Fprintf(&title, "  %-*s", widths[i], columnTitle[k])
+		fmt.Fprintf(&titles, "  %-*s", widths[i], title(k))
 		fmt.Fprintf(&dots, "  %s", strings.Repeat(".", widths[i]))
 	}
-	fmt.Fprintln(w, strings.TrimRight(title.String(), " "))
+	fmt.Fprintln(w, strings.TrimRight(titles.String(), " "))
 	fmt.Fprintln(w, strings.TrimRight(dots.String(), " "))
 	fmt.Fprintln(w, "#")
 	for _, e := range r.Entries {
@@ -480,4 +553,19 @@ func writeBranch(w io.Writer, prefix string, n *Node) {
 			writeBranch(w, prefix+"|"+strings.Repeat(" ", len(pct)+4), c)
 		}
 	}
+}
+
+// fieldValue picks the i-th NUL-separated value of a group's Extra key.
+func fieldValue(extra string, i int) string {
+	for ; i > 0; i-- {
+		j := strings.IndexByte(extra, 0)
+		if j < 0 {
+			return ""
+		}
+		extra = extra[j+1:]
+	}
+	if j := strings.IndexByte(extra, 0); j >= 0 {
+		return extra[:j]
+	}
+	return extra
 }
