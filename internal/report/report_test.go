@@ -84,8 +84,12 @@ func TestReportNumbers(t *testing.T) {
 }
 
 func TestParseSort(t *testing.T) {
-	if _, err := ParseSort("comm,bogus"); err == nil {
-		t.Error("bogus key accepted")
+	if _, err := ParseSort("comm,bo-gus"); err == nil {
+		t.Error("bad key accepted")
+	}
+	keys, _ := ParseSort("comm,bogus")
+	if err := CheckFieldKeys(modeltest.Sample(), keys); err == nil {
+		t.Error("field key accepted for a recording without tracepoints")
 	}
 	k, err := ParseSort("symbol,cpu")
 	if err != nil || k[0] != "sym" || k[1] != "cpu" {
