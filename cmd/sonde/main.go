@@ -41,6 +41,7 @@ func init() {
 	commands = []command{
 		{"record", "sample on-CPU stacks of a command, processes or the whole system into a data file", runRecord},
 		{"report", "show a data file as a perf-style report (text, JSON or pprof)", runReport},
+		{"latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency},
 		{"script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript},
 		{"stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat},
 		{"profile", "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)", runProfile},

@@ -1,0 +1,152 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* pair: latency between two tracepoints, paired in the kernel by key fields
+ * read from each event's raw record at offsets taken from tracefs format
+ * files (set before load). Every match goes to user space through a ring
+ * buffer, so percentiles are exact and --events can print each pair. */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include "pair.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Keeps struct pair_event in BTF for bpf2go -type. */
+const struct pair_event *unused_pair_event __attribute__((unused));
+
+/* Options set before load: field offsets and sizes in bytes, from the
+ * events' format files; nkeys == 0 pairs by thread id. */
+const volatile __u32 nkeys = 0;
+const volatile __u32 start_off[PAIR_MAX_KEYS] = {};
+const volatile __u32 start_size[PAIR_MAX_KEYS] = {};
+const volatile __u32 end_off[PAIR_MAX_KEYS] = {};
+const volatile __u32 end_size[PAIR_MAX_KEYS] = {};
+const volatile __u32 group_off = 0;
+const volatile __u32 group_size = 0; /* 0: no group field */
+const volatile __u32 target_pid = 0; /* 0: every process */
+
+struct start_val {
+	__u64 ts;
+	__u64 group;
+	__u32 pid;
+	__u32 tid;
+	char comm[16];
+};
+
+/* key: struct pair_key; value: struct start_val (start time in ns, who). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct pair_key);
+	__type(value, struct start_val);
+	__uint(max_entries, 65536);
+} starts SEC(".maps");
+
+/* Matched pairs (struct pair_event), 4 MiB. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* key: enum pair_counter; value: count (u64), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, PAIR_NCOUNTERS);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __u64 read_field(void *ctx, __u32 off, __u32 size)
+{
+	__u64 v = 0;
+	/* Field values are little-endian integers of 1, 2, 4 or 8 bytes. */
+	switch (size) {
+	case 1:
+		bpf_probe_read_kernel(&v, 1, ctx + off);
+		break;
+	case 2:
+		bpf_probe_read_kernel(&v, 2, ctx + off);
+		break;
+	case 4:
+		bpf_probe_read_kernel(&v, 4, ctx + off);
+		break;
+	default:
+		bpf_probe_read_kernel(&v, 8, ctx + off);
+	}
+	return v;
+}
+
+static __always_inline void read_key(void *ctx, const volatile __u32 *off, const volatile __u32 *size, struct pair_key *k)
+{
+	if (nkeys == 0) {
+		k->v[0] = (__u32)bpf_get_current_pid_tgid();
+		return;
+	}
+#pragma unroll
+	for (int i = 0; i < PAIR_MAX_KEYS; i++) {
+		if (i < nkeys)
+			k->v[i] = read_field(ctx, off[i], size[i]);
+	}
+}
+
+SEC("tracepoint")
+int on_start(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pair_key k = {};
+	struct start_val s = {};
+
+	if (target_pid && (id >> 32) != target_pid)
+		return 0;
+	count(PAIR_STARTS);
+	read_key(ctx, start_off, start_size, &k);
+	s.ts = bpf_ktime_get_ns();
+	s.pid = id >> 32;
+	s.tid = (__u32)id;
+	if (group_size)
+		s.group = read_field(ctx, group_off, group_size);
+	bpf_get_current_comm(&s.comm, sizeof(s.comm));
+	if (bpf_map_update_elem(&starts, &k, &s, BPF_ANY) != 0)
+		count(PAIR_FULL);
+	return 0;
+}
+
+SEC("tracepoint")
+int on_end(void *ctx)
+{
+	struct pair_key k = {};
+	struct start_val *s;
+	struct pair_event *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	read_key(ctx, end_off, end_size, &k);
+	s = bpf_map_lookup_elem(&starts, &k);
+	if (!s) {
+		/* Not ours (another process) or started before tracing. */
+		count(PAIR_UNMATCHED);
+		return 0;
+	}
+	count(PAIR_ENDS);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PAIR_DROPS);
+		bpf_map_delete_elem(&starts, &k);
+		return 0;
+	}
+	__builtin_memcpy(e->key, k.v, sizeof(e->key));
+	e->start_ns = s->ts;
+	e->latency_ns = now - s->ts;
+	e->group = s->group;
+	e->pid = s->pid;
+	e->tid = s->tid;
+	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&starts, &k);
+	return 0;
+}
