@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/record"
 )
 
@@ -39,9 +40,11 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"list", "list the events this machine has, and whether each is usable here", runList},
 		{"record", "sample on-CPU stacks of a command, processes or the whole system into a data file", runRecord},
 		{"report", "show a data file as a perf-style report (text, JSON or pprof)", runReport},
 		{"latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency},
+		{"probe", "add, list and remove dynamic probes (uprobes; kprobes where the kernel has them)", runProbe},
 		{"script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript},
 		{"stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat},
 		{"profile", "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)", runProfile},
@@ -79,7 +82,15 @@ func main() {
 	}
 	for _, c := range commands {
 		if c.name == name {
+			switch name {
+			case "record", "stat", "latency", "probe":
+				// Probes left by a sonde that was killed go away now.
+				if n := probe.CleanStale(); n > 0 {
+					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
+				}
+			}
 			code, err := c.run(os.Args[2:])
+			probe.RemoveTemp()
 			if err != nil {
 				if errors.Is(err, flag.ErrHelp) {
 					os.Exit(0)

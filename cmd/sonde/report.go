@@ -10,9 +10,9 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/tracefs"
 	"github.com/sonde-dev/sonde/internal/pprofout"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
 func runReport(args []string) (int, error) {

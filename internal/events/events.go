@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
@@ -56,6 +57,14 @@ func Resolve(args []string) ([]Spec, error) {
 	var tps []string
 	for _, a := range args {
 		for _, name := range Split(a) {
+			if strings.HasPrefix(name, "u:") {
+				s, err := inlineProbe(name)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, s)
+				continue
+			}
 			if tracefs.IsTracepointSpec(name) {
 				if _, err := perf.ParseEvent(name); err == nil {
 					// A generic event with modifiers, e.g. cpu-clock:u.
@@ -143,4 +152,31 @@ func nearestTracepoints(spec string, all []string) []string {
 		return out
 	}
 	return perf.NearestOf(spec, inSys, 3)
+}
+
+// inlineProbe creates a temporary user probe for "u:/path/bin:func[%return] [args]".
+func inlineProbe(spec string) (Spec, error) {
+	rest := strings.TrimPrefix(spec, "u:")
+	head, args, _ := strings.Cut(rest, " ")
+	i := strings.LastIndexByte(head, ':')
+	if i <= 0 {
+		return Spec{}, fmt.Errorf("bad probe %q: want u:/path/to/binary:function", spec)
+	}
+	bin, fn := head[:i], head[i+1:]
+	p, err := probe.Parse(strings.TrimSpace(fn+" "+args), bin, probe.TempGroup())
+	if err != nil {
+		return Spec{}, err
+	}
+	p.Event = probe.Sanitize(strings.TrimSuffix(filepathBase(bin), ".so")) + "_" + p.Event
+	if err := probe.AddTemp(p); err != nil {
+		return Spec{}, err
+	}
+	return Tracepoint(p.Name())
+}
+
+func filepathBase(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
 }

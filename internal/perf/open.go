@@ -27,6 +27,9 @@ const (
 const SampleType = unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID |
 	unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD
 
+// AttrSize is the size of perf_event_attr this code passes.
+var AttrSize = unsafe.Sizeof(unix.PerfEventAttr{})
+
 // AttrOptions describe one sampling event.
 type AttrOptions struct {
 	Event        Event

@@ -203,7 +203,7 @@ func (fd Field) String(raw []byte) string {
 	if fd.Type == "dev_t" {
 		return fmt.Sprintf("%d,%d", u>>20, u&(1<<20-1))
 	}
-	if strings.Contains(fd.Type, "*") || fd.Name == "__probe_ip" {
+	if strings.Contains(fd.Type, "*") || strings.HasPrefix(fd.Name, "__probe_") {
 		return fmt.Sprintf("0x%x", u)
 	}
 	if fd.Signed {
