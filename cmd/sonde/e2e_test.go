@@ -215,7 +215,7 @@ func TestRecordExitCodeAndErrors(t *testing.T) {
 		{"no_target", []string{"record"}, "nothing to record"},
 		{"hardware_event", []string{"record", "-e", "cycles", "--", "true"}, ""},
 		{"missing_file", []string{"report", "-i", "nope.data"}, "no such file"},
-		{"bad_sort", []string{"report", "--sort", "bogus"}, "unknown sort key"},
+		{"bad_sort", []string{"report", "--sort", "bo-gus"}, "unknown sort key"},
 		{"unknown_command", []string{"recrod"}, "nearest: record"},
 	}
 	for _, c := range cases {
