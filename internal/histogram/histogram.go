@@ -160,20 +160,26 @@ func (h *Hist) Linear(u Unit, step uint64) []Bucket {
 	return out
 }
 
-// WriteBars prints buckets like bcc's print_log2_hist.
+// WriteBars prints buckets in the layout bcc's tools use, so readers
+// (and scripts) used to them feel at home.
 func WriteBars(w io.Writer, buckets []Bucket, unit string) {
-	var maxc uint64
+	var maxc, maxHi uint64
 	for _, b := range buckets {
 		maxc = max(maxc, b.Count)
+		maxHi = max(maxHi, b.Hi)
 	}
-	fmt.Fprintf(w, "%*s%-*s : count     distribution\n", 10, "", 17, unit)
+	num, pad, col := 10, 5, 19
+	if maxHi >= 1<<32 {
+		num, pad, col = 20, 15, 29
+	}
+	fmt.Fprintf(w, "%*s%-*s : count    distribution\n", pad, "", col, unit)
 	const width = 40
 	for _, b := range buckets {
 		n := 0
 		if maxc > 0 {
 			n = int(b.Count * width / maxc)
 		}
-		fmt.Fprintf(w, "%20d -> %-12d : %-9d |%-*s|\n", b.Lo, b.Hi, b.Count, width, strings.Repeat("*", n))
+		fmt.Fprintf(w, "%*d -> %-*d : %-8d |%-*s|\n", num, b.Lo, num, b.Hi, b.Count, width, strings.Repeat("*", n))
 	}
 }
 
