@@ -146,6 +146,8 @@ func TestStatTracepointsAgainstPerf(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	perf := testutil.RequireTool(t, "perf", "linux-perf")
 	dir := t.TempDir()
+	// sonde mounts tracefs when a fresh machine has not; perf needs it too.
+	testutil.MustRun(t, dir, "list", "block:block_rq_issue")
 	// perf stat and sonde stat count the same window; dd runs inside it.
 	pc := exec.Command(perf, "stat", "-x", ",", "-a", "-e", "block:block_rq_issue,block:block_rq_complete", "--", "sleep", "5")
 	var pout strings.Builder
