@@ -48,6 +48,9 @@ func init() {
 		{"script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript},
 		{"stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat},
 		{"profile", "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)", runProfile},
+		{"offcpu", "where threads block: blocked time per stack, summed in the kernel (BPF)", runOffcpu},
+		{"wakeup", "blocked time per blocked stack and waker stack, as one chain (BPF)", runWakeup},
+		{"funclat", "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)", runFunclat},
 		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
 		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
 	}

@@ -208,6 +208,7 @@ func encodeMeta(e *enc, m *model.Meta) {
 	for _, w := range m.Warnings {
 		e.str(w)
 	}
+	e.str(m.Unit)
 	e.uvarint(uint64(len(m.Events)))
 	for _, ev := range m.Events {
 		e.str(ev.Name)
@@ -251,6 +252,7 @@ func decodeMeta(d *dec, m *model.Meta) {
 	for i := 0; i < n; i++ {
 		m.Warnings = append(m.Warnings, d.str())
 	}
+	m.Unit = d.str()
 	n = d.count(6)
 	for i := 0; i < n && d.err == nil; i++ {
 		ev := model.EventInfo{Name: d.str(), Kind: d.str(), Freq: d.uvarint(), Period: d.uvarint(), Filter: d.str()}

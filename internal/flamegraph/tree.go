@@ -84,7 +84,12 @@ func FromProfile(p *model.Profile) *Node {
 	root := &Node{Name: "all", Kind: KindOther}
 	counts := map[[2]int32]uint64{}
 	for _, g := range p.SampleGroups() {
-		counts[[2]int32{g.Thread, g.Stack}] += g.Count
+		if p.Meta.Unit == "ns" {
+			// Blocked time: weigh by microseconds, not by sample count.
+			counts[[2]int32{g.Thread, g.Stack}] += g.Period / 1000
+		} else {
+			counts[[2]int32{g.Thread, g.Stack}] += g.Count
+		}
 	}
 	keys := make([][2]int32, 0, len(counts))
 	for k := range counts {

@@ -77,6 +77,9 @@ type Meta struct {
 	ExitCode     int
 	Unwinder     string
 	Warnings     []string
+	// Unit of sample periods when they are not event counts: "ns" for
+	// blocked time (offcpu, wakeup). Views weigh stacks by period then.
+	Unit string
 }
 
 // Thread is a (pid, tid, comm) triple; a thread that execs gets a new one.

@@ -23,6 +23,9 @@ const (
 	ContextMax    = ^uint64(4095) + 1
 )
 
+// MaxStack is the deepest chain BPF stack maps hold (PERF_MAX_STACK_DEPTH).
+const MaxStack = 127
+
 // SampleType is what every sonde sampling event records.
 const SampleType = unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID |
 	unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD

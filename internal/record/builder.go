@@ -18,17 +18,19 @@ import (
 // model.Profile. While recording it only tracks address spaces and
 // deduplicates; names are looked up once, in Finish.
 type Builder struct {
-	prof      model.Profile
-	procs     map[uint32]*process
-	comms     map[uint32]string // tid → current name
-	threads   map[threadKey]int32
-	dsos      map[string]int32 // key → index into prof.DSOs
-	dsoInfo   []dsoInfo
-	rawLocs   map[rawLoc]int32
-	stacks    map[string]int32
-	keyBuf    []byte
-	frames    []int32
-	kernelDSO int32
+	prof         model.Profile
+	procs        map[uint32]*process
+	comms        map[uint32]string // tid → current name
+	threads      map[threadKey]int32
+	dsos         map[string]int32 // key → index into prof.DSOs
+	dsoInfo      []dsoInfo
+	rawLocs      map[rawLoc]int32
+	stacks       map[string]int32
+	keyBuf       []byte
+	frames       []int32
+	kernelDSO    int32
+	synthetic    map[string]int32
+	syntheticDSO int32
 	// Unwinder turns a sample into frames; frame pointers by default.
 	Unwinder Unwinder
 }
@@ -62,14 +64,15 @@ type process struct {
 // NewBuilder returns an empty builder.
 func NewBuilder() *Builder {
 	return &Builder{
-		procs:     map[uint32]*process{},
-		comms:     map[uint32]string{},
-		threads:   map[threadKey]int32{},
-		dsos:      map[string]int32{},
-		rawLocs:   map[rawLoc]int32{},
-		stacks:    map[string]int32{},
-		kernelDSO: -1,
-		Unwinder:  FramePointer{},
+		procs:        map[uint32]*process{},
+		comms:        map[uint32]string{},
+		threads:      map[threadKey]int32{},
+		dsos:         map[string]int32{},
+		rawLocs:      map[rawLoc]int32{},
+		stacks:       map[string]int32{},
+		kernelDSO:    -1,
+		syntheticDSO: -1,
+		Unwinder:     FramePointer{},
 	}
 }
 
@@ -328,6 +331,52 @@ func (b *Builder) loc(pid uint32, f Frame) int32 {
 	b.rawLocs[k] = id
 	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 	return id
+}
+
+// SyntheticLoc returns a location that prints as name: separators and
+// process names inside combined stacks (the waker part of a wakeup chain).
+func (b *Builder) SyntheticLoc(name string) int32 {
+	if b.synthetic == nil {
+		b.synthetic = map[string]int32{}
+	}
+	if id, ok := b.synthetic[name]; ok {
+		return id
+	}
+	if b.syntheticDSO < 0 {
+		b.syntheticDSO = int32(len(b.prof.DSOs))
+		b.prof.DSOs = append(b.prof.DSOs, model.DSO{Name: "[sonde]", Kind: model.DSOUnknown})
+		b.dsoInfo = append(b.dsoInfo, dsoInfo{})
+	}
+	fn := int32(len(b.prof.Funcs))
+	b.prof.Funcs = append(b.prof.Funcs, model.Func{Name: name, DSO: b.syntheticDSO})
+	id := int32(len(b.prof.Locs))
+	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: b.syntheticDSO, Func: fn, File: -1})
+	b.synthetic[name] = id
+	return id
+}
+
+// FrameLocs turns unwound frames of pid into location ids.
+func (b *Builder) FrameLocs(pid uint32, frames []Frame) []int32 {
+	out := make([]int32, 0, len(frames))
+	for _, f := range frames {
+		out = append(out, b.loc(pid, f))
+	}
+	return out
+}
+
+// SampleLocs adds a sample made of location ids (leaf first).
+func (b *Builder) SampleLocs(pid, tid uint32, locs []int32, period uint64) {
+	b.keyBuf = b.keyBuf[:0]
+	for _, id := range locs {
+		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
+	}
+	st, ok := b.stacks[string(b.keyBuf)]
+	if !ok {
+		st = int32(len(b.prof.Stacks))
+		b.stacks[string(b.keyBuf)] = st
+		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), locs...))
+	}
+	b.prof.Samples = append(b.prof.Samples, model.Sample{Thread: b.thread(pid, tid), Stack: st, Period: period})
 }
 
 // SetComm names a thread (for sources that learn names with their data).

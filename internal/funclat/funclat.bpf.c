@@ -1,0 +1,98 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* funclat: latency of functions. An entry probe stores the time per
+ * (thread, function); the return probe sends the elapsed time to user space
+ * through a ring buffer, so percentiles are exact. The function index comes
+ * from the attach cookie, so one program serves many functions. User
+ * functions use uprobes; kernel functions fentry/fexit, else kprobes. */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include "funclat.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const struct funclat_event *unused_funclat_event __attribute__((unused));
+
+const volatile __u32 target_pid = 0; /* 0: every process */
+
+struct key {
+	__u32 tid;
+	__u32 fn;
+};
+
+/* key: (tid, function); value: entry time (u64 ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct key);
+	__type(value, __u64);
+	__uint(max_entries, 65536);
+} starts SEC(".maps");
+
+/* Completed calls (struct funclat_event), 4 MiB. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* key: 0; value: calls lost because the ring buffer was full (u64), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} drops SEC(".maps");
+
+static __always_inline int entry(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (target_pid && (id >> 32) != target_pid)
+		return 0;
+	struct key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&starts, &k, &now, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int ret(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
+	__u64 *ts = bpf_map_lookup_elem(&starts, &k);
+	if (!ts)
+		return 0;
+	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *d = bpf_map_lookup_elem(&drops, &zero);
+		if (d)
+			(*d)++;
+	} else {
+		e->latency_ns = bpf_ktime_get_ns() - *ts;
+		e->fn = k.fn;
+		e->pid = id >> 32;
+		e->tid = (__u32)id;
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(&starts, &k);
+	return 0;
+}
+
+SEC("uprobe")
+int uprobe_entry(void *ctx) { return entry(ctx); }
+
+SEC("uretprobe")
+int uprobe_return(void *ctx) { return ret(ctx); }
+
+SEC("kprobe")
+int kprobe_entry(void *ctx) { return entry(ctx); }
+
+SEC("kretprobe")
+int kprobe_return(void *ctx) { return ret(ctx); }
+
+/* The attach target is set before load (one program pair per function). */
+SEC("fentry/vfs_read")
+int fentry_entry(void *ctx) { return entry(ctx); }
+
+SEC("fexit/vfs_read")
+int fexit_return(void *ctx) { return ret(ctx); }

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Shared between funclat.bpf.c and Go (bpf2go -type). */
+#ifndef SONDE_FUNCLAT_H
+#define SONDE_FUNCLAT_H
+
+/* One completed call. */
+struct funclat_event {
+	__u64 latency_ns;
+	__u32 fn;  /* index of the function (the attach cookie) */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+};
+
+#endif

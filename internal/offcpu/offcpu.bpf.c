@@ -1,0 +1,217 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* offcpu: time threads spend blocked, per blocked stack (offcputime) and,
+ * with waker tracking, per blocked stack and waker stack (offwaketime).
+ * sched_switch: the task leaving the CPU gets a timestamp and its stacks;
+ * when it runs again the blocked time is added to its bucket. sched_waking:
+ * the waker's stacks are remembered for the woken thread. All aggregation
+ * happens in the kernel. */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "offcpu.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Only the fields we read; CO-RE finds them in the running kernel. */
+struct task_struct {
+	int pid;
+	int tgid;
+	unsigned int __state;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+/* Kernels before 5.14 call the field "state". */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+const volatile __u32 target_pid = 0;    /* 0: every process */
+const volatile bool per_thread = false;
+const volatile bool user_stacks = true;
+const volatile bool kernel_stacks = true;
+const volatile bool track_wakers = false;
+const volatile __u64 min_block_ns = 1000;
+const volatile __u64 max_block_ns = ~0ULL;
+const volatile __u32 state_mask = 0;     /* 0: any state; else bit per TASK_* state */
+const volatile bool include_idle = false;
+
+struct start {
+	__u64 ts;
+	struct offcpu_key key;
+};
+
+/* key: tid (u32); value: when it left the CPU and its bucket so far. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct start);
+	__uint(max_entries, 32768);
+} starts SEC(".maps");
+
+struct waker {
+	__u32 pid;
+	__s32 user_stack;
+	__s32 kernel_stack;
+	char comm[16];
+};
+
+/* key: woken tid (u32); value: who woke it, from which stacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct waker);
+	__uint(max_entries, 32768);
+} wakers SEC(".maps");
+
+/* key: stack id (u32); value: instruction pointers (u64), leaf first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384);
+} stacks SEC(".maps");
+
+/* key: struct offcpu_key; value: blocked time (u64 ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct offcpu_key);
+	__type(value, __u64);
+	__uint(max_entries, 65536);
+} blocked SEC(".maps");
+
+/* key: enum offcpu_error; value: count (u64), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, OFFCPU_ERR_MAX);
+} errors SEC(".maps");
+
+static __always_inline void count_error(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&errors, &which);
+	if (v)
+		(*v)++;
+}
+
+static __always_inline bool wanted(__u32 pid, __u32 tid)
+{
+	if (tid == 0 && !include_idle)
+		return false;
+	return !target_pid || pid == target_pid;
+}
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___old *)t, state);
+}
+
+static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 ppid = BPF_CORE_READ(prev, tgid), ptid = BPF_CORE_READ(prev, pid);
+	__u32 ntid = BPF_CORE_READ(next, pid);
+
+	/* The task leaving: remember when and where. ctx is prev's context,
+	 * so the stack walks see prev's stacks. */
+	if (wanted(ppid, ptid)) {
+		long st = task_state(prev);
+		if (!state_mask || (st == 0 ? (state_mask & 0x100) : (state_mask & st))) {
+			struct start s = {};
+			s.ts = now;
+			s.key.pid = ppid;
+			s.key.tid = per_thread ? ptid : 0;
+			s.key.user_stack = -1;
+			s.key.kernel_stack = -1;
+			BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
+			if (user_stacks)
+				s.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+			if (kernel_stacks)
+				s.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+			if ((user_stacks && s.key.user_stack < 0 && s.key.user_stack != -14) ||
+			    (kernel_stacks && s.key.kernel_stack < 0))
+				count_error(OFFCPU_ERR_STACK);
+			if (bpf_map_update_elem(&starts, &ptid, &s, BPF_ANY) != 0)
+				count_error(OFFCPU_ERR_FULL);
+		}
+	}
+	/* The task arriving: account its blocked time. */
+	struct start *s = bpf_map_lookup_elem(&starts, &ntid);
+	if (!s)
+		return 0;
+	__u64 delta = now - s->ts;
+	if (delta >= min_block_ns && delta <= max_block_ns) {
+		struct offcpu_key key = s->key;
+		if (track_wakers) {
+			struct waker *w = bpf_map_lookup_elem(&wakers, &ntid);
+			if (w) {
+				key.waker_pid = w->pid;
+				key.waker_user_stack = w->user_stack;
+				key.waker_kernel_stack = w->kernel_stack;
+				__builtin_memcpy(key.waker_comm, w->comm, sizeof(key.waker_comm));
+			} else {
+				key.waker_user_stack = -1;
+				key.waker_kernel_stack = -1;
+			}
+		}
+		__u64 *v = bpf_map_lookup_elem(&blocked, &key);
+		if (v) {
+			__sync_fetch_and_add(v, delta);
+		} else if (bpf_map_update_elem(&blocked, &key, &delta, BPF_NOEXIST) != 0) {
+			v = bpf_map_lookup_elem(&blocked, &key);
+			if (v)
+				__sync_fetch_and_add(v, delta);
+			else
+				count_error(OFFCPU_ERR_FULL);
+		}
+	}
+	bpf_map_delete_elem(&starts, &ntid);
+	if (track_wakers)
+		bpf_map_delete_elem(&wakers, &ntid);
+	return 0;
+}
+
+static __always_inline int on_waking(void *ctx, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	if (!track_wakers || !wanted(pid, tid))
+		return 0;
+	struct waker w = {};
+	w.pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_get_current_comm(&w.comm, sizeof(w.comm));
+	w.user_stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	w.kernel_stack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
+	return 0;
+}
+
+/* tp_btf: typed arguments, no copies (5.5+). */
+SEC("tp_btf/sched_switch")
+int tp_btf_sched_switch(__u64 *ctx)
+{
+	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
+}
+
+SEC("tp_btf/sched_waking")
+int tp_btf_sched_waking(__u64 *ctx)
+{
+	return on_waking(ctx, (struct task_struct *)ctx[0]);
+}
+
+/* raw_tp fallback for kernels without BTF-typed tracepoints. */
+SEC("raw_tp/sched_switch")
+int raw_sched_switch(__u64 *ctx)
+{
+	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
+}
+
+SEC("raw_tp/sched_waking")
+int raw_sched_waking(__u64 *ctx)
+{
+	return on_waking(ctx, (struct task_struct *)ctx[0]);
+}

@@ -1,0 +1,333 @@
+// Package offcpu measures where threads block (offcputime) and, with waker
+// tracking, who woke them from where (offwaketime): a BPF program on
+// sched_switch and sched_waking sums blocked time per stack in the kernel.
+// Results become a model.Profile whose periods are nanoseconds blocked, so
+// report, flame graph and pprof views apply unchanged.
+package offcpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/record"
+)
+
+// Options configure a run.
+type Options struct {
+	Pid       int
+	PerThread bool
+	User      bool
+	Kernel    bool
+	Wakers    bool
+	MinBlock  time.Duration
+	MaxBlock  time.Duration
+	States    uint32 // bit per task state; 0x100 = running (preempted); 0 = any
+	Duration  time.Duration
+	Version   string
+}
+
+// Errors counted by the program.
+type Errors struct {
+	StackFailures uint64 `json:"stack_failures"`
+	MapFull       uint64 `json:"lost_map_full"`
+}
+
+// Result of a run.
+type Result struct {
+	Profile *model.Profile
+	Errors  Errors
+	Attach  string // "tp_btf" or "raw_tp"
+}
+
+type programs struct {
+	Switch *ebpf.Program
+	Waking *ebpf.Program
+}
+
+type btfObjs struct {
+	Switch *ebpf.Program `ebpf:"tp_btf_sched_switch"`
+	Waking *ebpf.Program `ebpf:"tp_btf_sched_waking"`
+	offcpuMaps
+}
+
+type rawObjs struct {
+	Switch *ebpf.Program `ebpf:"raw_sched_switch"`
+	Waking *ebpf.Program `ebpf:"raw_sched_waking"`
+	offcpuMaps
+}
+
+// ParseStates turns "S,D" style lists into the program's state mask.
+func ParseStates(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var m uint32
+	for _, c := range s {
+		switch c {
+		case 'R':
+			m |= 0x100 // preempted while runnable
+		case 'S':
+			m |= 0x1 // TASK_INTERRUPTIBLE
+		case 'D':
+			m |= 0x2 // TASK_UNINTERRUPTIBLE
+		case 'T':
+			m |= 0x4 | 0x8
+		case 'I':
+			m |= 0x402 // TASK_IDLE
+		case ',', ' ':
+		default:
+			return 0, fmt.Errorf("unknown state %q (R, S, D, T, I)", string(c))
+		}
+	}
+	return m, nil
+}
+
+// Run measures until the duration passes, ctx ends or a signal arrives.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
+	}
+	maxB := uint64(o.MaxBlock)
+	if maxB == 0 {
+		maxB = ^uint64(0)
+	}
+	set := map[string]any{
+		"target_pid": uint32(o.Pid), "per_thread": o.PerThread, "user_stacks": o.User, "kernel_stacks": o.Kernel,
+		"track_wakers": o.Wakers, "min_block_ns": uint64(o.MinBlock), "max_block_ns": maxB, "state_mask": o.States,
+	}
+	load := func(objs any) error {
+		spec, err := loadOffcpu()
+		if err != nil {
+			return err
+		}
+		for n, v := range set {
+			if err := spec.Variables[n].Set(v); err != nil {
+				return fmt.Errorf("setting %s: %w", n, err)
+			}
+		}
+		return spec.LoadAndAssign(objs, nil)
+	}
+	res := &Result{}
+	var maps *offcpuMaps
+	var links []link.Link
+	defer func() {
+		for _, l := range links {
+			l.Close()
+		}
+	}()
+	// Prefer tp_btf (typed arguments); fall back to raw_tp.
+	var bo btfObjs
+	errBTF := load(&bo)
+	if errBTF == nil {
+		defer bo.Switch.Close()
+		defer bo.Waking.Close()
+		defer bo.offcpuMaps.Close()
+		maps, res.Attach = &bo.offcpuMaps, "tp_btf"
+		for _, p := range []*ebpf.Program{bo.Switch, bo.Waking} {
+			if p == bo.Waking && !o.Wakers {
+				continue
+			}
+			l, err := link.AttachTracing(link.TracingOptions{Program: p})
+			if err != nil {
+				errBTF = err
+				break
+			}
+			links = append(links, l)
+		}
+	}
+	if errBTF != nil {
+		for _, l := range links {
+			l.Close()
+		}
+		links = nil
+		var ro rawObjs
+		if err := load(&ro); err != nil {
+			return nil, loadError(err, errBTF)
+		}
+		defer ro.Switch.Close()
+		defer ro.Waking.Close()
+		defer ro.offcpuMaps.Close()
+		maps, res.Attach = &ro.offcpuMaps, "raw_tp"
+		for name, p := range map[string]*ebpf.Program{"sched_switch": ro.Switch, "sched_waking": ro.Waking} {
+			if name == "sched_waking" && !o.Wakers {
+				continue
+			}
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: p})
+			if err != nil {
+				return nil, fmt.Errorf("attaching to %s: %w", name, err)
+			}
+			links = append(links, l)
+		}
+	}
+	start := time.Now()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-sigs:
+	case <-deadline:
+	}
+	for _, l := range links {
+		l.Close()
+	}
+	links = nil
+	return collect(maps, o, res, start, time.Since(start))
+}
+
+func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed time.Duration) (*Result, error) {
+	b := record.NewBuilder()
+	var key offcpuOffcpuKey
+	var ns uint64
+	stack := make([]uint64, perf.MaxStack)
+	var sample perf.Sample
+	var frames []record.Frame
+	it := m.Blocked.Iterate()
+	for it.Next(&key, &ns) {
+		tid := key.Tid
+		if !o.PerThread {
+			tid = key.Pid
+		}
+		b.SetComm(tid, cstr(key.Comm[:]))
+		blocked := stackLocs(b, m, key.Pid, key.UserStack, key.KernelStack, stack, &sample, &frames)
+		locs := blocked
+		if o.Wakers {
+			// One chain, leaf first: the waker's comm, its stack from the
+			// root down, a separator, then the blocked thread's stack.
+			waker := stackLocs(b, m, key.WakerPid, key.WakerUserStack, key.WakerKernelStack, stack, &sample, &frames)
+			locs = nil
+			wc := cstr(key.WakerComm[:])
+			if wc == "" {
+				wc = "[unknown waker]"
+			}
+			locs = append(locs, b.SyntheticLoc(wc))
+			for i := len(waker) - 1; i >= 0; i-- {
+				locs = append(locs, waker[i])
+			}
+			locs = append(locs, b.SyntheticLoc("--"))
+			locs = append(locs, blocked...)
+		}
+		b.SampleLocs(key.Pid, tid, locs, ns)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading blocked time: %w", err)
+	}
+	for i, dst := range []*uint64{&res.Errors.StackFailures, &res.Errors.MapFull} {
+		var per []uint64
+		if err := m.Errors.Lookup(uint32(i), &per); err == nil {
+			for _, v := range per {
+				*dst += v
+			}
+		}
+	}
+	event := "offcpu"
+	if o.Wakers {
+		event = "wakeup"
+	}
+	meta := model.Meta{
+		Event: event, Callchain: true, Target: "system-wide", Arch: runtime.GOARCH, SondeVersion: o.Version,
+		StartUnixNS: start.UnixNano(), DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull,
+		Unwinder: "bpf-fp", Unit: "ns",
+	}
+	if o.Pid != 0 {
+		meta.Target = fmt.Sprintf("pid %d", o.Pid)
+	}
+	meta.Hostname, _ = os.Hostname()
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		meta.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	if res.Errors.StackFailures > 0 {
+		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
+	}
+	res.Profile = b.Finish(meta)
+	trimBPFFrames(res.Profile)
+	return res, nil
+}
+
+// trimBPFFrames drops the program's own frames (bpf_prog_…, bpf_trace_run…)
+// from the top of kernel stacks walked inside the tracepoint.
+func trimBPFFrames(p *model.Profile) {
+	for i, st := range p.Stacks {
+		out := st[:0:0]
+		for _, loc := range st {
+			n := p.FrameName(loc)
+			if p.Kind(loc).IsKernel() && (strings.HasPrefix(n, "bpf_prog_") || strings.HasPrefix(n, "bpf_trace_run") || strings.HasPrefix(n, "__bpf_trace_") || strings.HasPrefix(n, "__traceiter_")) {
+				continue
+			}
+			out = append(out, loc)
+		}
+		p.Stacks[i] = out
+	}
+}
+
+func stackLocs(b *record.Builder, m *offcpuMaps, pid uint32, ustack, kstack int32, buf []uint64, s *perf.Sample, frames *[]record.Frame) []int32 {
+	s.Callchain = s.Callchain[:0]
+	if kstack >= 0 && m.Stacks.Lookup(uint32(kstack), &buf) == nil {
+		s.Callchain = append(s.Callchain, perf.ContextKernel)
+		for _, ip := range buf {
+			if ip == 0 {
+				break
+			}
+			s.Callchain = append(s.Callchain, ip)
+		}
+	}
+	if ustack >= 0 && m.Stacks.Lookup(uint32(ustack), &buf) == nil {
+		s.Callchain = append(s.Callchain, perf.ContextUser)
+		for _, ip := range buf {
+			if ip == 0 {
+				break
+			}
+			s.Callchain = append(s.Callchain, ip)
+		}
+	}
+	if len(s.Callchain) == 0 {
+		return nil
+	}
+	*frames = record.FramePointer{}.Frames(s, 0, (*frames)[:0])
+	// Blocked stacks are all return addresses except the innermost kernel
+	// frame (the context switch itself).
+	return b.FrameLocs(pid, *frames)
+}
+
+func cstr(c []int8) string {
+	b := make([]byte, 0, len(c))
+	for _, x := range c {
+		if x == 0 {
+			break
+		}
+		b = append(b, byte(x))
+	}
+	return string(b)
+}
+
+func loadError(err, first error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel's verifier rejected the off-CPU program (tp_btf: %v): %w", first, err)
+	}
+	if errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("loading BPF: permission denied: need CAP_BPF and CAP_PERFMON (or root): %w", err)
+	}
+	return fmt.Errorf("loading the off-CPU program (tp_btf failed too: %v): %w", first, err)
+}
