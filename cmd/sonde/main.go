@@ -51,6 +51,8 @@ func init() {
 		{"offcpu", "where threads block: blocked time per stack, summed in the kernel (BPF)", runOffcpu},
 		{"wakeup", "blocked time per blocked stack and waker stack, as one chain (BPF)", runWakeup},
 		{"funclat", "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)", runFunclat},
+		{"syscount", "system calls counted and timed in the kernel, named from the architecture's table", runSyscount},
+		{"runqlat", "run-queue latency: how long runnable tasks wait for a CPU (BPF)", runRunqlat},
 		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
 		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
 	}

@@ -1,0 +1,3 @@
+package syscalls
+
+//go:generate python3 gen_tables.py
