@@ -53,6 +53,8 @@ func init() {
 		{"funclat", "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)", runFunclat},
 		{"syscount", "system calls counted and timed in the kernel, named from the architecture's table", runSyscount},
 		{"runqlat", "run-queue latency: how long runnable tasks wait for a CPU (BPF)", runRunqlat},
+		{"biolat", "block I/O latency distributions per disk, with queued and device stages (BPF)", runBiolat},
+		{"biosnoop", "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)", runBiosnoop},
 		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
 		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
 	}

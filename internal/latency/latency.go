@@ -31,6 +31,7 @@ type Pair struct {
 	Latency uint64 `json:"latency_ns"`
 	Comm    string `json:"comm"`
 	Pid     int32  `json:"pid"`
+	Aux     string `json:"aux,omitempty"`
 }
 
 // Result holds a distribution per group.

@@ -23,11 +23,14 @@ const volatile __u32 end_off[PAIR_MAX_KEYS] = {};
 const volatile __u32 end_size[PAIR_MAX_KEYS] = {};
 const volatile __u32 group_off = 0;
 const volatile __u32 group_size = 0; /* 0: no group field */
+const volatile __u32 aux_off = 0;
+const volatile __u32 aux_size = 0; /* 0: no aux field */
 const volatile __u32 target_pid = 0; /* 0: every process */
 
 struct start_val {
 	__u64 ts;
 	__u64 group;
+	__u64 aux;
 	__u32 pid;
 	__u32 tid;
 	char comm[16];
@@ -111,6 +114,8 @@ int on_start(void *ctx)
 	s.tid = (__u32)id;
 	if (group_size)
 		s.group = read_field(ctx, group_off, group_size);
+	if (aux_size)
+		s.aux = read_field(ctx, aux_off, aux_size);
 	bpf_get_current_comm(&s.comm, sizeof(s.comm));
 	if (bpf_map_update_elem(&starts, &k, &s, BPF_ANY) != 0)
 		count(PAIR_FULL);
@@ -143,6 +148,7 @@ int on_end(void *ctx)
 	e->start_ns = s->ts;
 	e->latency_ns = now - s->ts;
 	e->group = s->group;
+	e->aux = s->aux;
 	e->pid = s->pid;
 	e->tid = s->tid;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));

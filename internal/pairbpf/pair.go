@@ -34,6 +34,7 @@ type Options struct {
 	Start, End events.Spec
 	Key        []string
 	Per        string // "", "comm", "pid" or a start-event field
+	Aux        string // one more start-event field to keep per pair (Pair.Aux)
 	Pid        int
 	Command    []string
 	Duration   time.Duration
@@ -87,12 +88,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		sk, ek = append(sk, a), append(ek, b)
 	}
-	var groupField tracefs.Field
+	var groupField, auxField tracefs.Field
 	switch o.Per {
 	case "", "comm", "pid":
 	default:
 		var err error
-		if groupField, err = pickInt(o.Start.Format, o.Per, o.Start.String()); err != nil {
+		if groupField, err = pickValue(o.Start.Format, o.Per, o.Start.String()); err != nil {
+			return nil, err
+		}
+	}
+	if o.Aux != "" {
+		var err error
+		if auxField, err = pickValue(o.Start.Format, o.Aux, o.Start.String()); err != nil {
 			return nil, err
 		}
 	}
@@ -110,7 +117,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	set := map[string]any{
 		"nkeys": uint32(len(sk)), "start_off": so, "start_size": ss, "end_off": eo, "end_size": es,
-		"group_off": uint32(groupField.Offset), "group_size": uint32(groupField.Size), "target_pid": uint32(o.Pid),
+		"group_off": uint32(groupField.Offset), "group_size": readSize(groupField), "target_pid": uint32(o.Pid),
+		"aux_off": uint32(auxField.Offset), "aux_size": readSize(auxField),
 	}
 	for n, v := range set {
 		if err := spec.Variables[n].Set(v); err != nil {
@@ -167,7 +175,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				}
 				continue
 			}
-			res.add(rec.RawSample, sk, groupField, o)
+			res.add(rec.RawSample, sk, groupField, auxField, o)
 		}
 	}()
 
@@ -231,17 +239,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-func (r *Result) add(raw []byte, keys []tracefs.Field, group tracefs.Field, o Options) {
+func (r *Result) add(raw []byte, keys []tracefs.Field, group, aux tracefs.Field, o Options) {
 	var e pairPairEvent
-	if len(raw) < 80 {
+	if len(raw) < 88 {
 		return
 	}
 	for i := range e.Key {
 		e.Key[i] = le64(raw[8*i:])
 	}
-	e.StartNs, e.LatencyNs, e.Group = le64(raw[32:]), le64(raw[40:]), le64(raw[48:])
-	e.Pid, e.Tid = le32(raw[56:]), le32(raw[60:])
-	comm := string(raw[64:80])
+	e.StartNs, e.LatencyNs, e.Group, e.Aux = le64(raw[32:]), le64(raw[40:]), le64(raw[48:]), le64(raw[56:])
+	e.Pid, e.Tid = le32(raw[64:]), le32(raw[68:])
+	comm := string(raw[72:88])
 	if i := strings.IndexByte(comm, 0); i >= 0 {
 		comm = comm[:i]
 	}
@@ -270,8 +278,36 @@ func (r *Result) add(raw []byte, keys []tracefs.Field, group tracefs.Field, o Op
 	}
 	h.Add(e.LatencyNs)
 	if o.Events {
-		r.Pairs = append(r.Pairs, latency.Pair{Key: key, Group: g, StartNS: e.StartNs, Latency: e.LatencyNs, Comm: comm, Pid: int32(e.Pid)})
+		p := latency.Pair{Key: key, Group: g, StartNS: e.StartNs, Latency: e.LatencyNs, Comm: comm, Pid: int32(e.Pid)}
+		if o.Aux != "" {
+			p.Aux = formatValue(aux, e.Aux)
+		}
+		r.Pairs = append(r.Pairs, p)
 	}
+}
+
+// pickValue accepts integer fields and short strings (their first 8 bytes
+// are kept), for groups and extra values.
+func pickValue(f *tracefs.Format, name, ev string) (tracefs.Field, error) {
+	fd, ok := f.Field(name)
+	if !ok {
+		return fd, fmt.Errorf("event %s has no field %q (fields: %s)", ev, name, strings.Join(f.Names(), ", "))
+	}
+	if fd.Kind == tracefs.KindString || (fd.Kind == tracefs.KindInt && fd.Size <= 8) {
+		return fd, nil
+	}
+	return fd, fmt.Errorf("field %s of %s is neither an integer nor a short string", name, ev)
+}
+
+// readSize is how many bytes the program reads for a field (0: none).
+func readSize(f tracefs.Field) uint32 {
+	if f.Size == 0 {
+		return 0
+	}
+	if f.Kind == tracefs.KindString || f.Size > 8 {
+		return 8
+	}
+	return uint32(f.Size)
 }
 
 func formatValue(f tracefs.Field, v uint64) string {
@@ -281,6 +317,9 @@ func formatValue(f tracefs.Field, v uint64) string {
 	}
 	g := f
 	g.Offset = 0
+	if g.Kind == tracefs.KindString && g.Size > 8 {
+		g.Size = 8
+	}
 	return g.String(b[:])
 }
 

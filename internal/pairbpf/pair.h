@@ -16,6 +16,7 @@ struct pair_event {
 	__u64 start_ns;   /* CLOCK_MONOTONIC */
 	__u64 latency_ns;
 	__u64 group;      /* value of the --per field at the start, if any */
+	__u64 aux;        /* value of one more start field (e.g. nr_sector) */
 	__u32 pid;        /* process and thread that hit the start event */
 	__u32 tid;
 	char comm[16];

@@ -19,6 +19,7 @@ type pairPairEvent struct {
 	StartNs   uint64
 	LatencyNs uint64
 	Group     uint64
+	Aux       uint64
 	Pid       uint32
 	Tid       uint32
 	Comm      [16]int8
@@ -33,6 +34,7 @@ type pairStartVal struct {
 	_     structs.HostLayout
 	Ts    uint64
 	Group uint64
+	Aux   uint64
 	Pid   uint32
 	Tid   uint32
 	Comm  [16]int8
@@ -47,6 +49,8 @@ const (
 	pairMapStarts          = "starts"
 	pairProgOnEnd          = "on_end"
 	pairProgOnStart        = "on_start"
+	pairVarAuxOff          = "aux_off"
+	pairVarAuxSize         = "aux_size"
 	pairVarEndOff          = "end_off"
 	pairVarEndSize         = "end_size"
 	pairVarGroupOff        = "group_off"
@@ -117,6 +121,8 @@ type pairMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type pairVariableSpecs struct {
+	AuxOff          *ebpf.VariableSpec `ebpf:"aux_off"`
+	AuxSize         *ebpf.VariableSpec `ebpf:"aux_size"`
 	EndOff          *ebpf.VariableSpec `ebpf:"end_off"`
 	EndSize         *ebpf.VariableSpec `ebpf:"end_size"`
 	GroupOff        *ebpf.VariableSpec `ebpf:"group_off"`
@@ -165,6 +171,8 @@ func (m *pairMaps) Close() error {
 //
 // It can be passed to loadPairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type pairVariables struct {
+	AuxOff          *ebpf.Variable `ebpf:"aux_off"`
+	AuxSize         *ebpf.Variable `ebpf:"aux_size"`
 	EndOff          *ebpf.Variable `ebpf:"end_off"`
 	EndSize         *ebpf.Variable `ebpf:"end_size"`
 	GroupOff        *ebpf.Variable `ebpf:"group_off"`
