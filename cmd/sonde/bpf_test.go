@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os/exec"
 	"regexp"
@@ -252,4 +253,218 @@ func TestFunclatKernelUnsupported(t *testing.T) {
 	if !strings.Contains(r.Stderr, "fentry") || !strings.Contains(r.Stderr, "kprobe") || strings.Count(strings.TrimSpace(r.Stderr), "\n") > 0 {
 		t.Errorf("want one line naming fentry and kprobes, got %q", r.Stderr)
 	}
+}
+
+func TestSyscountExact(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	r := testutil.MustRun(t, dir, "syscount", "-L", "--json", "--", "./syscalls", "12345")
+	var s struct {
+		Syscalls []struct {
+			Name    string `json:"syscall"`
+			Count   uint64 `json:"count"`
+			TotalNS uint64 `json:"total_ns"`
+		} `json:"syscalls"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("%v\n%s", err, r.Stdout)
+	}
+	found := false
+	for _, c := range s.Syscalls {
+		if c.Name == "write" {
+			found = true
+			if c.Count != 12345 {
+				t.Errorf("write counted %d, the program made 12345", c.Count)
+			}
+			if c.TotalNS == 0 {
+				t.Errorf("-L gave no latency")
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no write row: %+v", s.Syscalls)
+	}
+}
+
+func TestRunqlat(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	type rq struct {
+		Groups []struct {
+			Stats struct {
+				Count int     `json:"count"`
+				P50   float64 `json:"p50_ns"`
+				Mean  float64 `json:"mean_ns"`
+			} `json:"stats"`
+		} `json:"groups"`
+	}
+	parse := func(out string) (int, float64) {
+		var v rq
+		if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Groups) == 0 {
+			t.Fatalf("runqlat JSON: %v\n%s", err, out)
+		}
+		return v.Groups[0].Stats.Count, v.Groups[0].Stats.Mean
+	}
+	_, idleMean := parse(testutil.MustRun(t, dir, "runqlat", "-d", "2s", "--json").Stdout)
+	// Two CPU hogs per CPU.
+	n := 2 * runtimeCPUs()
+	var hogs []*exec.Cmd
+	for i := 0; i < n; i++ {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		c.Start()
+		hogs = append(hogs, c)
+	}
+	defer func() {
+		for _, c := range hogs {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	// A pipe between two dd processes adds thousands of wake-ups a second
+	// (seed 002's load), so background noise does not decide the comparison.
+	pipe := exec.Command("sh", "-c", "dd if=/dev/zero bs=512 count=100000000 2>/dev/null | dd of=/dev/null bs=512 2>/dev/null")
+	pipe.Start()
+	defer func() { exec.Command("pkill", "-f", "count=100000000").Run(); pipe.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	// stat counts sched_switch (not to the idle task) over runqlat's whole
+	// run; rates are compared, stat's window being runqlat's plus start-up.
+	r := testutil.MustRun(t, dir, "stat", "-a", "-e", "sched:sched_switch", "--filter", "next_pid != 0", "--json", "--",
+		testutil.Sonde(t), "runqlat", "-d", "3s", "--json")
+	dec := json.NewDecoder(strings.NewReader(r.Stdout))
+	var rqOut json.RawMessage
+	var s statJSON
+	if err := dec.Decode(&rqOut); err != nil {
+		t.Fatalf("runqlat JSON: %v\n%s", err, r.Stdout)
+	}
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	}
+	count, busyMean := parse(string(rqOut))
+	var rqMeta struct {
+		Elapsed float64 `json:"elapsed_ns"`
+	}
+	json.Unmarshal(rqOut, &rqMeta)
+	var stMeta struct {
+		Elapsed float64 `json:"elapsed_s"`
+	}
+	stRaw := r.Stdout[len(rqOut):]
+	json.Unmarshal([]byte(strings.TrimSpace(stRaw)), &stMeta)
+	switchRate := statValue(t, s, "sched:sched_switch") / stMeta.Elapsed
+	waitRate := float64(count) / (rqMeta.Elapsed / 1e9)
+	t.Logf("idle mean %.0f ns, busy mean %.0f ns; %.0f waits/s vs %.0f switches/s", idleMean, busyMean, waitRate, switchRate)
+	if busyMean <= idleMean {
+		t.Errorf("run-queue latency under load (%.0f ns) not above idle (%.0f ns)", busyMean, idleMean)
+	}
+	within(t, "runqlat waits/s vs sched_switch/s", waitRate, switchRate, 10)
+}
+
+func runtimeCPUs() int {
+	b, _ := exec.Command("nproc").Output()
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+func TestBiolatAgainstBiolatency(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	bio := testutil.RequireTool(t, "biolatency", "libbpf-tools")
+	dir := t.TempDir()
+	start := func(args ...string) (*exec.Cmd, *strings.Builder) {
+		c := exec.Command(args[0], args[1:]...)
+		var out strings.Builder
+		c.Stdout = &out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c, &out
+	}
+	b1, o1 := start(bio, "5", "1")
+	b2, o2 := start(bio, "-Q", "5", "1")
+	s1, so1 := start(testutil.Sonde(t), "biolat", "--stages", "-d", "4500ms", "--json")
+	s2, so2 := start(testutil.Sonde(t), "biolat", "-Q", "-d", "4500ms", "--json")
+	time.Sleep(1500 * time.Millisecond)
+	directIO(t, dir, 500)
+	for _, c := range []*exec.Cmd{s1, s2, b1, b2} {
+		c.Wait()
+	}
+	type bl struct {
+		Stages []struct {
+			Stage string `json:"stage"`
+			Stats struct {
+				Count int     `json:"count"`
+				P50   float64 `json:"p50_ns"`
+			} `json:"stats"`
+		} `json:"stages"`
+	}
+	var stagesRes, qRes bl
+	if err := json.Unmarshal([]byte(so1.String()), &stagesRes); err != nil {
+		t.Fatalf("%v: %s", err, so1.String())
+	}
+	if err := json.Unmarshal([]byte(so2.String()), &qRes); err != nil {
+		t.Fatalf("%v: %s", err, so2.String())
+	}
+	check := func(what string, p50ns float64, count int, ref string) {
+		lo, hi, total := biolatencyP50(t, ref)
+		p := p50ns / 1000
+		t.Logf("%s: sonde p50 %.1f us over %d I/Os; biolatency median bucket %g-%g us over %.0f", what, p, count, lo, hi, total)
+		if p < lo*0.8 || p > (hi+1)*1.2 {
+			t.Errorf("%s: p50 %.1f us more than 20%% outside biolatency's median bucket %g-%g", what, p, lo, hi)
+		}
+	}
+	var device, queued bool
+	for _, s := range stagesRes.Stages {
+		if strings.HasPrefix(s.Stage, "device") {
+			device = true
+			check("device stage vs biolatency", s.Stats.P50, s.Stats.Count, o1.String())
+		}
+		if strings.HasPrefix(s.Stage, "queued") {
+			queued = true
+		}
+	}
+	if !device || !queued {
+		t.Errorf("--stages lacks a stage: %+v", stagesRes)
+	}
+	if len(qRes.Stages) != 1 {
+		t.Fatalf("-Q: %+v", qRes)
+	}
+	check("-Q vs biolatency -Q", qRes.Stages[0].Stats.P50, qRes.Stages[0].Stats.Count, o2.String())
+}
+
+func TestProfileAgreesWithRecord(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	w := startWork(t, dir, "100000")
+	pid := strconv.Itoa(w.Process.Pid)
+	testutil.MustRun(t, dir, "record", "-q", "-F", "997", "-p", pid, "--duration", "3s", "-o", "r.data")
+	r := testutil.MustRun(t, dir, "profile", "-F", "997", "-p", pid, "-d", "3s", "--json")
+	var prof jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &prof); err != nil {
+		t.Fatal(err)
+	}
+	rec := reportJSON(t, dir, "-i", "r.data", "--no-children")
+	top := func(rep jsonReport) map[string]float64 {
+		m := map[string]float64{}
+		for i, e := range rep.Entries {
+			if i < 3 {
+				m[e.Keys["sym"]] = e.SelfPct
+			}
+		}
+		return m
+	}
+	a, b := top(rec), top(prof)
+	for sym, pa := range a {
+		pb, ok := b[sym]
+		if !ok && pa >= 5 {
+			t.Errorf("record's top function %s (%.1f%%) missing from profile's top three %v", sym, pa, b)
+			continue
+		}
+		if math.Abs(pa-pb) > 5 {
+			t.Errorf("%s: record %.1f%%, profile %.1f%%: more than 5 points apart", sym, pa, pb)
+		}
+	}
+	t.Logf("record %v, profile %v", a, b)
 }

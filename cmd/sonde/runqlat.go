@@ -45,6 +45,7 @@ func runRunqlat(args []string) (int, error) {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	start := time.Now()
+	var switches, unknown uint64
 	print := func(groups map[uint32]*histogram.Hist, elapsed time.Duration) {
 		var ids []uint32
 		for id := range groups {
@@ -66,7 +67,7 @@ func runRunqlat(args []string) (int, error) {
 				}
 				out = append(out, g{ID: id, Comm: procfs.Comm(int(id), int(id)), Stats: groups[id].Stats(), Buckets: b})
 			}
-			json.NewEncoder(w).Encode(map[string]any{"unit": unit.Name, "groups": out, "elapsed_ns": elapsed.Nanoseconds()})
+			json.NewEncoder(w).Encode(map[string]any{"unit": unit.Name, "groups": out, "elapsed_ns": elapsed.Nanoseconds(), "switches": switches, "unknown_start": unknown})
 			w.Flush()
 			return
 		}
@@ -86,7 +87,11 @@ func runRunqlat(args []string) (int, error) {
 			histogram.WriteSummary(w, groups[id].Stats(), unit)
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "# run-queue latency over %s\n\n", elapsed.Round(time.Millisecond))
+		fmt.Fprintf(w, "# run-queue latency over %s", elapsed.Round(time.Millisecond))
+		if switches > 0 {
+			fmt.Fprintf(w, "; %d switch-ins, %d of tasks runnable before tracing began", switches, unknown)
+		}
+		fmt.Fprint(w, "\n\n")
 		w.Flush()
 	}
 	o.OnInterval = func(g map[uint32]*histogram.Hist) { print(g, time.Since(start)) }
@@ -97,6 +102,7 @@ func runRunqlat(args []string) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	switches, unknown = res.Switches, res.Unknown
 	print(res.Groups, res.Elapsed)
 	return 0, nil
 }

@@ -43,6 +43,22 @@ struct {
 	__uint(max_entries, 65536);
 } hist SEC(".maps");
 
+/* key: 0 switch-ins of a task, 1 of those without a known start (runnable
+ * before tracing began); value: count (u64), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 2);
+} switches SEC(".maps");
+
+static __always_inline void bump(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&switches, &which);
+	if (v)
+		(*v)++;
+}
+
 static __always_inline __u32 slot_of(__u64 v)
 {
 	__u64 orig = v;
@@ -74,14 +90,21 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___old *)t, state);
 }
 
-static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next)
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	if (task_state(prev) == 0) /* TASK_RUNNING: preempted, back in the queue */
+	/* Preempted (even with a sleeping state set, before it could sleep)
+	 * or still TASK_RUNNING: it stays runnable, back in the queue. */
+	if (preempt || task_state(prev) == 0)
 		enqueue(BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, pid));
 	__u32 tid = BPF_CORE_READ(next, pid), tgid = BPF_CORE_READ(next, tgid);
-	__u64 *ts = bpf_map_lookup_elem(&starts, &tid);
-	if (!ts)
+	if (!tid || (target_pid && tgid != target_pid))
 		return 0;
+	bump(0);
+	__u64 *ts = bpf_map_lookup_elem(&starts, &tid);
+	if (!ts) {
+		bump(1);
+		return 0;
+	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&starts, &tid);
 	struct runqlat_key k = {.slot = slot_of(d)};
@@ -122,7 +145,7 @@ int tp_btf_wakeup_new(__u64 *ctx)
 SEC("tp_btf/sched_switch")
 int tp_btf_switch(__u64 *ctx)
 {
-	return on_switch((void *)ctx[1], (void *)ctx[2]);
+	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2]);
 }
 
 SEC("raw_tp/sched_wakeup")
@@ -144,5 +167,5 @@ int raw_wakeup_new(__u64 *ctx)
 SEC("raw_tp/sched_switch")
 int raw_switch(__u64 *ctx)
 {
-	return on_switch((void *)ctx[1], (void *)ctx[2]);
+	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2]);
 }

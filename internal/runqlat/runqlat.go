@@ -40,6 +40,9 @@ type Options struct {
 // Result holds a distribution per group (0 when not split).
 type Result struct {
 	Groups  map[uint32]*histogram.Hist
+	// Switches counts tasks switched in; Unknown those whose wait began
+	// before tracing (not in the distributions).
+	Switches, Unknown uint64
 	Elapsed time.Duration
 	Attach  string
 }
@@ -178,6 +181,14 @@ loop:
 		return nil, err
 	}
 	res.Groups = g
+	for i, dst := range []*uint64{&res.Switches, &res.Unknown} {
+		var per []uint64
+		if err := maps.Switches.Lookup(uint32(i), &per); err == nil {
+			for _, v := range per {
+				*dst += v
+			}
+		}
+	}
 	return res, nil
 }
 

@@ -25,6 +25,7 @@ type runqlatRunqlatKey struct {
 const (
 	runqlatMapHist             = "hist"
 	runqlatMapStarts           = "starts"
+	runqlatMapSwitches         = "switches"
 	runqlatProgRawSwitch       = "raw_switch"
 	runqlatProgRawWakeup       = "raw_wakeup"
 	runqlatProgRawWakeupNew    = "raw_wakeup_new"
@@ -90,8 +91,9 @@ type runqlatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type runqlatMapSpecs struct {
-	Hist   *ebpf.MapSpec `ebpf:"hist"`
-	Starts *ebpf.MapSpec `ebpf:"starts"`
+	Hist     *ebpf.MapSpec `ebpf:"hist"`
+	Starts   *ebpf.MapSpec `ebpf:"starts"`
+	Switches *ebpf.MapSpec `ebpf:"switches"`
 }
 
 // runqlatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -123,14 +125,16 @@ func (o *runqlatObjects) Close() error {
 //
 // It can be passed to loadRunqlatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type runqlatMaps struct {
-	Hist   *ebpf.Map `ebpf:"hist"`
-	Starts *ebpf.Map `ebpf:"starts"`
+	Hist     *ebpf.Map `ebpf:"hist"`
+	Starts   *ebpf.Map `ebpf:"starts"`
+	Switches *ebpf.Map `ebpf:"switches"`
 }
 
 func (m *runqlatMaps) Close() error {
 	return _RunqlatClose(
 		m.Hist,
 		m.Starts,
+		m.Switches,
 	)
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // BPF objects are generated for amd64 and arm64 only (make generate).
-type runqlatMaps struct{ Hist, Starts *ebpf.Map }
+type runqlatMaps struct{ Hist, Starts, Switches *ebpf.Map }
 
 func (m *runqlatMaps) Close() error { return nil }
 
