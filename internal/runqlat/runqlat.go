@@ -39,12 +39,12 @@ type Options struct {
 
 // Result holds a distribution per group (0 when not split).
 type Result struct {
-	Groups  map[uint32]*histogram.Hist
+	Groups map[uint32]*histogram.Hist
 	// Switches counts tasks switched in; Unknown those whose wait began
 	// before tracing (not in the distributions).
 	Switches, Unknown uint64
-	Elapsed time.Duration
-	Attach  string
+	Elapsed           time.Duration
+	Attach            string
 }
 
 type btfObjs struct {
