@@ -55,6 +55,8 @@ func init() {
 		{"runqlat", "run-queue latency: how long runnable tasks wait for a CPU (BPF)", runRunqlat},
 		{"biolat", "block I/O latency distributions per disk, with queued and device stages (BPF)", runBiolat},
 		{"biosnoop", "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)", runBiosnoop},
+		{"cputime", "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine", runCputime},
+		{"listen", "receive cputime streams (udp:// or tcp://) and print them tagged by sender", runListen},
 		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
 		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
 	}

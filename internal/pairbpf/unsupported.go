@@ -19,10 +19,10 @@ type pairObjects struct {
 func (o *pairObjects) Close() error { return nil }
 
 type pairPairEvent struct {
-	Key                       [4]uint64
-	StartNs, LatencyNs, Group uint64
-	Pid, Tid                  uint32
-	Comm                      [16]int8
+	Key                            [4]uint64
+	StartNs, LatencyNs, Group, Aux uint64
+	Pid, Tid                       uint32
+	Comm                           [16]int8
 }
 
 func loadPair() (*ebpf.CollectionSpec, error) {

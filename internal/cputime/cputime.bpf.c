@@ -1,0 +1,99 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* cputime: exact on-CPU time per task from sched_switch (seed 002). At each
+ * switch the outgoing task's slice is added to its per-CPU total; nothing
+ * crosses to user space until it reads the maps once per interval. The
+ * idle task (tid 0) gives idle time per CPU. */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "cputime.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const struct cputime_val *unused_cputime_val __attribute__((unused));
+const struct cputime_curr *unused_cputime_curr __attribute__((unused));
+
+struct task_struct {
+	int pid;
+	int tgid;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+/* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__type(key, __u32);
+	__type(value, struct cputime_val);
+	__uint(max_entries, 32768);
+} times SEC(".maps");
+
+/* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct cputime_curr);
+	__uint(max_entries, 1);
+} curr SEC(".maps");
+
+/* key: 0 slices lost because the times map was full, 1 switches we did not
+ * see (the outgoing task was not the one that came in); value: count, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 2);
+} lost SEC(".maps");
+
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next)
+{
+	__u32 zero = 0;
+	__u64 now = bpf_ktime_get_ns();
+	struct cputime_curr *c = bpf_map_lookup_elem(&curr, &zero);
+	if (!c)
+		return 0;
+	__u32 ptid = BPF_CORE_READ(prev, pid);
+	/* The first switch seen on a CPU has no start: its slice is unknown.
+	 * When prev is not the task we saw switched in, a switch was not
+	 * reported to us (it happens on recent kernels); prev was running at
+	 * the end of the slice, so it gets it, and the gap is counted. */
+	if (c->since && c->tid != ptid) {
+		__u32 one = 1;
+		__u64 *m = bpf_map_lookup_elem(&lost, &one);
+		if (m)
+			(*m)++;
+	}
+	if (c->since) {
+		__u64 d = now - c->since;
+		struct cputime_val *v = bpf_map_lookup_elem(&times, &ptid);
+		if (v) {
+			v->ns += d; /* per-CPU value: no other CPU writes it */
+		} else {
+			struct cputime_val nv = {.ns = d, .pid = BPF_CORE_READ(prev, tgid)};
+			BPF_CORE_READ_STR_INTO(&nv.comm, prev, comm);
+			if (bpf_map_update_elem(&times, &ptid, &nv, BPF_NOEXIST) != 0) {
+				__u64 *l = bpf_map_lookup_elem(&lost, &zero);
+				if (l)
+					(*l)++;
+			}
+		}
+	}
+	c->since = now;
+	c->tid = BPF_CORE_READ(next, pid);
+	c->pid = BPF_CORE_READ(next, tgid);
+	BPF_CORE_READ_STR_INTO(&c->comm, next, comm);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int tp_btf_switch(__u64 *ctx)
+{
+	return on_switch((void *)ctx[1], (void *)ctx[2]);
+}
+
+SEC("raw_tp/sched_switch")
+int raw_switch(__u64 *ctx)
+{
+	return on_switch((void *)ctx[1], (void *)ctx[2]);
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+#ifndef SONDE_CPUTIME_H
+#define SONDE_CPUTIME_H
+
+/* Per task, per CPU (the map is per-CPU): on-CPU time since tracing began. */
+struct cputime_val {
+	__u64 ns;
+	__u32 pid;
+	__u32 _pad;
+	char comm[16];
+};
+
+/* Per CPU: the task on it now and since when, so a running task's current
+ * slice can be added when user space reads. */
+struct cputime_curr {
+	__u64 since;
+	__u32 tid;
+	__u32 pid;
+	char comm[16];
+};
+
+#endif

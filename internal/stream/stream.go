@@ -1,0 +1,159 @@
+// Package stream sends interval reports to another machine and receives
+// them: udp:// (one datagram per report, readable with `nc -lu PORT`) or
+// tcp:// (a line stream, readable with `nc -l PORT`), as seed 002 sent its
+// per-second top 10 to a developer's machine.
+package stream
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// maxDatagram keeps a report in one UDP datagram on loopback and most LANs
+// with fragmentation; longer reports are cut with a marker.
+const maxDatagram = 60000
+
+// Parse validates udp://HOST:PORT or tcp://HOST:PORT.
+func Parse(s string) (network, addr string, err error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "udp" && u.Scheme != "tcp") || u.Host == "" {
+		return "", "", fmt.Errorf("bad stream address %q: want udp://HOST:PORT or tcp://HOST:PORT", s)
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return "", "", fmt.Errorf("bad stream address %q: %v", s, err)
+	}
+	return u.Scheme, u.Host, nil
+}
+
+// Sender writes reports to a destination.
+type Sender struct {
+	network, addr string
+	conn          net.Conn
+}
+
+// Dial connects (TCP) or prepares (UDP) the destination.
+func Dial(dest string) (*Sender, error) {
+	network, addr, err := Parse(dest)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{network: network, addr: addr}
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sender) connect() error {
+	c, err := net.DialTimeout(s.network, s.addr, 3*time.Second)
+	if err != nil {
+		return fmt.Errorf("connecting to %s://%s: %w", s.network, s.addr, err)
+	}
+	s.conn = c
+	return nil
+}
+
+// Send writes one report; TCP reconnects once if the listener went away.
+func (s *Sender) Send(report []byte) error {
+	if s.network == "udp" && len(report) > maxDatagram {
+		report = append(report[:maxDatagram-20:maxDatagram-20], []byte("\n[report cut]\n")...)
+	}
+	if _, err := s.conn.Write(report); err != nil {
+		if s.network == "tcp" {
+			s.conn.Close()
+			if err := s.connect(); err != nil {
+				return err
+			}
+			_, err = s.conn.Write(report)
+			return err
+		}
+		return err
+	}
+	return nil
+}
+
+// Close closes the connection.
+func (s *Sender) Close() error { return s.conn.Close() }
+
+// Listen receives reports on addr and writes each line to w prefixed with
+// the sender ([host] line). It returns when stop is closed.
+func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Addr)) error {
+	network, addr, err := Parse(listen)
+	if err != nil {
+		return err
+	}
+	lines := make(chan string, 1024)
+	done := make(chan error, 1)
+	switch network {
+	case "udp":
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", listen, err)
+		}
+		defer pc.Close()
+		if ready != nil {
+			ready(pc.LocalAddr())
+		}
+		go func() {
+			buf := make([]byte, 65536)
+			for {
+				n, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					done <- nil
+					return
+				}
+				host := from.String()
+				for _, l := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
+					lines <- fmt.Sprintf("[%s] %s", host, l)
+				}
+			}
+		}()
+		go func() { <-stop; pc.Close() }()
+	case "tcp":
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", listen, err)
+		}
+		defer ln.Close()
+		if ready != nil {
+			ready(ln.Addr())
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					done <- nil
+					return
+				}
+				go func(c net.Conn) {
+					defer c.Close()
+					host := c.RemoteAddr().String()
+					sc := bufio.NewScanner(c)
+					sc.Buffer(make([]byte, 65536), 1<<20)
+					for sc.Scan() {
+						lines <- fmt.Sprintf("[%s] %s", host, sc.Text())
+					}
+				}(c)
+			}
+		}()
+		go func() { <-stop; ln.Close() }()
+	}
+	for {
+		select {
+		case l := <-lines:
+			if _, err := fmt.Fprintln(w, l); err != nil {
+				return err
+			}
+			if f, ok := w.(interface{ Sync() error }); ok {
+				f.Sync()
+			}
+		case err := <-done:
+			return err
+		}
+	}
+}
