@@ -8,6 +8,17 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require github.com/cilium/ebpf v0.22.0
+require (
+	github.com/cilium/ebpf v0.22.0
+	github.com/gdamore/tcell/v2 v2.13.10
+)
+
+require (
+	github.com/gdamore/encoding v1.0.1 // indirect
+	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/term v0.37.0 // indirect
+	golang.org/x/text v0.31.0 // indirect
+)
 
 tool github.com/cilium/ebpf/cmd/bpf2go

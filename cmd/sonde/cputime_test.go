@@ -196,3 +196,93 @@ func TestCputimeStream(t *testing.T) {
 		t.Errorf("nc -lu got:\n%s", nout.String())
 	}
 }
+
+func TestTopBatch(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	hog := exec.Command(bin, "hog")
+	hog.Start()
+	defer func() { hog.Process.Kill(); hog.Wait() }()
+	r := testutil.MustRun(t, dir, "top", "-b", "3", "-i", "500ms", "--rows", "5")
+	if n := strings.Count(r.Stdout, "sonde top "); n != 3 {
+		t.Errorf("%d frames, want 3:\n%s", n, r.Stdout)
+	}
+	if !strings.Contains(r.Stdout, "cpuwork") || !strings.Contains(r.Stdout, "Hot symbols") || !strings.Contains(r.Stdout, "[.] main") {
+		t.Errorf("frames lack the hog:\n%s", r.Stdout)
+	}
+}
+
+// TestTopScreen drives the full-screen view in tmux: it renders, 's'
+// changes the sort, 'f' filters, 'q' quits.
+func TestTopScreen(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	tmux := testutil.RequireTool(t, "tmux", "tmux")
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	hog := exec.Command(bin, "hog")
+	hog.Start()
+	defer func() { hog.Process.Kill(); hog.Wait() }()
+	session := fmt.Sprintf("sondetop%d", os.Getpid())
+	run := func(args ...string) string {
+		out, _ := exec.Command(tmux, args...).CombinedOutput()
+		return string(out)
+	}
+	if out, err := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+		testutil.Sonde(t)+" top -i 300ms --rows 8").CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	defer run("kill-session", "-t", session)
+	capture := func() string { return run("capture-pane", "-p", "-t", session) }
+	waitFor := func(what string, ok func(string) bool) string {
+		deadline := time.Now().Add(8 * time.Second)
+		var s string
+		for time.Now().Before(deadline) {
+			s = capture()
+			if ok(s) {
+				return s
+			}
+			time.Sleep(150 * time.Millisecond)
+		}
+		t.Fatalf("screen never showed %s:\n%s", what, s)
+		return s
+	}
+	waitFor("tasks with the hog", func(s string) bool {
+		return strings.Contains(s, "sort: cpu") && strings.Contains(s, "cpuwork") && strings.Contains(s, "Hot symbols")
+	})
+	run("send-keys", "-t", session, "s")
+	s := waitFor("sort by pid", func(s string) bool { return strings.Contains(s, "sort: pid") })
+	// Sorted by pid: the task rows' pids ascend.
+	var pids []int
+	inTasks := false
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "Tasks") {
+			inTasks = true
+			continue
+		}
+		f := strings.Fields(l)
+		if inTasks && len(f) >= 5 {
+			if p, err := strconv.Atoi(f[0]); err == nil {
+				pids = append(pids, p)
+			}
+		}
+	}
+	for i := 1; i < len(pids); i++ {
+		if pids[i] < pids[i-1] {
+			t.Errorf("tasks not sorted by pid: %v", pids)
+			break
+		}
+	}
+	run("send-keys", "-t", session, "f")
+	run("send-keys", "-t", session, "cpuwork", "Enter")
+	waitFor("the filter", func(s string) bool { return strings.Contains(s, "filter: cpuwork") })
+	run("send-keys", "-t", session, "q")
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if out := run("has-session", "-t", session); strings.Contains(out, "can't find") || strings.Contains(out, "no server") {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("sonde top did not quit on q:\n%s", capture())
+}

@@ -57,6 +57,7 @@ func init() {
 		{"biosnoop", "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)", runBiosnoop},
 		{"cputime", "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine", runCputime},
 		{"listen", "receive cputime streams (udp:// or tcp://) and print them tagged by sender", runListen},
+		{"top", "live view: hot symbols system-wide and exact per-task CPU time", runTop},
 		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
 		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
 	}
