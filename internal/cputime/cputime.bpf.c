@@ -46,54 +46,60 @@ struct {
 	__uint(max_entries, 2);
 } lost SEC(".maps");
 
-static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next)
-{
-	__u32 zero = 0;
-	__u64 now = bpf_ktime_get_ns();
-	struct cputime_curr *c = bpf_map_lookup_elem(&curr, &zero);
-	if (!c)
-		return 0;
-	__u32 ptid = BPF_CORE_READ(prev, pid);
-	/* The first switch seen on a CPU has no start: its slice is unknown.
-	 * When prev is not the task we saw switched in, a switch was not
-	 * reported to us (it happens on recent kernels); prev was running at
-	 * the end of the slice, so it gets it, and the gap is counted. */
-	if (c->since && c->tid != ptid) {
-		__u32 one = 1;
-		__u64 *m = bpf_map_lookup_elem(&lost, &one);
-		if (m)
-			(*m)++;
-	}
-	if (c->since) {
-		__u64 d = now - c->since;
-		struct cputime_val *v = bpf_map_lookup_elem(&times, &ptid);
-		if (v) {
-			v->ns += d; /* per-CPU value: no other CPU writes it */
-		} else {
-			struct cputime_val nv = {.ns = d, .pid = BPF_CORE_READ(prev, tgid)};
-			BPF_CORE_READ_STR_INTO(&nv.comm, prev, comm);
-			if (bpf_map_update_elem(&times, &ptid, &nv, BPF_NOEXIST) != 0) {
-				__u64 *l = bpf_map_lookup_elem(&lost, &zero);
-				if (l)
-					(*l)++;
-			}
-		}
-	}
-	c->since = now;
-	c->tid = BPF_CORE_READ(next, pid);
-	c->pid = BPF_CORE_READ(next, tgid);
-	BPF_CORE_READ_STR_INTO(&c->comm, next, comm);
-	return 0;
+/* The switch path, once with direct BTF reads (tp_btf: plain loads, no
+ * helper calls) and once with probe reads (raw_tp). Only the task ids are
+ * read per switch; names are copied when a task first gets an entry. */
+#define DEFINE_ON_SWITCH(NAME, READ)                                                 \
+static __always_inline int NAME(struct task_struct *prev, struct task_struct *next) \
+{                                                                                    \
+	__u32 zero = 0;                                                               \
+	__u64 now = bpf_ktime_get_ns();                                               \
+	struct cputime_curr *c = bpf_map_lookup_elem(&curr, &zero);                   \
+	if (!c)                                                                       \
+		return 0;                                                             \
+	__u32 ptid = READ(prev, pid);                                                 \
+	if (c->since) {                                                               \
+		/* prev was not the task we saw come in: a switch was not reported  \
+		 * to us (it happens on recent kernels); prev ran at the end of the \
+		 * slice, so it gets it, and the gap is counted. */                  \
+		if (c->tid != ptid) {                                                 \
+			__u32 one = 1;                                                \
+			__u64 *m = bpf_map_lookup_elem(&lost, &one);                  \
+			if (m)                                                        \
+				(*m)++;                                               \
+		}                                                                     \
+		__u64 d = now - c->since;                                             \
+		struct cputime_val *v = bpf_map_lookup_elem(&times, &ptid);           \
+		if (v) {                                                              \
+			v->ns += d; /* per-CPU value: no other CPU writes it */       \
+		} else {                                                              \
+			struct cputime_val nv = {.ns = d, .pid = READ(prev, tgid)};   \
+			BPF_CORE_READ_STR_INTO(&nv.comm, prev, comm);                 \
+			if (bpf_map_update_elem(&times, &ptid, &nv, BPF_NOEXIST)) {   \
+				__u64 *l = bpf_map_lookup_elem(&lost, &zero);         \
+				if (l)                                                \
+					(*l)++;                                       \
+			}                                                             \
+		}                                                                     \
+	}                                                                             \
+	c->since = now;                                                               \
+	c->tid = READ(next, pid);                                                     \
+	c->pid = READ(next, tgid);                                                    \
+	return 0;                                                                     \
 }
+
+#define DIRECT_READ(p, f) ((p)->f)
+DEFINE_ON_SWITCH(on_switch_btf, DIRECT_READ)
+DEFINE_ON_SWITCH(on_switch_raw, BPF_CORE_READ)
 
 SEC("tp_btf/sched_switch")
 int tp_btf_switch(__u64 *ctx)
 {
-	return on_switch((void *)ctx[1], (void *)ctx[2]);
+	return on_switch_btf((void *)ctx[1], (void *)ctx[2]);
 }
 
 SEC("raw_tp/sched_switch")
 int raw_switch(__u64 *ctx)
 {
-	return on_switch((void *)ctx[1], (void *)ctx[2]);
+	return on_switch_raw((void *)ctx[1], (void *)ctx[2]);
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -154,7 +155,7 @@ func (t *Tracer) Snapshot() (Snapshot, error) {
 		}
 		task := s.Tasks[c.Tid]
 		if task == nil {
-			task = &Task{Tid: c.Tid, Pid: c.Pid, Comm: cstr(c.Comm[:]), PerCPU: make([]uint64, t.ncpu)}
+			task = &Task{Tid: c.Tid, Pid: c.Pid, Comm: threadComm(c.Pid, c.Tid), PerCPU: make([]uint64, t.ncpu)}
 			s.Tasks[c.Tid] = task
 		}
 		task.PerCPU[cpu] += s.At - c.Since
@@ -248,6 +249,18 @@ func Diff(prev, cur Snapshot, ncpu int) Interval {
 		return iv.Tasks[i].Tid < iv.Tasks[j].Tid
 	})
 	return iv
+}
+
+// threadComm names a task that has not switched out yet.
+func threadComm(pid, tid uint32) string {
+	if tid == 0 {
+		return "swapper"
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func cstr(c []int8) string {

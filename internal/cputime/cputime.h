@@ -11,7 +11,8 @@ struct cputime_val {
 };
 
 /* Per CPU: the task on it now and since when, so a running task's current
- * slice can be added when user space reads. */
+ * slice can be added when user space reads. comm is not filled (it would
+ * cost a string copy per switch); user space names such tasks. */
 struct cputime_curr {
 	__u64 since;
 	__u32 tid;
