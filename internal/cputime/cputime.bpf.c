@@ -15,10 +15,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const struct cputime_val *unused_cputime_val __attribute__((unused));
 const struct cputime_curr *unused_cputime_curr __attribute__((unused));
 
+struct sched_entity {
+	__u64 sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	char comm[16];
+	struct sched_entity se;
 } __attribute__((preserve_access_index));
 
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
@@ -28,6 +33,17 @@ struct {
 	__type(value, struct cputime_val);
 	__uint(max_entries, 32768);
 } times SEC(".maps");
+
+/* key: tid (u32); value: the task's sum_exec_runtime (ns) when we last
+ * saw it switch in or out. The kernel's own cumulative counter makes the
+ * slices exact by its definition (schedstat's) and immune to switches the
+ * program was not told about. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 32768);
+} base SEC(".maps");
 
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
 struct {
@@ -49,7 +65,7 @@ struct {
 /* The switch path, once with direct BTF reads (tp_btf: plain loads, no
  * helper calls) and once with probe reads (raw_tp). Only the task ids are
  * read per switch; names are copied when a task first gets an entry. */
-#define DEFINE_ON_SWITCH(NAME, READ)                                                 \
+#define DEFINE_ON_SWITCH(NAME, READ, READ_SUM)                                      \
 static __always_inline int NAME(struct task_struct *prev, struct task_struct *next) \
 {                                                                                    \
 	__u32 zero = 0;                                                               \
@@ -58,17 +74,29 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 	if (!c)                                                                       \
 		return 0;                                                             \
 	__u32 ptid = READ(prev, pid);                                                 \
-	if (c->since) {                                                               \
-		/* prev was not the task we saw come in: a switch was not reported  \
-		 * to us (it happens on recent kernels); prev ran at the end of the \
-		 * slice, so it gets it, and the gap is counted. */                  \
-		if (c->tid != ptid) {                                                 \
-			__u32 one = 1;                                                \
-			__u64 *m = bpf_map_lookup_elem(&lost, &one);                  \
-			if (m)                                                        \
-				(*m)++;                                               \
-		}                                                                     \
-		__u64 d = now - c->since;                                             \
+	__u64 psum = READ_SUM(prev);                                                  \
+	__u64 d = 0;                                                                  \
+	__u64 *b = ptid ? bpf_map_lookup_elem(&base, &ptid) : 0;                      \
+	if (!ptid) {                                                                  \
+		if (c->since && c->tid == 0)                                          \
+			d = now - c->since; /* idle: clocked */                       \
+	} else if (b) {                                                               \
+		d = psum - *b; /* the kernel's runtime since we last saw it */        \
+		*b = psum;                                                            \
+	} else if (c->since && c->tid == ptid) {                                      \
+		d = now - c->since; /* running when tracing began */                  \
+		bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);                    \
+	} else {                                                                      \
+		bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);                    \
+	}                                                                             \
+	if (c->since && c->tid != ptid) {                                             \
+		/* A switch was not reported to us (seen on recent kernels). */      \
+		__u32 one = 1;                                                        \
+		__u64 *m = bpf_map_lookup_elem(&lost, &one);                          \
+		if (m)                                                                \
+			(*m)++;                                                       \
+	}                                                                             \
+	if (d) {                                                                      \
 		struct cputime_val *v = bpf_map_lookup_elem(&times, &ptid);           \
 		if (v) {                                                              \
 			v->ns += d; /* per-CPU value: no other CPU writes it */       \
@@ -82,15 +110,23 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 			}                                                             \
 		}                                                                     \
 	}                                                                             \
+	__u32 ntid = READ(next, pid);                                                 \
 	c->since = now;                                                               \
-	c->tid = READ(next, pid);                                                     \
+	c->tid = ntid;                                                                \
 	c->pid = READ(next, tgid);                                                    \
+	/* The idle task's runtime is not kept by the kernel: clock it. */          \
+	if (ntid) {                                                                   \
+		__u64 nsum = READ_SUM(next);                                          \
+		bpf_map_update_elem(&base, &ntid, &nsum, BPF_ANY);                    \
+	}                                                                             \
 	return 0;                                                                     \
 }
 
 #define DIRECT_READ(p, f) ((p)->f)
-DEFINE_ON_SWITCH(on_switch_btf, DIRECT_READ)
-DEFINE_ON_SWITCH(on_switch_raw, BPF_CORE_READ)
+#define DIRECT_SUM(p) ((p)->se.sum_exec_runtime)
+#define CORE_SUM(p) BPF_CORE_READ(p, se.sum_exec_runtime)
+DEFINE_ON_SWITCH(on_switch_btf, DIRECT_READ, DIRECT_SUM)
+DEFINE_ON_SWITCH(on_switch_raw, BPF_CORE_READ, CORE_SUM)
 
 SEC("tp_btf/sched_switch")
 int tp_btf_switch(__u64 *ctx)
