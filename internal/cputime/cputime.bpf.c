@@ -34,17 +34,6 @@ struct {
 	__uint(max_entries, 32768);
 } times SEC(".maps");
 
-/* key: tid (u32); value: the task's sum_exec_runtime (ns) when we last
- * saw it switch in or out. The kernel's own cumulative counter makes the
- * slices exact by its definition (schedstat's) and immune to switches the
- * program was not told about. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 32768);
-} base SEC(".maps");
-
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -74,23 +63,15 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 	if (!c)                                                                       \
 		return 0;                                                             \
 	__u32 ptid = READ(prev, pid);                                                 \
-	__u64 psum = READ_SUM(prev);                                                  \
 	__u64 d = 0;                                                                  \
-	__u64 *b = ptid ? bpf_map_lookup_elem(&base, &ptid) : 0;                      \
-	if (!ptid) {                                                                  \
-		if (c->since && c->tid == 0)                                          \
-			d = now - c->since; /* idle: clocked */                       \
-	} else if (b) {                                                               \
-		d = psum - *b; /* the kernel's runtime since we last saw it */        \
-		*b = psum;                                                            \
-	} else if (c->since && c->tid == ptid) {                                      \
-		d = now - c->since; /* running when tracing began */                  \
-		bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);                    \
-	} else {                                                                      \
-		bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);                    \
-	}                                                                             \
-	if (c->since && c->tid != ptid) {                                             \
-		/* A switch was not reported to us (seen on recent kernels). */      \
+	if (c->since && c->tid == ptid) {                                             \
+		/* The slice by the kernel's own runtime counter (what schedstat   \
+		 * shows); the idle task has none, so it is clocked. */              \
+		d = ptid ? READ_SUM(prev) - c->base : now - c->since;                 \
+	} else if (c->since) {                                                        \
+		/* A switch was not reported to us (seen on recent kernels): prev \
+		 * ran at the end of the slice; clock it and count the gap. */       \
+		d = now - c->since;                                                   \
 		__u32 one = 1;                                                        \
 		__u64 *m = bpf_map_lookup_elem(&lost, &one);                          \
 		if (m)                                                                \
@@ -110,15 +91,10 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 			}                                                             \
 		}                                                                     \
 	}                                                                             \
-	__u32 ntid = READ(next, pid);                                                 \
 	c->since = now;                                                               \
-	c->tid = ntid;                                                                \
+	c->tid = READ(next, pid);                                                     \
 	c->pid = READ(next, tgid);                                                    \
-	/* The idle task's runtime is not kept by the kernel: clock it. */          \
-	if (ntid) {                                                                   \
-		__u64 nsum = READ_SUM(next);                                          \
-		bpf_map_update_elem(&base, &ntid, &nsum, BPF_ANY);                    \
-	}                                                                             \
+	c->base = READ_SUM(next);                                                     \
 	return 0;                                                                     \
 }
 

@@ -176,19 +176,6 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 			}
 		}
 	}
-	// Runtime baselines of tasks that are gone.
-	var tid uint32
-	var sum uint64
-	var gone []uint32
-	it := t.maps.Base.Iterate()
-	for it.Next(&tid, &sum) {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", tid)); err != nil {
-			gone = append(gone, tid)
-		}
-	}
-	for _, g := range gone {
-		t.maps.Base.Delete(g)
-	}
 }
 
 // Lost is how many slices were dropped because the map was full.

@@ -15,6 +15,7 @@ struct cputime_val {
  * cost a string copy per switch); user space names such tasks. */
 struct cputime_curr {
 	__u64 since;
+	__u64 base; /* its se.sum_exec_runtime when it came in */
 	__u32 tid;
 	__u32 pid;
 	char comm[16];

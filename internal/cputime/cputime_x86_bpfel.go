@@ -16,6 +16,7 @@ import (
 type cputimeCputimeCurr struct {
 	_     structs.HostLayout
 	Since uint64
+	Base  uint64
 	Tid   uint32
 	Pid   uint32
 	Comm  [16]int8
@@ -33,7 +34,6 @@ type cputimeCputimeVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	cputimeMapBase              = "base"
 	cputimeMapCurr              = "curr"
 	cputimeMapLost              = "lost"
 	cputimeMapTimes             = "times"
@@ -93,7 +93,6 @@ type cputimeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cputimeMapSpecs struct {
-	Base  *ebpf.MapSpec `ebpf:"base"`
 	Curr  *ebpf.MapSpec `ebpf:"curr"`
 	Lost  *ebpf.MapSpec `ebpf:"lost"`
 	Times *ebpf.MapSpec `ebpf:"times"`
@@ -127,7 +126,6 @@ func (o *cputimeObjects) Close() error {
 //
 // It can be passed to loadCputimeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cputimeMaps struct {
-	Base  *ebpf.Map `ebpf:"base"`
 	Curr  *ebpf.Map `ebpf:"curr"`
 	Lost  *ebpf.Map `ebpf:"lost"`
 	Times *ebpf.Map `ebpf:"times"`
@@ -135,7 +133,6 @@ type cputimeMaps struct {
 
 func (m *cputimeMaps) Close() error {
 	return _CputimeClose(
-		m.Base,
 		m.Curr,
 		m.Lost,
 		m.Times,

@@ -10,12 +10,13 @@ import (
 )
 
 // BPF objects are generated for amd64 and arm64 only (make generate).
-type cputimeMaps struct{ Base, Curr, Lost, Times *ebpf.Map }
+type cputimeMaps struct{ Curr, Lost, Times *ebpf.Map }
 
 func (m *cputimeMaps) Close() error { return nil }
 
 type cputimeCputimeCurr struct {
 	Since    uint64
+	Base     uint64
 	Tid, Pid uint32
 	Comm     [16]int8
 }
