@@ -20,11 +20,16 @@ func runFlamegraph(args []string) (int, error) {
 	title := fs.String("title", "", "title above the graph")
 	inverted := fs.Bool("inverted", false, "icicle graph: roots at the top")
 	format := fs.String("format", "", "svg, html or folded (default from -o's extension)")
-	if err := parseFlags(fs, args); err != nil {
+	diffMode := fs.Bool("diff", false, "differential flame graph of BASE NEW: red grew, blue shrank")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return 2, err
 	}
-	if fs.NArg() > 0 {
-		return 2, usageError{fmt.Sprintf("unexpected argument %q (the input goes after -i)", fs.Arg(0))}
+	if *diffMode && len(pos) != 2 {
+		return 2, usageError{"--diff takes two inputs: BASE NEW"}
+	}
+	if !*diffMode && len(pos) > 0 {
+		return 2, usageError{fmt.Sprintf("unexpected argument %q (the input goes after -i)", pos[0])}
 	}
 	f := *format
 	if f == "" {
@@ -40,8 +45,23 @@ func runFlamegraph(args []string) (int, error) {
 	if f != "svg" && f != "html" && f != "folded" {
 		return 2, usageError{fmt.Sprintf("--format %q: want svg, html or folded", f)}
 	}
-	root, subtitle, err := loadTree(*input)
-	if err != nil {
+	var root *flamegraph.Node
+	var subtitle string
+	var deltas map[*flamegraph.Node]float64
+	if *diffMode {
+		if f == "folded" {
+			return 2, usageError{"--diff draws a graph: use -o FILE.svg or .html"}
+		}
+		base, _, err := loadTree(pos[0])
+		if err != nil {
+			return 1, err
+		}
+		if root, subtitle, err = loadTree(pos[1]); err != nil {
+			return 1, err
+		}
+		deltas = flamegraph.DiffTree(base, root)
+		subtitle = "change from " + pos[0] + " to " + pos[1] + " (" + subtitle + ")"
+	} else if root, subtitle, err = loadTree(*input); err != nil {
 		return 1, err
 	}
 	out := *output
@@ -58,7 +78,7 @@ func runFlamegraph(args []string) (int, error) {
 		dst = file
 	}
 	w := bufio.NewWriterSize(dst, 1<<16)
-	o := flamegraph.Options{Title: *title, Subtitle: subtitle, Inverted: *inverted}
+	o := flamegraph.Options{Title: *title, Subtitle: subtitle, Inverted: *inverted, Diff: deltas}
 	if o.Title == "" {
 		o.Title = "sonde flame graph"
 	}

@@ -58,6 +58,8 @@ func init() {
 		{"cputime", "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine", runCputime},
 		{"listen", "receive cputime streams (udp:// or tcp://) and print them tagged by sender", runListen},
 		{"top", "live view: hot symbols system-wide and exact per-task CPU time", runTop},
+		{"annotate", "disassembly of hot functions with per-instruction samples and source lines", runAnnotate},
+		{"diff", "compare two data files per symbol, as perf diff does", runDiff},
 		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
 		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
 	}
@@ -147,6 +149,26 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usageError{fmt.Sprintf("%v (see sonde %s -h)", err, fs.Name())}
 	}
 	return nil
+}
+
+// parseInterspersed parses flags that may follow positional arguments
+// (sonde diff A B --min 1); "--" ends flag parsing.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }
 
 // isTerminal reports whether fd is a terminal (progress goes only there).

@@ -37,6 +37,7 @@ const (
 	tagLocs    = 6
 	tagStacks  = 7
 	tagSamples = 8
+	tagCode    = 9
 )
 
 // ErrNewerVersion is returned for files written by a newer sonde.
@@ -136,6 +137,23 @@ func Write(w io.Writer, p *model.Profile) error {
 				e.uvarint(uint64(s.Event))
 				e.uvarint(uint64(len(s.Raw)))
 				e.b = append(e.b, s.Raw...)
+			}
+		}},
+		{tagCode, func(e *enc) {
+			e.uvarint(uint64(len(p.Code)))
+			for _, c := range p.Code {
+				e.uvarint(uint64(c.Func))
+				e.str(c.Arch)
+				e.uvarint(uint64(len(c.Bytes)))
+				e.b = append(e.b, c.Bytes...)
+				e.uvarint(uint64(len(c.Lines)))
+				var prev uint64
+				for _, r := range c.Lines {
+					e.uvarint(r.Addr - prev)
+					prev = r.Addr
+					e.uvarint(uint64(r.File))
+					e.uvarint(uint64(r.Line))
+				}
 			}
 		}},
 	}
@@ -436,6 +454,18 @@ func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 				s[j] = int32(d.u32())
 			}
 			p.Stacks = append(p.Stacks, s)
+		}
+	case tagCode:
+		n := d.count(4)
+		for i := 0; i < n && d.err == nil; i++ {
+			c := model.Code{Func: int32(d.u32()), Arch: d.str(), Bytes: d.bytes()}
+			m := d.count(3)
+			var a uint64
+			for j := 0; j < m && d.err == nil; j++ {
+				a += d.uvarint()
+				c.Lines = append(c.Lines, model.LineRow{Addr: a, File: int32(d.u32()), Line: int32(d.u32())})
+			}
+			p.Code = append(p.Code, c)
 		}
 	case tagSamples:
 		n := d.count(7)

@@ -26,8 +26,17 @@
     for (var j = 0; j < s.length; j++) h = (h * 31 + s.charCodeAt(j)) >>> 0;
     return (h % 1000) / 1000;
   }
+  var maxDelta = 0;
+  if (C.diff && D.dl) for (i = 0; i < N; i++) maxDelta = Math.max(maxDelta, Math.abs(D.dl[i]));
   function color(j) {
     if (matched[j]) return "rgb(230,0,230)";
+    if (C.diff && D.dl) {
+      // Red for growth, blue for shrinkage, stronger with the change.
+      var d = D.dl[j], f = maxDelta > 0 ? Math.min(1, Math.abs(d) / maxDelta) : 0;
+      var c = Math.round(220 - 160 * f);
+      if (Math.abs(d) < 0.01) return "rgb(200,200,200)";
+      return d > 0 ? "rgb(235," + c + "," + c + ")" : "rgb(" + c + "," + c + ",235)";
+    }
     var v = hash(D.n[j]), w = hash(D.n[j] + "#");
     switch (D.k[j]) {
       case 1: return "rgb(" + Math.round(40 + 60 * v) + "," + Math.round(110 + 70 * w) + "," + Math.round(200 + 55 * v) + ")";
@@ -37,7 +46,11 @@
     return "rgb(" + Math.round(205 + 50 * w) + "," + Math.round(60 + 170 * v) + "," + Math.round(30 * w) + ")";
   }
   function pct(v) { return (100 * v / D.v[0]).toFixed(2) + "%"; }
-  function label(j) { return D.n[j] + " (" + D.v[j].toLocaleString() + " " + C.unit + ", " + pct(D.v[j]) + ")"; }
+  function label(j) {
+    var s = D.n[j] + " (" + D.v[j].toLocaleString() + " " + C.unit + ", " + pct(D.v[j]);
+    if (C.diff && D.dl) s += ", " + (D.dl[j] >= 0 ? "+" : "") + D.dl[j].toFixed(2) + " points";
+    return s + ")";
+  }
 
   function render() {
     while (framesG.firstChild) framesG.removeChild(framesG.firstChild);

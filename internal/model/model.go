@@ -123,6 +123,22 @@ type Sample struct {
 	Raw    []byte // tracepoint payload (common fields first), nil otherwise
 }
 
+// LineRow maps an instruction address to a source line.
+type LineRow struct {
+	Addr uint64
+	File int32 // index into Files
+	Line int32
+}
+
+// Code is the machine code of one sampled function, kept in the data file
+// so annotate works after the binary is gone.
+type Code struct {
+	Func  int32  // index into Funcs
+	Arch  string // "amd64", "arm64"
+	Bytes []byte // from Funcs[Func].Start
+	Lines []LineRow
+}
+
 // Profile is a whole recording.
 type Profile struct {
 	Meta    Meta
@@ -133,6 +149,7 @@ type Profile struct {
 	Locs    []Loc
 	Stacks  [][]int32 // location ids, leaf first
 	Samples []Sample
+	Code    []Code
 	// Groups, when set, stands in for Samples: readers that only aggregate
 	// (report, flame graph, pprof) load a file this way in a fraction of the
 	// memory. Never stored.
@@ -245,6 +262,16 @@ func (p *Profile) Validate() error {
 		}
 		if s.Stack < 0 || int(s.Stack) >= len(p.Stacks) {
 			return fmt.Errorf("sample %d: bad stack index %d", i, s.Stack)
+		}
+	}
+	for i, c := range p.Code {
+		if c.Func < 0 || int(c.Func) >= len(p.Funcs) {
+			return fmt.Errorf("code %d: bad function index %d", i, c.Func)
+		}
+		for _, r := range c.Lines {
+			if r.File < 0 || int(r.File) >= len(p.Files) {
+				return fmt.Errorf("code %d: bad file index %d", i, r.File)
+			}
 		}
 	}
 	for i, g := range p.Groups {

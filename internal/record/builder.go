@@ -425,6 +425,7 @@ func (b *Builder) Finish(meta model.Meta) *model.Profile {
 	sort.Slice(dsoIDs, func(i, j int) bool { return dsoIDs[i] < dsoIDs[j] })
 	var kernel *symbolize.Kernel
 	modules := map[string]int32{}
+	var codeBytes uint64
 	for _, d := range dsoIDs {
 		locs := byDSO[d]
 		dso := &p.DSOs[d]
@@ -496,6 +497,7 @@ func (b *Builder) Finish(meta model.Meta) *model.Profile {
 				dso.BuildID = info.buildID
 				continue
 			}
+			sampled := map[int32]bool{}
 			for _, li := range locs {
 				l := &p.Locs[li]
 				l.Addr = e.FileOffsetToAddr(l.Addr)
@@ -505,16 +507,47 @@ func (b *Builder) Finish(meta model.Meta) *model.Profile {
 				}
 				if fr.Func != "" {
 					l.Func = addFunc(d, fr)
+					sampled[l.Func] = true
 				}
 				if fr.File != "" {
 					l.File = addFile(fr.File)
 					l.Line = int32(fr.Line)
 				}
 			}
+			// Keep the code and line rows of sampled functions, so
+			// annotate works without the binary.
+			ids := make([]int32, 0, len(sampled))
+			for id := range sampled {
+				ids = append(ids, id)
+			}
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			for _, id := range ids {
+				f := p.Funcs[id]
+				if f.Size == 0 || f.Size > maxCodePerFunc || codeBytes+f.Size > maxCodeTotal {
+					continue
+				}
+				b, err := e.Code(f.Start, f.Size)
+				if err != nil {
+					continue
+				}
+				c := model.Code{Func: id, Arch: e.Arch(), Bytes: b}
+				for _, r := range e.Lines(f.Start, f.Start+f.Size) {
+					c.Lines = append(c.Lines, model.LineRow{Addr: r.Addr, File: addFile(r.File), Line: int32(r.Line)})
+				}
+				p.Code = append(p.Code, c)
+				codeBytes += f.Size
+			}
 		}
 	}
 	return p
 }
+
+// Code kept per recording for annotate: enough for hot loops, bounded so a
+// profile of a huge binary stays small.
+const (
+	maxCodePerFunc = 256 << 10
+	maxCodeTotal   = 16 << 20
+)
 
 // openObject opens a mapped file, through the mapping process's root first
 // so binaries inside containers are found.

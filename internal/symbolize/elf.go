@@ -90,6 +90,8 @@ type ELF struct {
 	Path      string
 	BuildID   string
 	Type      elf.Type
+	Machine   elf.Machine
+	full      string // the path opened (through a root prefix)
 	loads     []elf.ProgHeader
 	syms      SymbolTable
 	lines     *lineTable
@@ -118,7 +120,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	defer f.Close()
-	e := &ELF{Path: path, Type: f.Type}
+	e := &ELF{Path: path, Type: f.Type, Machine: f.Machine, full: full}
 	e.BuildID = buildID(f)
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -381,4 +383,69 @@ func Demangle(name string) string {
 		return demangle.Filter(name, demangle.NoClones)
 	}
 	return name
+}
+
+// Arch names the object's architecture as GOARCH does ("" if unknown).
+func (e *ELF) Arch() string {
+	switch e.Machine {
+	case elf.EM_X86_64:
+		return "amd64"
+	case elf.EM_AARCH64:
+		return "arm64"
+	case elf.EM_386:
+		return "386"
+	case elf.EM_ARM:
+		return "arm"
+	}
+	return ""
+}
+
+// Code reads size bytes of machine code at the virtual address start.
+func (e *ELF) Code(start, size uint64) ([]byte, error) {
+	f, err := elf.Open(e.full)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type != elf.SHT_PROGBITS {
+			continue
+		}
+		if start >= s.Addr && start+size <= s.Addr+s.Size {
+			b := make([]byte, size)
+			if _, err := s.ReadAt(b, int64(start-s.Addr)); err != nil {
+				return nil, err
+			}
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("0x%x+%d is in no code section", start, size)
+}
+
+// LineRow is an instruction address and its source position.
+type LineRow struct {
+	Addr uint64
+	File string
+	Line int
+}
+
+// Lines returns the DWARF line rows in [start, end).
+func (e *ELF) Lines(start, end uint64) []LineRow {
+	if e.dwarf == nil {
+		return nil
+	}
+	if e.lines == nil {
+		e.lines = buildLineTable(e.dwarf)
+	}
+	t := e.lines
+	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr >= start })
+	var out []LineRow
+	for ; i < len(t.rows) && t.rows[i].addr < end; i++ {
+		r := t.rows[i]
+		if r.file < 0 || r.line == 0 {
+			continue
+		}
+		out = append(out, LineRow{Addr: r.addr, File: t.files[r.file], Line: int(r.line)})
+	}
+	return out
 }

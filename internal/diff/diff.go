@@ -1,0 +1,161 @@
+// Package diff compares two profiles per (object, symbol) the way perf diff
+// does: the baseline's share and the change in the new profile, matched by
+// build-id when both objects have one, else by object name.
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/sonde-dev/sonde/internal/model"
+)
+
+// Row is one compared entry.
+type Row struct {
+	DSO      string  `json:"dso"`
+	Sym      string  `json:"sym"`
+	Kernel   bool    `json:"kernel"`
+	Baseline float64 `json:"baseline_percent"`
+	New      float64 `json:"new_percent"`
+	Delta    float64 `json:"delta"`
+}
+
+// Options for Compare.
+type Options struct {
+	Sort []string // "dso", "sym" (default both)
+	Min  float64  // hide rows whose baseline and new shares are both below
+}
+
+// shares returns self percentages per key.
+func shares(p *model.Profile, keyOf func(loc int32) (string, string, bool)) (map[string]float64, map[string]Row) {
+	out := map[string]float64{}
+	rows := map[string]Row{}
+	var total uint64
+	for _, g := range p.SampleGroups() {
+		total += g.Period
+	}
+	for _, g := range p.SampleGroups() {
+		st := p.Stacks[g.Stack]
+		if len(st) == 0 || total == 0 {
+			continue
+		}
+		k, dso, kernel := keyOf(st[0])
+		out[k] += 100 * float64(g.Period) / float64(total)
+		if _, ok := rows[k]; !ok {
+			rows[k] = Row{DSO: dso, Sym: strings.SplitN(k, "\x00", 2)[1], Kernel: kernel}
+		}
+	}
+	return out, rows
+}
+
+// Compare diffs base against new.
+func Compare(base, cur *model.Profile, o Options) []Row {
+	useDSO, useSym := true, true
+	if len(o.Sort) > 0 {
+		useDSO, useSym = false, false
+		for _, k := range o.Sort {
+			useDSO = useDSO || k == "dso"
+			useSym = useSym || k == "sym"
+		}
+	}
+	// Objects are matched by build-id when both sides have one: a rebuilt
+	// binary under the same name is a different object; the same binary
+	// under another path is the same.
+	ids := map[string]string{}
+	for _, d := range base.DSOs {
+		if d.BuildID != "" {
+			ids[d.BuildID] = model.BaseName(d.Name)
+		}
+	}
+	keyer := func(p *model.Profile) func(loc int32) (string, string, bool) {
+		return func(loc int32) (string, string, bool) {
+			dso := p.DSOName(loc)
+			if l := p.Locs[loc]; l.DSO >= 0 {
+				if name, ok := ids[p.DSOs[l.DSO].BuildID]; ok && p.DSOs[l.DSO].BuildID != "" {
+					dso = name
+				}
+			}
+			sym := p.FrameName(loc)
+			k := ""
+			if useDSO {
+				k = dso
+			}
+			k += "\x00"
+			if useSym {
+				k += sym
+			}
+			return k, dso, p.Kind(loc).IsKernel()
+		}
+	}
+	b, brows := shares(base, keyer(base))
+	n, nrows := shares(cur, keyer(cur))
+	var out []Row
+	seen := map[string]bool{}
+	add := func(k string, r Row) {
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		r.Baseline, r.New = b[k], n[k]
+		r.Delta = r.New - r.Baseline
+		if !useDSO {
+			r.DSO = ""
+		}
+		if r.Baseline < o.Min && r.New < o.Min {
+			return
+		}
+		out = append(out, r)
+	}
+	for k, r := range brows {
+		add(k, r)
+	}
+	for k, r := range nrows {
+		add(k, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Baseline != out[j].Baseline {
+			return out[i].Baseline > out[j].Baseline
+		}
+		if out[i].New != out[j].New {
+			return out[i].New > out[j].New
+		}
+		return out[i].DSO+out[i].Sym < out[j].DSO+out[j].Sym
+	})
+	return out
+}
+
+// WriteText prints rows like perf diff.
+func WriteText(w io.Writer, base, cur *model.Profile, rows []Row) {
+	fmt.Fprintf(w, "# Baseline: %s (%s, %d samples, %d lost)\n", strings.Join(base.Meta.Command, " "), base.Meta.Event, base.SampleCount(), base.Meta.Lost)
+	fmt.Fprintf(w, "# New:      %s (%s, %d samples, %d lost)\n", strings.Join(cur.Meta.Command, " "), cur.Meta.Event, cur.SampleCount(), cur.Meta.Lost)
+	fmt.Fprintf(w, "#\n# Baseline     Delta  Shared Object        Symbol\n# ........  ........  ...................  ......\n#\n")
+	for _, r := range rows {
+		bs := "        "
+		if r.Baseline > 0 {
+			bs = fmt.Sprintf("%7.2f%%", r.Baseline)
+		}
+		ds := ""
+		if math.Abs(r.Delta) >= 0.005 {
+			ds = fmt.Sprintf("%+.2f%%", r.Delta)
+		}
+		mark := "[.]"
+		if r.Kernel {
+			mark = "[k]"
+		}
+		fmt.Fprintf(w, "  %s  %8s  %-19s  %s %s\n", bs, ds, r.DSO, mark, r.Sym)
+	}
+}
+
+// WriteJSON prints rows as JSON.
+func WriteJSON(w io.Writer, rows []Row) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if rows == nil {
+		rows = []Row{}
+	}
+	return enc.Encode(rows)
+}

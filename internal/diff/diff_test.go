@@ -1,0 +1,55 @@
+package diff
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/model/modeltest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestDiffGolden(t *testing.T) {
+	base := modeltest.Sample()
+	cur := modeltest.Sample()
+	// The new profile spends half as long in spin_a: drop every other sample.
+	var keep = cur.Samples[:0]
+	for i, s := range cur.Samples {
+		if s.Stack == 0 && i%2 == 0 {
+			continue
+		}
+		keep = append(keep, s)
+	}
+	cur.Samples = keep
+	rows := Compare(base, cur, Options{})
+	var buf bytes.Buffer
+	WriteText(&buf, base, cur, rows)
+	path := filepath.Join("testdata", "diff.golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, buf.Bytes(), 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("diff output differs:\n%s", buf.String())
+	}
+	for _, r := range rows {
+		if r.Sym == "spin_a" && r.Delta >= 0 {
+			t.Errorf("spin_a share did not fall: %+v", r)
+		}
+	}
+	for _, r := range Compare(base, base, Options{}) {
+		if r.Delta != 0 {
+			t.Errorf("self-diff delta: %+v", r)
+		}
+	}
+	if rows := Compare(base, cur, Options{Sort: []string{"dso"}}); len(rows) != 2 {
+		t.Errorf("--sort dso gave %d rows, want one per object", len(rows))
+	}
+}
