@@ -132,7 +132,10 @@ func main() {
 func newFlags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	// Parse errors are reported in one line by parseFlags; the usage text
+	// is printed only for -h.
+	fs.Usage = func() {}
+	usageText[fs] = func() {
 		fmt.Fprintf(os.Stdout, "usage: sonde %s %s\n\noptions:\n", name, synopsis)
 		fs.SetOutput(os.Stdout)
 		fs.PrintDefaults()
@@ -141,9 +144,14 @@ func newFlags(name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
+var usageText = map[*flag.FlagSet]func(){}
+
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if u := usageText[fs]; u != nil {
+				u()
+			}
 			return err
 		}
 		return usageError{fmt.Sprintf("%v (see sonde %s -h)", err, fs.Name())}
