@@ -11,14 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Func is one function to measure.
@@ -378,44 +377,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	start := time.Now()
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var tick <-chan time.Time
-	if o.Interval > 0 {
-		tk := time.NewTicker(o.Interval)
-		defer tk.Stop()
-		tick = tk.C
-	}
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-sigs:
-			break loop
-		case <-deadline:
-			break loop
-		case <-tick:
-			mu.Lock()
-			cur := res.Hists
-			res.Hists = make([]*histogram.Hist, len(cur))
-			for i := range res.Hists {
-				res.Hists[i] = &histogram.Hist{}
-			}
-			mu.Unlock()
-			if o.OnInterval != nil {
-				o.OnInterval(cur)
-			}
+	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
+		mu.Lock()
+		cur := res.Hists
+		res.Hists = make([]*histogram.Hist, len(cur))
+		for i := range res.Hists {
+			res.Hists[i] = &histogram.Hist{}
 		}
-	}
+		mu.Unlock()
+		if o.OnInterval != nil {
+			o.OnInterval(cur)
+		}
+	})
 	for _, l := range links {
 		l.Close()
 	}

@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -24,6 +22,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Options configure a run.
@@ -174,20 +173,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	start := time.Now()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-sigs:
-	case <-deadline:
-	}
+	runctl.Until(ctx, o.Duration, 0, nil, nil)
 	for _, l := range links {
 		l.Close()
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +25,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
@@ -185,9 +185,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	start := time.Now()
 	childDone := make(chan struct{})
 	var waitErr error
@@ -198,20 +195,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		go func() { waitErr = child.Cmd.Wait(); close(childDone) }()
 	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
+	var doneCh <-chan struct{}
+	if child != nil {
+		doneCh = childDone
 	}
-	select {
-	case <-ctx.Done():
-	case <-sigs:
-	case <-childDone:
-	case <-deadline:
-		if child != nil {
-			child.Cmd.Process.Signal(syscall.SIGTERM)
-		}
+	if runctl.Until(ctx, o.Duration, 0, doneCh, nil) == runctl.Deadline && child != nil {
+		child.Cmd.Process.Signal(syscall.SIGTERM)
 	}
 	if child != nil {
 		<-childDone

@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -22,6 +20,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Options configure one profile run.
@@ -111,20 +110,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("enabling sampling: %w", err)
 		}
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-sigs:
-	case <-deadline:
-	}
+	runctl.Until(ctx, o.Duration, 0, nil, nil)
 	for _, fd := range fds {
 		perf.Disable(fd)
 	}

@@ -6,9 +6,6 @@ package runqlat
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -16,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Split says how distributions are kept apart.
@@ -136,40 +134,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			links = append(links, l)
 		}
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	start := time.Now()
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var tick <-chan time.Time
-	if o.Interval > 0 {
-		tk := time.NewTicker(o.Interval)
-		defer tk.Stop()
-		tick = tk.C
-	}
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-sigs:
-			break loop
-		case <-deadline:
-			break loop
-		case <-tick:
-			if o.OnInterval != nil {
-				g, err := drain(maps.Hist, true)
-				if err != nil {
-					return nil, err
-				}
-				o.OnInterval(g)
-			}
+	var tickErr error
+	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
+		if o.OnInterval == nil || tickErr != nil {
+			return
 		}
+		g, err := drain(maps.Hist, true)
+		if err != nil {
+			tickErr = err
+			return
+		}
+		o.OnInterval(g)
+	})
+	if tickErr != nil {
+		return nil, tickErr
 	}
 	for _, l := range links {
 		l.Close()

@@ -6,8 +6,6 @@ package syscount
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"runtime"
 	"sort"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/syscalls"
 )
 
@@ -94,9 +93,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return fail(fmt.Errorf("attaching to raw_syscalls:sys_exit: %w", err))
 	}
 	defer l2.Close()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	res := &Result{}
 	start := time.Now()
 	done := make(chan struct{})
@@ -107,20 +103,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		go func() { waitErr = child.Cmd.Wait(); close(done) }()
 	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
+	var doneCh <-chan struct{}
+	if child != nil {
+		doneCh = done
 	}
-	select {
-	case <-ctx.Done():
-	case <-sigs:
-	case <-done:
-	case <-deadline:
-		if child != nil {
-			child.Cmd.Process.Signal(syscall.SIGTERM)
-		}
+	if runctl.Until(ctx, o.Duration, 0, doneCh, nil) == runctl.Deadline && child != nil {
+		child.Cmd.Process.Signal(syscall.SIGTERM)
 	}
 	if child != nil {
 		<-done
