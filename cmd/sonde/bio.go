@@ -142,7 +142,9 @@ func runBiolat(args []string) (int, error) {
 }
 
 func runBiosnoop(args []string) (int, error) {
-	fs := newFlags("biosnoop", "[-d DURATION] [--json]")
+	fs := newFlags("biosnoop", "[-p PID] [--comm NAME] [-d DURATION] [--json]")
+	pid := fs.Int("p", 0, "only I/O submitted by this process")
+	comm := fs.String("comm", "", "only I/O submitted by processes with this name")
 	duration := fs.Duration("d", 0, "stop after this long (default: until Ctrl-C)")
 	fs.DurationVar(duration, "duration", 0, "same as -d")
 	asJSON := fs.Bool("json", false, "JSON lines")
@@ -189,6 +191,9 @@ func runBiosnoop(args []string) (int, error) {
 				x.Comm, x.Pid = q.Comm, q.Pid // the submitter, not the dispatcher
 				break
 			}
+		}
+		if (*pid != 0 && int(x.Pid) != *pid) || (*comm != "" && x.Comm != *comm) {
+			continue
 		}
 		ios = append(ios, x)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/syscount"
@@ -16,6 +17,7 @@ func runSyscount(args []string) (int, error) {
 	pid := fs.Int("p", 0, "only this process")
 	lat := fs.Bool("L", false, "also time each syscall (total, average, max)")
 	perProc := fs.Bool("per-process", false, "count per process and syscall")
+	comm := fs.String("comm", "", "only processes with this name")
 	top := fs.Int("top", 20, "rows to print (0: all)")
 	duration := fs.Duration("d", 0, "stop after this long (default: the command, or Ctrl-C)")
 	fs.DurationVar(duration, "duration", 0, "same as -d")
@@ -34,9 +36,14 @@ func runSyscount(args []string) (int, error) {
 	if isTerminal(2) && fs.NArg() == 0 && *duration == 0 {
 		fmt.Fprintln(os.Stderr, "sonde: counting syscalls, Ctrl-C to stop")
 	}
-	res, err := syscount.Run(context.Background(), syscount.Options{Pid: *pid, Command: fs.Args(), PerProcess: *perProc, Latency: *lat, Duration: *duration})
+	// --comm needs per-process counts to filter on; they are merged back
+	// per syscall unless --per-process was asked for.
+	res, err := syscount.Run(context.Background(), syscount.Options{Pid: *pid, Command: fs.Args(), PerProcess: *perProc || *comm != "", Latency: *lat, Duration: *duration})
 	if err != nil {
 		return 1, err
+	}
+	if *comm != "" {
+		res.Rows = filterSyscalls(res.Rows, *comm, *perProc)
 	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
@@ -72,4 +79,37 @@ func runSyscount(args []string) (int, error) {
 	}
 	fmt.Fprintf(w, "# %d syscalls in %s, %d lost to a full map\n", total, res.Elapsed.Round(time.Millisecond), res.Lost)
 	return res.ExitCode, nil
+}
+
+// filterSyscalls keeps the rows of processes named comm, merged per syscall
+// unless keepProcs.
+func filterSyscalls(rows []syscount.Row, comm string, keepProcs bool) []syscount.Row {
+	var out []syscount.Row
+	idx := map[uint32]int{}
+	for _, r := range rows {
+		if r.Comm != comm {
+			continue
+		}
+		if keepProcs {
+			out = append(out, r)
+			continue
+		}
+		i, ok := idx[r.Nr]
+		if !ok {
+			r.Pid, r.Comm = 0, ""
+			idx[r.Nr] = len(out)
+			out = append(out, r)
+			continue
+		}
+		o := &out[i]
+		o.Count += r.Count
+		o.Errors += r.Errors
+		o.TotalNS += r.TotalNS
+		o.MaxNS = max(o.MaxNS, r.MaxNS)
+		if o.Count > 0 {
+			o.AvgNS = float64(o.TotalNS) / float64(o.Count)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	return out
 }
