@@ -34,6 +34,17 @@ struct {
 	__uint(max_entries, 32768);
 } times SEC(".maps");
 
+/* key: tid (u32); value: the task's se.sum_exec_runtime (ns) when its
+ * runtime was last accounted. Slices are differences of the kernel's own
+ * cumulative counter, so a switch the program is not told about loses no
+ * time: the next accounted switch-out covers it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 32768);
+} base SEC(".maps");
+
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -64,14 +75,23 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 		return 0;                                                             \
 	__u32 ptid = READ(prev, pid);                                                 \
 	__u64 d = 0;                                                                  \
-	if (c->since && c->tid == ptid) {                                             \
-		/* The slice by the kernel's own runtime counter (what schedstat   \
-		 * shows); the idle task has none, so it is clocked. */              \
-		d = ptid ? READ_SUM(prev) - c->base : now - c->since;                 \
+	__u64 psum = ptid ? READ_SUM(prev) : 0;                                       \
+	__u64 *b = ptid ? bpf_map_lookup_elem(&base, &ptid) : 0;                      \
+	if (b) {                                                                      \
+		d = psum - *b; /* the kernel's runtime since last accounted */         \
+		*b = psum;                                                            \
+	} else if (c->since && c->tid == ptid) {                                      \
+		/* First slice of a task: from its switch-in by the kernel's     \
+		 * counter; the idle task has none, so it is clocked. */             \
+		d = ptid ? psum - c->base : now - c->since;                           \
+		if (ptid)                                                             \
+			bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);            \
 	} else if (c->since) {                                                        \
 		/* A switch was not reported to us (seen on recent kernels): prev \
 		 * ran at the end of the slice; clock it and count the gap. */       \
 		d = now - c->since;                                                   \
+		if (ptid)                                                             \
+			bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);            \
 		__u32 one = 1;                                                        \
 		__u64 *m = bpf_map_lookup_elem(&lost, &one);                          \
 		if (m)                                                                \

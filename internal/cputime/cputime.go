@@ -173,6 +173,7 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 		if p := prev.Tasks[tid]; p != nil && p.Total() == task.Total() {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", tid)); err != nil {
 				t.maps.Times.Delete(tid)
+				t.maps.Base.Delete(tid)
 			}
 		}
 	}

@@ -34,6 +34,7 @@ type cputimeCputimeVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	cputimeMapBase              = "base"
 	cputimeMapCurr              = "curr"
 	cputimeMapLost              = "lost"
 	cputimeMapTimes             = "times"
@@ -93,6 +94,7 @@ type cputimeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cputimeMapSpecs struct {
+	Base  *ebpf.MapSpec `ebpf:"base"`
 	Curr  *ebpf.MapSpec `ebpf:"curr"`
 	Lost  *ebpf.MapSpec `ebpf:"lost"`
 	Times *ebpf.MapSpec `ebpf:"times"`
@@ -126,6 +128,7 @@ func (o *cputimeObjects) Close() error {
 //
 // It can be passed to loadCputimeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cputimeMaps struct {
+	Base  *ebpf.Map `ebpf:"base"`
 	Curr  *ebpf.Map `ebpf:"curr"`
 	Lost  *ebpf.Map `ebpf:"lost"`
 	Times *ebpf.Map `ebpf:"times"`
@@ -133,6 +136,7 @@ type cputimeMaps struct {
 
 func (m *cputimeMaps) Close() error {
 	return _CputimeClose(
+		m.Base,
 		m.Curr,
 		m.Lost,
 		m.Times,

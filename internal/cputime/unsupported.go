@@ -10,7 +10,7 @@ import (
 )
 
 // BPF objects are generated for amd64 and arm64 only (make generate).
-type cputimeMaps struct{ Curr, Lost, Times *ebpf.Map }
+type cputimeMaps struct{ Base, Curr, Lost, Times *ebpf.Map }
 
 func (m *cputimeMaps) Close() error { return nil }
 
