@@ -1,7 +1,9 @@
 /* statwork: a workload with known counts for sonde stat.
  * Touches PAGES fresh pages (one page fault each), sleeps 1 ms SLEEPS times
  * (one context switch each) and spins for about 200 ms of CPU.
- * Usage: statwork [PAGES] [SLEEPS] */
+ * With a third argument "wait" it first waits for a byte on stdin, so
+ * counters can attach before the work starts.
+ * Usage: statwork [PAGES] [SLEEPS] [wait] */
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -11,6 +13,11 @@ int main(int argc, char **argv)
 {
 	long pages = argc > 1 ? atol(argv[1]) : 20000;
 	int sleeps = argc > 2 ? atoi(argv[2]) : 300;
+	if (argc > 3) {
+		char c;
+		if (read(0, &c, 1) != 1)
+			return 1;
+	}
 	long ps = sysconf(_SC_PAGESIZE);
 	char *m = mmap(NULL, pages * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)

@@ -88,42 +88,71 @@ func within(t *testing.T, what string, got, want, pct float64) {
 
 func TestStatAgainstPerf(t *testing.T) {
 	testutil.RequirePrivileged(t)
+	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir := t.TempDir()
-	testutil.BuildC(t, dir, "statwork", []string{"statwork.c"})
-	evs := []string{"task-clock", "page-faults", "context-switches"}
-	measure := func() (map[string]float64, map[string]float64) {
-		sonde, perf := map[string][]float64{}, map[string][]float64{}
-		// Interleaved runs, medians: one run's task-clock drifts by ±10% on
-		// a shared VM, for both tools alike.
-		for i := 0; i < 7; i++ {
-			r := testutil.MustRun(t, dir, "stat", "--json", "-e", strings.Join(evs, ","), "--", "./statwork", "20000", "300")
-			var s statJSON
-			if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
-				t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
-			}
-			p := perfStatCSV(t, dir, "-e", strings.Join(evs, ","), "--", "./statwork", "20000", "300")
-			for _, e := range evs {
-				sonde[e] = append(sonde[e], statValue(t, s, e))
-				perf[e] = append(perf[e], p[e])
+	bin := testutil.BuildC(t, dir, "statwork", []string{"statwork.c"})
+	evs := strings.Join([]string{"task-clock", "page-faults", "context-switches"}, ",")
+	// Both tools count the same run: the workload waits until both have
+	// attached (-p), then works; both stop when it exits.
+	w := exec.Command(bin, "20000", "300", "wait")
+	stdin, _ := w.StdinPipe()
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(w.Process.Pid)
+	pc := exec.Command(perfBin, "stat", "-x", ",", "-e", evs, "-p", pid)
+	var pout strings.Builder
+	pc.Stderr = &pout
+	sc := exec.Command(testutil.Sonde(t), "stat", "--json", "-e", evs, "-p", pid)
+	var sout strings.Builder
+	sc.Stdout = &sout
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	stdin.Write([]byte{1})
+	w.Wait()
+	done := make(chan struct{})
+	go func() { pc.Wait(); sc.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		pc.Process.Kill()
+		sc.Process.Kill()
+		t.Fatal("perf stat -p or sonde stat -p did not stop when the target exited")
+	}
+	var s statJSON
+	if err := json.Unmarshal([]byte(sout.String()), &s); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, sout.String())
+	}
+	ref := map[string]float64{}
+	for _, l := range strings.Split(pout.String(), "\n") {
+		f := strings.Split(l, ",")
+		if len(f) >= 3 {
+			v, err := strconv.ParseFloat(f[0], 64)
+			if err == nil {
+				ref[f[2]] = v
 			}
 		}
-		ms, mp := map[string]float64{}, map[string]float64{}
-		for _, e := range evs {
-			ms[e], mp[e] = median(sonde[e]), median(perf[e])
-		}
-		ms["task-clock"] /= 1e6 // perf prints ms; sonde's JSON value is ns
-		return ms, mp
 	}
-	apart := func(a, b float64) float64 { return math.Abs(a-b) / b * 100 }
-	s, p := measure()
-	if apart(s["task-clock"], p["task-clock"]) > 5 {
-		// A noisy stretch of the VM: measure again before judging.
-		t.Logf("task-clock %.1f vs %.1f ms: measuring again", s["task-clock"], p["task-clock"])
-		s, p = measure()
+	within(t, "task-clock (ms, same run)", statValue(t, s, "task-clock")/1e6, ref["task-clock"], 5)
+	within(t, "page-faults (same run)", statValue(t, s, "page-faults"), ref["page-faults"], 5)
+	within(t, "context-switches (same run)", statValue(t, s, "context-switches"), ref["context-switches"], 5)
+
+	// The command form: the deterministic counts agree run to run.
+	r := testutil.MustRun(t, dir, "stat", "--json", "-e", evs, "--", "./statwork", "20000", "300")
+	var c statJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &c); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
 	}
-	within(t, "task-clock (ms, median of 7)", s["task-clock"], p["task-clock"], 5)
-	within(t, "page-faults", s["page-faults"], p["page-faults"], 5)
-	within(t, "context-switches", s["context-switches"], p["context-switches"], 5)
+	p := perfStatCSV(t, dir, "-e", evs, "--", "./statwork", "20000", "300")
+	within(t, "page-faults (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "page-faults"), p["page-faults"], 5)
+	within(t, "context-switches (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "context-switches"), p["context-switches"], 5)
+	// task-clock of separate runs varies from 133 to 201 ms on this VM for
+	// both tools alike, so it is compared on the same run above.
 }
 
 func TestStatRepeatAndInterval(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -178,6 +179,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		go func() { waitErr = child.Cmd.Wait(); close(done) }()
 	}
+	if child == nil && len(o.Pids)+len(o.Tids) > 0 {
+		// Like perf stat -p: stop when every target has exited.
+		go func() {
+			for {
+				time.Sleep(50 * time.Millisecond)
+				alive := false
+				for _, p := range append(append([]int(nil), o.Pids...), o.Tids...) {
+					if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil && !zombie(p) {
+						alive = true
+					}
+				}
+				if !alive {
+					close(done)
+					return
+				}
+			}
+		}()
+	}
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
 		t := time.NewTimer(o.Duration)
@@ -235,6 +254,19 @@ loop:
 		}
 	}
 	return res, nil
+}
+
+// zombie reports whether pid has exited but not been reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
 }
 
 func anyCounted(c []Count) bool {
