@@ -471,3 +471,26 @@ func TestProfileAgreesWithRecord(t *testing.T) {
 	}
 	t.Logf("record %v, profile %v", a, b)
 }
+
+func TestOffcpuIntervals(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	r := testutil.MustRun(t, t.TempDir(), "offcpu", "-d", "1600ms", "-i", "500ms", "--json", "--top", "3")
+	dec := json.NewDecoder(strings.NewReader(r.Stdout))
+	n := 0
+	for dec.More() {
+		var o struct {
+			Duration uint64  `json:"duration_ns"`
+			Total    float64 `json:"total_blocked_us"`
+		}
+		if err := dec.Decode(&o); err != nil {
+			t.Fatalf("report %d: %v", n, err)
+		}
+		if n < 3 && (o.Duration < 400e6 || o.Duration > 900e6) {
+			t.Errorf("interval %d lasted %d ns, want about 500 ms", n, o.Duration)
+		}
+		n++
+	}
+	if n < 3 {
+		t.Errorf("%d reports over 1.6 s at -i 500ms, want at least 3", n)
+	}
+}

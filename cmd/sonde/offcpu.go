@@ -49,11 +49,15 @@ func offcpuCommand(name string, args []string, wakers bool) (int, error) {
 	flame := fs.String("flamegraph", "", "also write an off-CPU flame graph (.html or .svg)")
 	output := fs.String("o", "", "also write a data file for report/flamegraph")
 	asJSON := fs.Bool("json", false, "JSON output")
+	interval := fs.Duration("i", 0, "print a report every interval (-o, --folded and --flamegraph then cover the last one)")
 	if err := parseFlags(fs, args); err != nil {
 		return 2, err
 	}
 	if fs.NArg() > 0 {
 		return 2, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *interval != 0 && *interval < 100*time.Millisecond {
+		return 2, usageError{"-i: at least 100ms"}
 	}
 	if *userOnly && *kernelOnly {
 		return 2, usageError{"--user and --kernel exclude each other"}
@@ -69,12 +73,22 @@ func offcpuCommand(name string, args []string, wakers bool) (int, error) {
 	}
 	o := offcpu.Options{Pid: *pid, PerThread: *perThread, User: !*kernelOnly, Kernel: !*userOnly, Wakers: wakers,
 		MinBlock: time.Duration(*minBlock) * time.Microsecond, MaxBlock: time.Duration(*maxBlock) * time.Microsecond,
-		States: states, Duration: *duration, Version: version}
+		States: states, Duration: *duration, Version: version, Interval: *interval}
 	if isTerminal(2) {
 		if *duration == 0 {
 			fmt.Fprintf(os.Stderr, "sonde: tracing off-CPU time, Ctrl-C to stop\n")
 		} else {
 			fmt.Fprintf(os.Stderr, "sonde: tracing off-CPU time for %s\n", *duration)
+		}
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	if *interval > 0 {
+		o.OnInterval = func(r *offcpu.Result) {
+			if !*folded {
+				printBlocked(w, name, r, splitList(*comm), *top, *asJSON)
+				w.Flush()
+			}
 		}
 	}
 	res, err := offcpu.Run(context.Background(), o)
@@ -92,24 +106,30 @@ func offcpuCommand(name string, args []string, wakers bool) (int, error) {
 			return 1, err
 		}
 	}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
 	if *folded {
 		return 0, flamegraph.WriteFolded(w, flamegraph.FromProfile(p))
 	}
-	stacks := blockedStacks(p, splitList(*comm))
+	printBlocked(w, name, res, splitList(*comm), *top, *asJSON)
+	return 0, nil
+}
+
+// printBlocked writes one report of blocked stacks.
+func printBlocked(w *bufio.Writer, name string, res *offcpu.Result, comms []string, topN int, asJSON bool) {
+	p := res.Profile
+	stacks := blockedStacks(p, comms)
 	var total float64
 	for _, s := range stacks {
 		total += s.BlockedUS
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return 0, enc.Encode(map[string]any{"stacks": stacks, "total_blocked_us": total, "errors": res.Errors, "attach": res.Attach,
+		enc.Encode(map[string]any{"stacks": stacks, "total_blocked_us": total, "errors": res.Errors, "attach": res.Attach,
 			"duration_ns": p.Meta.DurationNS, "warnings": p.Meta.Warnings})
+		return
 	}
 	for i, s := range stacks {
-		if i >= *top {
+		if i >= topN {
 			break
 		}
 		for _, f := range s.Frames {
@@ -117,9 +137,8 @@ func offcpuCommand(name string, args []string, wakers bool) (int, error) {
 		}
 		fmt.Fprintf(w, "    -                %s (%d)\n        %.0f us (%.1f%%)\n\n", s.Comm, s.Pid, s.BlockedUS, 100*s.BlockedUS/total)
 	}
-	fmt.Fprintf(w, "# %s: %d stacks, %.0f us blocked in %s (%s); %d stack walks failed, %d lost to full maps\n",
+	fmt.Fprintf(w, "# %s: %d stacks, %.0f us blocked in %s (%s); %d stack walks failed, %d lost to full maps\n\n",
 		name, len(stacks), total, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), res.Attach, res.Errors.StackFailures, res.Errors.MapFull)
-	return 0, nil
 }
 
 // blockedStacks lists the profile's stacks by blocked time, largest first.

@@ -37,6 +37,10 @@ type Options struct {
 	States    uint32 // bit per task state; 0x100 = running (preempted); 0 = any
 	Duration  time.Duration
 	Version   string
+	// Interval, when set, ends a report every Interval: OnInterval gets
+	// the blocked time of that interval, and the maps start over.
+	Interval   time.Duration
+	OnInterval func(*Result)
 }
 
 // Errors counted by the program.
@@ -172,13 +176,38 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			links = append(links, l)
 		}
 	}
-	start := time.Now()
-	runctl.Until(ctx, o.Duration, 0, nil, nil)
+	last := time.Now()
+	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
+		now := time.Now()
+		r, err := collect(maps, o, &Result{Attach: res.Attach}, last, now.Sub(last))
+		if err != nil {
+			return
+		}
+		clearMap(maps.Blocked)
+		last = now
+		if o.OnInterval != nil {
+			o.OnInterval(r)
+		}
+	})
 	for _, l := range links {
 		l.Close()
 	}
 	links = nil
-	return collect(maps, o, res, start, time.Since(start))
+	return collect(maps, o, res, last, time.Since(last))
+}
+
+// clearMap deletes every key (interval mode starts each interval afresh).
+func clearMap(m *ebpf.Map) {
+	var keys []offcpuOffcpuKey
+	var k offcpuOffcpuKey
+	var v uint64
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		m.Delete(k)
+	}
 }
 
 func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed time.Duration) (*Result, error) {
