@@ -494,3 +494,11 @@ func TestOffcpuIntervals(t *testing.T) {
 		t.Errorf("%d reports over 1.6 s at -i 500ms, want at least 3", n)
 	}
 }
+
+func TestProfileIntervals(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	r := testutil.MustRun(t, t.TempDir(), "profile", "-F", "197", "-d", "1600ms", "-i", "500ms")
+	if n := strings.Count(r.Stdout, "# Event: cpu-clock"); n < 3 {
+		t.Errorf("%d reports over 1.6 s at -i 500ms, want at least 3:\n%.500s", n, r.Stdout)
+	}
+}

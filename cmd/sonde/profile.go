@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -30,8 +31,12 @@ func runProfile(args []string) (int, error) {
 	flame := fs.String("flamegraph", "", "also write a flame graph (.html or .svg)")
 	output := fs.String("o", "", "also write a data file for report/flamegraph")
 	asJSON := fs.Bool("json", false, "JSON report")
+	interval := fs.Duration("i", 0, "print a report every interval (-o, --folded and --flamegraph then cover the last one)")
 	if err := parseFlags(fs, args); err != nil {
 		return 2, err
+	}
+	if *interval != 0 && *interval < 100*time.Millisecond {
+		return 2, usageError{"-i: at least 100ms"}
 	}
 	if fs.NArg() > 0 {
 		return 2, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -47,7 +52,15 @@ func runProfile(args []string) (int, error) {
 			return 1, fmt.Errorf("no such process: %d", *pid)
 		}
 	}
-	o := profile.Options{Freq: *freq, Pid: *pid, PerThread: *perThread, User: !*kernelOnly, Kernel: !*userOnly, Idle: *idle, Duration: *duration, Version: version}
+	o := profile.Options{Freq: *freq, Pid: *pid, PerThread: *perThread, User: !*kernelOnly, Kernel: !*userOnly, Idle: *idle, Duration: *duration, Version: version, Interval: *interval}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	if *interval > 0 && !*folded {
+		o.OnInterval = func(r *profile.Result) {
+			writeProfileReport(w, r, splitList(*comm), *asJSON)
+			w.Flush()
+		}
+	}
 	if isTerminal(2) && *duration == 0 {
 		fmt.Fprintln(os.Stderr, "sonde: profiling, Ctrl-C to stop")
 	} else if isTerminal(2) {
@@ -68,23 +81,25 @@ func runProfile(args []string) (int, error) {
 			return 1, err
 		}
 	}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
 	if *folded {
 		return 0, flamegraph.WriteFolded(w, flamegraph.FromProfile(p))
 	}
-	rep := report.Build(p, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: splitList(*comm)})
-	if *asJSON {
+	return 0, writeProfileReport(w, res, splitList(*comm), *asJSON)
+}
+
+func writeProfileReport(w io.Writer, res *profile.Result, comms []string, asJSON bool) error {
+	rep := report.Build(res.Profile, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms})
+	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return 0, enc.Encode(struct {
+		return enc.Encode(struct {
 			*report.Report
 			BPFErrors profile.Errors `json:"bpf_errors"`
 		}{rep, res.Errors})
 	}
 	rep.WriteText(w)
-	fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n", res.Errors.UserStack, res.Errors.KernelStack, res.Errors.MapFull)
-	return 0, nil
+	_, err := fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n\n", res.Errors.UserStack, res.Errors.KernelStack, res.Errors.MapFull)
+	return err
 }
 
 func writeFlame(path string, root *flamegraph.Node, subtitle string) error {

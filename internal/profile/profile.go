@@ -34,6 +34,10 @@ type Options struct {
 	CPUs      []int
 	Duration  time.Duration
 	Version   string
+	// Interval, when set, ends a report every Interval: OnInterval gets
+	// that interval's stacks and the counts start over.
+	Interval   time.Duration
+	OnInterval func(*Result)
 }
 
 // Errors the BPF program counted; non-zero values mean incomplete data.
@@ -110,12 +114,38 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("enabling sampling: %w", err)
 		}
 	}
-	runctl.Until(ctx, o.Duration, 0, nil, nil)
+	last := start
+	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
+		now := time.Now()
+		r, err := collect(&objs, o, now.Sub(last), last)
+		if err != nil {
+			return
+		}
+		clearCounts(&objs)
+		last = now
+		if o.OnInterval != nil {
+			o.OnInterval(r)
+		}
+	})
 	for _, fd := range fds {
 		perf.Disable(fd)
 	}
-	elapsed := time.Since(start)
-	return collect(&objs, o, elapsed, start)
+	return collect(&objs, o, time.Since(last), last)
+}
+
+// clearCounts starts the counts over (stack ids may still be in use by
+// later samples, so the stack map is kept).
+func clearCounts(objs *profileObjects) {
+	var keys []profileProfileKey
+	var k profileProfileKey
+	var v uint64
+	it := objs.Counts.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		objs.Counts.Delete(k)
+	}
 }
 
 func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
