@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -194,11 +195,7 @@ func writeCputimeText(w io.Writer, host string, iv cputime.Interval, top int, pe
 
 func sortedOn(ts []cputime.Usage, cpu int) []cputime.Usage {
 	out := append([]cputime.Usage(nil), ts...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].PerCPU[cpu] > out[j-1].PerCPU[cpu]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].PerCPU[cpu] > out[j].PerCPU[cpu] })
 	return out
 }
 

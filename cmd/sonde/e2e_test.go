@@ -7,7 +7,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -418,7 +417,6 @@ func TestFlamegraphInBrowser(t *testing.T) {
 	if !strings.Contains(svg, `data-name="spin_a"`) {
 		t.Errorf("SVG did not render frames")
 	}
-	fmt.Fprintf(os.Stderr, "") // keep fmt for debugging edits
 }
 
 func TestRecordJIT(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/perf"
 )
 
@@ -135,7 +136,7 @@ func (t *Tracer) Snapshot() (Snapshot, error) {
 		task := &Task{Tid: tid, PerCPU: make([]uint64, t.ncpu)}
 		for cpu, v := range vals {
 			task.PerCPU[cpu] = v.Ns
-			if c := cstr(v.Comm[:]); c != "" && task.Comm == "" {
+			if c := bpfmaps.CString(v.Comm[:]); c != "" && task.Comm == "" {
 				task.Pid, task.Comm = v.Pid, c
 			}
 		}
@@ -180,22 +181,11 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 }
 
 // Lost is how many slices were dropped because the map was full.
-func (t *Tracer) Lost() uint64 { return t.counter(0) }
+func (t *Tracer) Lost() uint64 { return bpfmaps.SumPerCPU(t.maps.Lost, 0) }
 
 // Unseen is how many switches the kernel did not report to the program
 // (their slices went to the task that switched out).
-func (t *Tracer) Unseen() uint64 { return t.counter(1) }
-
-func (t *Tracer) counter(i uint32) uint64 {
-	var per []uint64
-	var n uint64
-	if err := t.maps.Lost.Lookup(i, &per); err == nil {
-		for _, v := range per {
-			n += v
-		}
-	}
-	return n
-}
+func (t *Tracer) Unseen() uint64 { return bpfmaps.SumPerCPU(t.maps.Lost, 1) }
 
 // Usage is one task's time in an interval.
 type Usage struct {
@@ -262,17 +252,6 @@ func threadComm(pid, tid uint32) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func cstr(c []int8) string {
-	b := make([]byte, 0, len(c))
-	for _, x := range c {
-		if x == 0 {
-			break
-		}
-		b = append(b, byte(x))
-	}
-	return string(b)
 }
 
 // Sampler counts cpu-clock samples per thread, the way a sampling profiler

@@ -126,7 +126,11 @@ func (d *dec) count(minSize int) int {
 }
 
 // bytes reads a length-prefixed byte string (copied).
-func (d *dec) bytes() []byte {
+func (d *dec) bytes() []byte { return d.bytesView(true) }
+
+// bytesView reads a length-prefixed byte string, copied or as a view into
+// the section buffer.
+func (d *dec) bytesView(copied bool) []byte {
 	n := d.uvarint()
 	if d.err != nil || n == 0 {
 		return nil
@@ -135,7 +139,10 @@ func (d *dec) bytes() []byte {
 		d.fail(errShort)
 		return nil
 	}
-	b := append([]byte(nil), d.b[:n]...)
+	b := d.b[:n:n]
+	if copied {
+		b = append([]byte(nil), b...)
+	}
 	d.b = d.b[n:]
 	return b
 }

@@ -486,7 +486,9 @@ func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 				break
 			}
 			s.Event = uint16(ev)
-			if raw := d.bytes(); len(raw) > 0 {
+			// Grouped samples are not kept: their payload is only looked at
+			// (by Extra) while decoding, so it need not be copied.
+			if raw := d.bytesView(!o.Group); len(raw) > 0 {
 				s.Raw = raw
 			}
 			if o.Group {

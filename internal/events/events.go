@@ -5,6 +5,7 @@ package events
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -167,16 +168,9 @@ func inlineProbe(spec string) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	p.Event = probe.Sanitize(strings.TrimSuffix(filepathBase(bin), ".so")) + "_" + p.Event
+	p.Event = probe.Sanitize(strings.TrimSuffix(filepath.Base(bin), ".so")) + "_" + p.Event
 	if err := probe.AddTemp(p); err != nil {
 		return Spec{}, err
 	}
 	return Tracepoint(p.Name())
-}
-
-func filepathBase(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }

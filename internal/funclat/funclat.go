@@ -8,9 +8,11 @@ package funclat
 import (
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -24,6 +26,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
@@ -113,20 +116,10 @@ func findObject(name string, pid int) (string, error) {
 			return m[0], nil
 		}
 	}
-	if p, err := exec(name); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("no binary or library %q found (give a path)", name)
-}
-
-func exec(name string) (string, error) {
-	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p, nil
-		}
-	}
-	return "", os.ErrNotExist
 }
 
 func matchSymbols(bin, glob string) ([]string, error) {
@@ -368,8 +361,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			if len(b) < 24 {
 				continue
 			}
-			lat := le64(b)
-			fn := int(le32(b[8:]))
+			lat := binary.LittleEndian.Uint64(b)
+			fn := int(binary.LittleEndian.Uint32(b[8:]))
 			if fn < len(res.Hists) {
 				mu.Lock()
 				res.Hists[fn].Add(lat)
@@ -397,12 +390,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	stopping.Store(true)
 	<-done
 	rd.Close()
-	var per []uint64
-	if err := maps.Drops.Lookup(uint32(0), &per); err == nil {
-		for _, v := range per {
-			res.Drops += v
-		}
-	}
+	res.Drops = bpfmaps.SumPerCPU(maps.Drops, 0)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -414,8 +402,3 @@ func firstLine(err error) string {
 	}
 	return s
 }
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }

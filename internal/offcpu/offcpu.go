@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
@@ -214,24 +214,25 @@ func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed tim
 	b := record.NewBuilder()
 	var key offcpuOffcpuKey
 	var ns uint64
-	stack := make([]uint64, perf.MaxStack)
-	var sample perf.Sample
-	var frames []record.Frame
+	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
+	stackLocs := func(pid uint32, ustack, kstack int32) []int32 {
+		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), bpfmaps.Stack(m.Stacks, ustack, ubuf))
+	}
 	it := m.Blocked.Iterate()
 	for it.Next(&key, &ns) {
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
 		}
-		b.SetComm(tid, cstr(key.Comm[:]))
-		blocked := stackLocs(b, m, key.Pid, key.UserStack, key.KernelStack, stack, &sample, &frames)
+		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		blocked := stackLocs(key.Pid, key.UserStack, key.KernelStack)
 		locs := blocked
 		if o.Wakers {
 			// One chain, leaf first: the waker's comm, its stack from the
 			// root down, a separator, then the blocked thread's stack.
-			waker := stackLocs(b, m, key.WakerPid, key.WakerUserStack, key.WakerKernelStack, stack, &sample, &frames)
+			waker := stackLocs(key.WakerPid, key.WakerUserStack, key.WakerKernelStack)
 			locs = nil
-			wc := cstr(key.WakerComm[:])
+			wc := bpfmaps.CString(key.WakerComm[:])
 			if wc == "" {
 				wc = "[unknown waker]"
 			}
@@ -247,14 +248,8 @@ func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed tim
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading blocked time: %w", err)
 	}
-	for i, dst := range []*uint64{&res.Errors.StackFailures, &res.Errors.MapFull} {
-		var per []uint64
-		if err := m.Errors.Lookup(uint32(i), &per); err == nil {
-			for _, v := range per {
-				*dst += v
-			}
-		}
-	}
+	res.Errors.StackFailures = bpfmaps.SumPerCPU(m.Errors, 0)
+	res.Errors.MapFull = bpfmaps.SumPerCPU(m.Errors, 1)
 	event := "offcpu"
 	if o.Wakers {
 		event = "wakeup"
@@ -267,11 +262,7 @@ func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed tim
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	meta.Hostname, _ = os.Hostname()
-	var uts unix.Utsname
-	if unix.Uname(&uts) == nil {
-		meta.Kernel = unix.ByteSliceToString(uts.Release[:])
-	}
+	record.HostMeta(&meta)
 	if res.Errors.StackFailures > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
@@ -294,46 +285,6 @@ func trimBPFFrames(p *model.Profile) {
 		}
 		p.Stacks[i] = out
 	}
-}
-
-func stackLocs(b *record.Builder, m *offcpuMaps, pid uint32, ustack, kstack int32, buf []uint64, s *perf.Sample, frames *[]record.Frame) []int32 {
-	s.Callchain = s.Callchain[:0]
-	if kstack >= 0 && m.Stacks.Lookup(uint32(kstack), &buf) == nil {
-		s.Callchain = append(s.Callchain, perf.ContextKernel)
-		for _, ip := range buf {
-			if ip == 0 {
-				break
-			}
-			s.Callchain = append(s.Callchain, ip)
-		}
-	}
-	if ustack >= 0 && m.Stacks.Lookup(uint32(ustack), &buf) == nil {
-		s.Callchain = append(s.Callchain, perf.ContextUser)
-		for _, ip := range buf {
-			if ip == 0 {
-				break
-			}
-			s.Callchain = append(s.Callchain, ip)
-		}
-	}
-	if len(s.Callchain) == 0 {
-		return nil
-	}
-	*frames = record.FramePointer{}.Frames(s, 0, (*frames)[:0])
-	// Blocked stacks are all return addresses except the innermost kernel
-	// frame (the context switch itself).
-	return b.FrameLocs(pid, *frames)
-}
-
-func cstr(c []int8) string {
-	b := make([]byte, 0, len(c))
-	for _, x := range c {
-		if x == 0 {
-			break
-		}
-		b = append(b, byte(x))
-	}
-	return string(b)
 }
 
 func loadError(err, first error) error {

@@ -8,6 +8,7 @@ package pairbpf
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
@@ -215,13 +217,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rd.Close()
 	var c [5]uint64
 	for i := range c {
-		var per []uint64
-		if err := objs.Counters.Lookup(uint32(i), &per); err != nil {
-			return nil, fmt.Errorf("reading counter %d: %w", i, err)
-		}
-		for _, v := range per {
-			c[i] += v
-		}
+		c[i] = bpfmaps.SumPerCPU(objs.Counters, uint32(i))
 	}
 	res.Counters = Counters{Starts: c[0], Ends: c[1], Unmatched: c[2], Drops: c[3], Full: c[4]}
 	res.Starts, res.Ends, res.Unmatched = int(c[0]), int(c[1]+c[2]), int(c[2])
@@ -233,11 +229,12 @@ func (r *Result) add(raw []byte, keys []tracefs.Field, group, aux tracefs.Field,
 	if len(raw) < 88 {
 		return
 	}
+	le := binary.LittleEndian
 	for i := range e.Key {
-		e.Key[i] = le64(raw[8*i:])
+		e.Key[i] = le.Uint64(raw[8*i:])
 	}
-	e.StartNs, e.LatencyNs, e.Group, e.Aux = le64(raw[32:]), le64(raw[40:]), le64(raw[48:]), le64(raw[56:])
-	e.Pid, e.Tid = le32(raw[64:]), le32(raw[68:])
+	e.StartNs, e.LatencyNs, e.Group, e.Aux = le.Uint64(raw[32:]), le.Uint64(raw[40:]), le.Uint64(raw[48:]), le.Uint64(raw[56:])
+	e.Pid, e.Tid = le.Uint32(raw[64:]), le.Uint32(raw[68:])
 	comm := string(raw[72:88])
 	if i := strings.IndexByte(comm, 0); i >= 0 {
 		comm = comm[:i]
@@ -311,11 +308,6 @@ func formatValue(f tracefs.Field, v uint64) string {
 	}
 	return g.String(b[:])
 }
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
 
 func loadError(err error) error {
 	var ve *ebpf.VerifierError

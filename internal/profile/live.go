@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/perf"
 )
 
@@ -78,11 +79,11 @@ func (l *Live) Take() ([]Hit, error) {
 	it := l.objs.Counts.Iterate()
 	for it.Next(&key, &count) {
 		keys = append(keys, key)
-		h := Hit{Pid: key.Pid, Comm: commString(key.Comm[:]), Count: count}
-		if key.KernelStack >= 0 && l.objs.Stacks.Lookup(uint32(key.KernelStack), &stack) == nil && stack[0] != 0 {
-			h.Addr, h.Kernel = stack[0], true
-		} else if key.UserStack >= 0 && l.objs.Stacks.Lookup(uint32(key.UserStack), &stack) == nil && stack[0] != 0 {
-			h.Addr = stack[0]
+		h := Hit{Pid: key.Pid, Comm: bpfmaps.CString(key.Comm[:]), Count: count}
+		if k := bpfmaps.Stack(l.objs.Stacks, key.KernelStack, stack); len(k) > 0 {
+			h.Addr, h.Kernel = k[0], true
+		} else if u := bpfmaps.Stack(l.objs.Stacks, key.UserStack, stack); len(u) > 0 {
+			h.Addr = u[0]
 		} else {
 			continue
 		}

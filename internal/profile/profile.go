@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
@@ -154,43 +154,27 @@ func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
 	var count uint64
-	var sample perf.Sample
-	stack := make([]uint64, 127)
+	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
-		sample.Pid, sample.Tid = key.Pid, key.Tid
+		tid := key.Tid
 		if !o.PerThread {
-			sample.Tid = key.Pid
+			tid = key.Pid
 		}
-		sample.Period = period
-		sample.Callchain = sample.Callchain[:0]
-		if key.KernelStack >= 0 && objs.Stacks.Lookup(uint32(key.KernelStack), &stack) == nil {
-			sample.Callchain = append(sample.Callchain, perf.ContextKernel)
-			sample.Callchain = appendStack(sample.Callchain, stack)
-		}
-		if key.UserStack >= 0 && objs.Stacks.Lookup(uint32(key.UserStack), &stack) == nil {
-			sample.Callchain = append(sample.Callchain, perf.ContextUser)
-			sample.Callchain = appendStack(sample.Callchain, stack)
-		}
-		if len(sample.Callchain) == 0 {
+		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), bpfmaps.Stack(objs.Stacks, key.UserStack, ubuf))
+		if len(locs) == 0 {
 			continue
 		}
-		b.SetComm(sample.Tid, commString(key.Comm[:]))
-		for i := uint64(0); i < count; i++ {
-			b.Sample(&sample, 0)
-		}
+		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		// The kernel counted them: one stack, count samples.
+		b.SampleLocsN(key.Pid, tid, locs, period, count)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading stack counts: %w", err)
 	}
-	for i, dst := range []*uint64{&res.Errors.UserStack, &res.Errors.KernelStack, &res.Errors.MapFull} {
-		var perCPU []uint64
-		if err := objs.Errors.Lookup(uint32(i), &perCPU); err == nil {
-			for _, v := range perCPU {
-				*dst += v
-			}
-		}
-	}
+	res.Errors.UserStack = bpfmaps.SumPerCPU(objs.Errors, 0)
+	res.Errors.KernelStack = bpfmaps.SumPerCPU(objs.Errors, 1)
+	res.Errors.MapFull = bpfmaps.SumPerCPU(objs.Errors, 2)
 	meta := model.Meta{
 		Event: "cpu-clock", Freq: o.Freq, Callchain: true, Target: "system-wide",
 		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),
@@ -199,37 +183,12 @@ func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	meta.Hostname, _ = os.Hostname()
-	var uts unix.Utsname
-	if unix.Uname(&uts) == nil {
-		meta.Kernel = unix.ByteSliceToString(uts.Release[:])
-	}
+	record.HostMeta(&meta)
 	if res.Errors.UserStack+res.Errors.KernelStack > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("stack walks failed: %d user, %d kernel (stack map full or no frame pointers)", res.Errors.UserStack, res.Errors.KernelStack))
 	}
 	res.Profile = b.Finish(meta)
 	return res, nil
-}
-
-func appendStack(dst, stack []uint64) []uint64 {
-	for _, ip := range stack {
-		if ip == 0 {
-			break
-		}
-		dst = append(dst, ip)
-	}
-	return dst
-}
-
-func commString(c []int8) string {
-	b := make([]byte, 0, len(c))
-	for _, ch := range c {
-		if ch == 0 {
-			break
-		}
-		b = append(b, byte(ch))
-	}
-	return string(b)
 }
 
 func loadError(err error) error {

@@ -28,6 +28,7 @@ type Builder struct {
 	stacks       map[string]int32
 	keyBuf       []byte
 	frames       []int32
+	frameBuf     []Frame // reused by the unwinder, one sample at a time
 	kernelDSO    int32
 	synthetic    map[string]int32
 	syntheticDSO int32
@@ -273,9 +274,9 @@ func (b *Builder) Sample(s *perf.Sample, misc uint16) { b.SampleEvent(s, misc, 0
 
 // SampleEvent adds one sample of event ev, keeping its raw payload.
 func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
-	frames := b.Unwinder.Frames(s, misc, nil)
+	b.frameBuf = b.Unwinder.Frames(s, misc, b.frameBuf[:0])
 	b.frames = b.frames[:0]
-	for _, f := range frames {
+	for _, f := range b.frameBuf {
 		b.frames = append(b.frames, b.loc(s.Pid, f))
 	}
 	b.keyBuf = b.keyBuf[:0]
@@ -364,8 +365,30 @@ func (b *Builder) FrameLocs(pid uint32, frames []Frame) []int32 {
 	return out
 }
 
+// StackLocs turns a kernel and a user stack read from a BPF stack map (leaf
+// first) into location ids, with the same leaf rules as perf call chains.
+func (b *Builder) StackLocs(pid uint32, kernel, user []uint64) []int32 {
+	s := perf.Sample{}
+	if len(kernel) > 0 {
+		s.Callchain = append(append(s.Callchain, perf.ContextKernel), kernel...)
+	}
+	if len(user) > 0 {
+		s.Callchain = append(append(s.Callchain, perf.ContextUser), user...)
+	}
+	if len(s.Callchain) == 0 {
+		return nil
+	}
+	b.frameBuf = FramePointer{}.Frames(&s, 0, b.frameBuf[:0])
+	return b.FrameLocs(pid, b.frameBuf)
+}
+
 // SampleLocs adds a sample made of location ids (leaf first).
 func (b *Builder) SampleLocs(pid, tid uint32, locs []int32, period uint64) {
+	b.SampleLocsN(pid, tid, locs, period, 1)
+}
+
+// SampleLocsN adds n identical samples (counts aggregated in the kernel).
+func (b *Builder) SampleLocsN(pid, tid uint32, locs []int32, period, n uint64) {
 	b.keyBuf = b.keyBuf[:0]
 	for _, id := range locs {
 		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
@@ -376,7 +399,10 @@ func (b *Builder) SampleLocs(pid, tid uint32, locs []int32, period uint64) {
 		b.stacks[string(b.keyBuf)] = st
 		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), locs...))
 	}
-	b.prof.Samples = append(b.prof.Samples, model.Sample{Thread: b.thread(pid, tid), Stack: st, Period: period})
+	smp := model.Sample{Thread: b.thread(pid, tid), Stack: st, Period: period}
+	for i := uint64(0); i < n; i++ {
+		b.prof.Samples = append(b.prof.Samples, smp)
+	}
 }
 
 // SetComm names a thread (for sources that learn names with their data).

@@ -84,11 +84,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
 		Command: o.Command, Arch: runtime.GOARCH, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
 	}
-	meta.Hostname, _ = os.Hostname()
-	var uts unix.Utsname
-	if unix.Uname(&uts) == nil {
-		meta.Kernel = unix.ByteSliceToString(uts.Release[:])
-	}
+	HostMeta(&meta)
 
 	for i, e := range o.Events {
 		info := model.EventInfo{Name: e.String(), Kind: e.Def.Kind.String(), Freq: o.Freq, Period: o.Period, Filter: o.Filters[i]}
@@ -407,6 +403,15 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	meta.Lost = lost
 	meta.ExitCode = exit
 	return &Result{Profile: b.Finish(meta), ExitCode: exit}, nil
+}
+
+// HostMeta fills the host name and kernel release of a recording.
+func HostMeta(m *model.Meta) {
+	m.Hostname, _ = os.Hostname()
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		m.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
 }
 
 func joinInts(v []int) string {

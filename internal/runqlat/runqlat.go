@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -160,14 +161,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Groups = g
-	for i, dst := range []*uint64{&res.Switches, &res.Unknown} {
-		var per []uint64
-		if err := maps.Switches.Lookup(uint32(i), &per); err == nil {
-			for _, v := range per {
-				*dst += v
-			}
-		}
-	}
+	res.Switches = bpfmaps.SumPerCPU(maps.Switches, 0)
+	res.Unknown = bpfmaps.SumPerCPU(maps.Switches, 1)
 	return res, nil
 }
 

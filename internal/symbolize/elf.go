@@ -87,16 +87,15 @@ func (t SymbolTable) Find(addr uint64, sizeless bool) (Symbol, bool) {
 
 // ELF is an executable or shared library opened for symbolization.
 type ELF struct {
-	Path      string
-	BuildID   string
-	Type      elf.Type
-	Machine   elf.Machine
-	full      string // the path opened (through a root prefix)
-	loads     []elf.ProgHeader
-	syms      SymbolTable
-	lines     *lineTable
-	dwarf     *dwarf.Data
-	debugPath string
+	Path    string
+	BuildID string
+	Type    elf.Type
+	Machine elf.Machine
+	full    string // the path opened (through a root prefix)
+	loads   []elf.ProgHeader
+	syms    SymbolTable
+	lines   *lineTable
+	dwarf   *dwarf.Data
 }
 
 // Options tune where OpenELF looks for debug information.
@@ -139,7 +138,6 @@ func OpenELF(path string, o Options) (*ELF, error) {
 				if d == nil {
 					d, _ = df.DWARF()
 				}
-				e.debugPath = dbg
 				df.Close()
 			}
 		}

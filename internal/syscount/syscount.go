@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/syscalls"
@@ -121,7 +122,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var v syscountSyscountVal
 	it := objs.Counts.Iterate()
 	for it.Next(&k, &v) {
-		r := Row{Pid: k.Pid, Nr: k.Nr, Name: syscalls.Name(runtime.GOARCH, int(k.Nr)), Count: v.Count, TotalNS: v.TotalNs, MaxNS: v.MaxNs, Errors: v.Errors, Comm: cstr(v.Comm[:])}
+		r := Row{Pid: k.Pid, Nr: k.Nr, Name: syscalls.Name(runtime.GOARCH, int(k.Nr)), Count: v.Count, TotalNS: v.TotalNs, MaxNS: v.MaxNs, Errors: v.Errors, Comm: bpfmaps.CString(v.Comm[:])}
 		if o.Latency && v.Count > 0 {
 			r.AvgNS = float64(v.TotalNs) / float64(v.Count)
 		}
@@ -130,12 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading counts: %w", err)
 	}
-	var per []uint64
-	if err := objs.Lost.Lookup(uint32(0), &per); err == nil {
-		for _, x := range per {
-			res.Lost += x
-		}
-	}
+	res.Lost = bpfmaps.SumPerCPU(objs.Lost, 0)
 	sort.Slice(res.Rows, func(i, j int) bool {
 		if o.Latency && res.Rows[i].TotalNS != res.Rows[j].TotalNS {
 			return res.Rows[i].TotalNS > res.Rows[j].TotalNS
@@ -146,15 +142,4 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res.Rows[i].Nr < res.Rows[j].Nr
 	})
 	return res, nil
-}
-
-func cstr(c []int8) string {
-	b := make([]byte, 0, len(c))
-	for _, x := range c {
-		if x == 0 {
-			break
-		}
-		b = append(b, byte(x))
-	}
-	return string(b)
 }

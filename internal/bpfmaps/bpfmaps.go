@@ -1,0 +1,45 @@
+// Package bpfmaps reads the kinds of BPF map values every sonde tool shares:
+// per-CPU counters, stack-map entries and fixed-size C strings (comm).
+package bpfmaps
+
+import "github.com/cilium/ebpf"
+
+// SumPerCPU adds up a per-CPU u64 value (0 when the key is missing).
+func SumPerCPU(m *ebpf.Map, key uint32) uint64 {
+	var per []uint64
+	if err := m.Lookup(key, &per); err != nil {
+		return 0
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n
+}
+
+// Stack returns the instruction pointers of stack id (leaf first, without
+// the zero padding), read into buf; nil for a failed walk (negative id) or a
+// missing entry.
+func Stack(m *ebpf.Map, id int32, buf []uint64) []uint64 {
+	if id < 0 || m.Lookup(uint32(id), &buf) != nil {
+		return nil
+	}
+	for i, ip := range buf {
+		if ip == 0 {
+			return buf[:i]
+		}
+	}
+	return buf
+}
+
+// CString turns a fixed-size C char array (as bpf2go types it) into a string.
+func CString(c []int8) string {
+	b := make([]byte, 0, len(c))
+	for _, x := range c {
+		if x == 0 {
+			break
+		}
+		b = append(b, byte(x))
+	}
+	return string(b)
+}
