@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
 )
 
@@ -315,4 +316,108 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// callGraph holds -g and --call-graph for commands that take stacks.
+type callGraph struct {
+	g    bool
+	mode string
+}
+
+// addCallGraphFlags defines -g and --call-graph MODE (perf's spelling).
+func addCallGraphFlags(fs *pflag.FlagSet, c *callGraph) {
+	fs.BoolVarP(&c.g, "callchain", "g", false, "record call chains (same as --call-graph fp)")
+	fs.StringVar(&c.mode, "call-graph", "", "record call chains walked this way: fp (frame pointers); dwarf comes with the unwinder (issue 11)")
+}
+
+// enabled says whether stacks are wanted, refusing modes not built yet.
+func (c callGraph) enabled() (bool, error) {
+	switch c.mode {
+	case "":
+		return c.g, nil
+	case "fp":
+		return true, nil
+	case "no", "none":
+		return false, nil
+	case "dwarf", "lbr", "auto":
+		return false, usagef("--call-graph %s: not available yet, sonde walks frame pointers; use --call-graph fp (dwarf comes with the unwinder, issue 11)", c.mode)
+	}
+	return false, usagef("--call-graph %q: want fp", c.mode)
+}
+
+// sampling holds -F/--freq and -c/--count.
+type sampling struct {
+	freq   string
+	period uint64
+}
+
+// defaultFreq is a prime near 1 kHz: a prime rate does not fall into
+// lockstep with periodic work (timers, frames, ticks) the way 1000 Hz would.
+const defaultFreq = 997
+
+func addSamplingFlags(fs *pflag.FlagSet, s *sampling) {
+	fs.StringVarP(&s.freq, "freq", "F", "", fmt.Sprintf("samples per second per CPU, or 'max' (default %d)", defaultFreq))
+	fs.Uint64VarP(&s.period, "count", "c", 0, "sample every COUNT events instead of by frequency")
+}
+
+// resolve returns a frequency in Hz or a period in events (the other 0).
+func (s sampling) resolve() (freq, period uint64, err error) {
+	switch {
+	case s.period > 0 && s.freq != "":
+		return 0, 0, usagef("-F/--freq and -c/--count conflict: sample by frequency or by count")
+	case s.period > 0:
+		return 0, s.period, nil
+	case s.freq == "max":
+		m, err := perf.MaxSampleRate()
+		return m, 0, err
+	case s.freq == "":
+		return defaultFreq, 0, nil
+	}
+	f, err := strconv.ParseUint(s.freq, 10, 64)
+	if err != nil || f == 0 {
+		return 0, 0, usagef("-F/--freq %q: want a positive number of Hz or 'max'", s.freq)
+	}
+	if m, err := perf.MaxSampleRate(); err == nil && f > m {
+		return 0, 0, usagef("-F/--freq %d is above kernel.perf_event_max_sample_rate (%d); use -F max or raise the sysctl", f, m)
+	}
+	return f, 0, nil
+}
+
+// eventFlags holds -e/--event (repeatable, each a comma list) and
+// --filter (for the tracepoints of the last -e).
+type eventFlags struct {
+	names  []string
+	filter string
+}
+
+func addEventFlags(fs *pflag.FlagSet, e *eventFlags, what string) {
+	fs.StringArrayVarP(&e.names, "event", "e", nil, what+": comma list, repeatable; sonde list shows them (cpu-clock, page-faults, sched:*, u:BIN:FUNC, …)")
+	fs.StringVar(&e.filter, "filter", "", "kernel-side tracepoint filter for the tracepoints of the last -e (e.g. 'nr_sector > 8')")
+}
+
+// resolve turns the names into event specs (def when none were given)
+// and the filter into a map from spec index to filter.
+func (e eventFlags) resolve(def []string) ([]events.Spec, map[int]string, error) {
+	names := e.names
+	if len(names) == 0 {
+		names = def
+	}
+	var specs []events.Spec
+	filters := map[int]string{}
+	for i, n := range names {
+		ss, err := events.Resolve([]string{n})
+		if err != nil {
+			return nil, nil, usagef("%v", err)
+		}
+		if e.filter != "" && i == len(names)-1 {
+			for j, s := range ss {
+				if !s.Tracepoint() {
+					return nil, nil, usagef("--filter applies to tracepoints, not %s", s)
+				}
+				filters[len(specs)+j] = e.filter
+			}
+		}
+		specs = append(specs, ss...)
+	}
+	return specs, filters, nil
 }

@@ -100,7 +100,7 @@ func newRoot() *cobra.Command {
 func recordCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newListCmd(),
-		bridge("record", "sample on-CPU stacks of a command, processes or the whole system into a data file", runRecord),
+		newRecordCmd(),
 		bridge("report", "show a data file as a perf-style report (text, JSON or pprof)", runReport),
 		bridge("script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript),
 		bridge("annotate", "disassembly of hot functions with per-instruction samples and source lines", runAnnotate),
