@@ -101,14 +101,14 @@ func recordCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newListCmd(),
 		newRecordCmd(),
-		bridge("report", "show a data file as a perf-style report (text, JSON or pprof)", runReport),
-		bridge("script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript),
-		bridge("annotate", "disassembly of hot functions with per-instruction samples and source lines", runAnnotate),
-		bridge("diff", "compare two data files per symbol, as perf diff does", runDiff),
-		bridge("flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph),
+		newReportCmd(),
+		newScriptCmd(),
+		newAnnotateCmd(),
+		newDiffCmd(),
+		newFlamegraphCmd(),
 		bridge("stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat),
 		bridge("latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency),
-		bridge("probe", "add, list and remove dynamic probes (uprobes; kprobes where the kernel has them)", runProbe),
+		newProbeCmd(),
 	}
 }
 
