@@ -106,7 +106,7 @@ func recordCommands() []*cobra.Command {
 		newAnnotateCmd(),
 		newDiffCmd(),
 		newFlamegraphCmd(),
-		bridge("stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat),
+		newStatCmd(),
 		bridge("latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency),
 		newProbeCmd(),
 	}
