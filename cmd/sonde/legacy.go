@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sonde-dev/sonde/internal/latency"
 )
 
 // newFlags makes a FlagSet whose errors come back as one line.
@@ -57,4 +59,13 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// countPairs is for bio.go until it moves to a view.
+func countPairs(r *latency.Result) int {
+	n := 0
+	for _, h := range r.Groups {
+		n += h.Count()
+	}
+	return n
 }

@@ -107,7 +107,7 @@ func recordCommands() []*cobra.Command {
 		newDiffCmd(),
 		newFlamegraphCmd(),
 		newStatCmd(),
-		bridge("latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency),
+		newLatencyCmd(),
 		newProbeCmd(),
 	}
 }
