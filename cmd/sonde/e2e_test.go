@@ -32,9 +32,9 @@ type jsonReport struct {
 		Graph    *jsonNode         `json:"callgraph"`
 	} `json:"entries"`
 	Meta struct {
-		Lost     uint64   `json:"Lost"`
-		Warnings []string `json:"Warnings"`
-	} `json:"meta"`
+		Lost     uint64   `json:"lost"`
+		Warnings []string `json:"warnings"`
+	} `json:"recording"`
 }
 
 type jsonNode struct {

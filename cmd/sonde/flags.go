@@ -17,6 +17,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // usageError marks a bad command line: one line saying what is wrong and
@@ -215,14 +216,12 @@ func (f *targetFlags) resolve(args []string) (target, error) {
 	if len(chosen) > 1 {
 		return t, usagef("%s and %s conflict: choose one target", chosen[0], chosen[1])
 	}
-	for _, p := range t.Pids {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err != nil {
-			return t, fmt.Errorf("no such process: %d", p)
-		}
+	if err := procfs.CheckPids(t.Pids); err != nil {
+		return t, err
 	}
-	for _, p := range t.Tids {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err != nil {
-			return t, fmt.Errorf("no such thread: %d", p)
+	for _, id := range t.Tids {
+		if err := procfs.CheckTid(id); err != nil {
+			return t, err
 		}
 	}
 	t.All = f.all

@@ -47,7 +47,7 @@ func TestTargetResolve(t *testing.T) {
 		{name: "pid_and_tid", flags: targetFlags{pids: self, tids: self}, err: "-p/--pid and -t/--tid conflict"},
 		{name: "all_and_pid", flags: targetFlags{all: true, pids: self}, err: "-a/--all-cpus and -p/--pid conflict"},
 		{name: "bad_pid", flags: targetFlags{pids: "x"}, err: `-p/--pid "x"`},
-		{name: "missing_pid", flags: targetFlags{pids: "999999999"}, err: "no such process: 999999999"},
+		{name: "missing_pid", flags: targetFlags{pids: "999999999"}, err: "pid 999999999: no such process"},
 		{name: "missing_command", args: []string{"/nonexistent/cmd"}, err: "command not found"},
 		{name: "empty", check: target.Empty},
 	}

@@ -64,7 +64,11 @@ func newProbeCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return jsonout.Write(os.Stdout, ps)
+				out := []probeJSON{}
+				for _, p := range ps {
+					out = append(out, probeJSON{Name: p.Name(), Binary: p.Binary, Function: p.Func, Return: p.Return, Definition: p.Definition()})
+				}
+				return jsonout.Write(os.Stdout, out)
 			}
 			for _, p := range ps {
 				fmt.Printf("  %-40s (%s)\n", p.Name(), strings.SplitN(p.Definition(), " ", 2)[1])
@@ -95,4 +99,13 @@ func newProbeCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// probeJSON is one probe in probe -l --json.
+type probeJSON struct {
+	Name       string `json:"name"` // group:event, the name -e takes
+	Binary     string `json:"binary,omitempty"`
+	Function   string `json:"function"`
+	Return     bool   `json:"return"`
+	Definition string `json:"definition"` // the line written to tracefs
 }
