@@ -3,13 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/funclat"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
 func runFunclat(args []string) (int, error) {
@@ -41,42 +41,19 @@ func runFunclat(args []string) (int, error) {
 	if err != nil {
 		return 2, usageError{err.Error()}
 	}
+	names := make([]string, len(funcs))
+	for i, f := range funcs {
+		names[i] = f.String()
+	}
+	do := dist.Options{Unit: unit, Linear: *linear}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	print := func(hs []*histogram.Hist, elapsed time.Duration, drops uint64) error {
-		if *asJSON {
-			type fn struct {
-				Function string             `json:"function"`
-				Stats    histogram.Stats    `json:"stats"`
-				Buckets  []histogram.Bucket `json:"buckets"`
-			}
-			var out []fn
-			for i, h := range hs {
-				b := h.Log2(unit)
-				if *linear > 0 {
-					b = h.Linear(unit, *linear)
-				}
-				out = append(out, fn{Function: funcs[i].String(), Stats: h.Stats(), Buckets: b})
-			}
-			enc := json.NewEncoder(w)
-			return enc.Encode(map[string]any{"unit": unit.Name, "functions": out, "lost": drops, "elapsed_ns": elapsed.Nanoseconds()})
-		}
-		for i, h := range hs {
-			fmt.Fprintf(w, "%s\n", funcs[i])
-			b := h.Log2(unit)
-			if *linear > 0 {
-				b = h.Linear(unit, *linear)
-			}
-			histogram.WriteBars(w, b, unit.Name)
-			histogram.WriteSummary(w, h.Stats(), unit)
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "# %d functions, %s, %d calls lost (ring buffer full)\n\n", len(hs), elapsed.Round(time.Millisecond), drops)
-		return w.Flush()
-	}
 	o := funclat.Options{Funcs: funcs, Pid: *pid, Duration: *duration, Interval: *interval}
 	start := time.Now()
-	o.OnInterval = func(hs []*histogram.Hist) { print(hs, time.Since(start), 0) }
+	o.OnInterval = func(hs []*histogram.Hist) {
+		writeView(w, dist.NewFunctions(do, names, hs, 0, time.Since(start)), *asJSON)
+		w.Flush()
+	}
 	if isTerminal(2) {
 		fmt.Fprintf(os.Stderr, "sonde: measuring %d functions, Ctrl-C to stop\n", len(funcs))
 	}
@@ -84,5 +61,5 @@ func runFunclat(args []string) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	return 0, print(res.Hists, res.Elapsed, res.Drops)
+	return 0, writeView(w, dist.NewFunctions(do, names, res.Hists, res.Drops, res.Elapsed), *asJSON)
 }

@@ -3,16 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/profile"
-	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
 func runProfile(args []string) (int, error) {
@@ -55,9 +52,12 @@ func runProfile(args []string) (int, error) {
 	o := profile.Options{Freq: *freq, Pid: *pid, PerThread: *perThread, User: !*kernelOnly, Kernel: !*userOnly, Idle: *idle, Duration: *duration, Version: version, Interval: *interval}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
+	view := func(r *profile.Result) *stackprof.Report {
+		return stackprof.New(r.Profile, stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}, splitList(*comm))
+	}
 	if *interval > 0 && !*folded {
 		o.OnInterval = func(r *profile.Result) {
-			writeProfileReport(w, r, splitList(*comm), *asJSON)
+			writeView(w, view(r), *asJSON)
 			w.Flush()
 		}
 	}
@@ -71,52 +71,12 @@ func runProfile(args []string) (int, error) {
 		return 1, err
 	}
 	p := res.Profile
-	if *output != "" {
-		if err := datafile.WriteFile(*output, p); err != nil {
-			return 1, err
-		}
-	}
-	if *flame != "" {
-		if err := writeFlame(*flame, flamegraph.FromProfile(p), fmt.Sprintf("sonde profile: %d samples, %s", len(p.Samples), time.Duration(p.Meta.DurationNS).Round(time.Millisecond))); err != nil {
-			return 1, err
-		}
+	files := stackprof.Files{Data: *output, Flame: *flame, Title: "sonde profile", What: fmt.Sprintf("%d samples", len(p.Samples))}
+	if err := files.Write(p); err != nil {
+		return 1, err
 	}
 	if *folded {
 		return 0, flamegraph.WriteFolded(w, flamegraph.FromProfile(p))
 	}
-	return 0, writeProfileReport(w, res, splitList(*comm), *asJSON)
-}
-
-func writeProfileReport(w io.Writer, res *profile.Result, comms []string, asJSON bool) error {
-	rep := report.Build(res.Profile, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms})
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			*report.Report
-			BPFErrors profile.Errors `json:"bpf_errors"`
-		}{rep, res.Errors})
-	}
-	rep.WriteText(w)
-	_, err := fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n\n", res.Errors.UserStack, res.Errors.KernelStack, res.Errors.MapFull)
-	return err
-}
-
-func writeFlame(path string, root *flamegraph.Node, subtitle string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("creating flame graph: %w", err)
-	}
-	defer f.Close()
-	w := bufio.NewWriter(f)
-	o := flamegraph.Options{Title: "sonde profile", Subtitle: subtitle}
-	if len(path) > 4 && path[len(path)-4:] == ".svg" {
-		err = flamegraph.WriteSVG(w, root, o)
-	} else {
-		err = flamegraph.WriteHTML(w, root, o)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	return err
+	return 0, writeView(w, view(res), *asJSON)
 }
