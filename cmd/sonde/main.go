@@ -1,17 +1,19 @@
 // Command sonde answers "where does the time go?": it samples on-CPU
 // stacks and shows them as perf-style reports and flame graphs.
+//
+// This package only wires the command line (cobra/pflag, perf's
+// conventions) to the packages under internal/ that measure and render.
 package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/perf"
@@ -30,153 +32,168 @@ func init() {
 	}
 }
 
-type command struct {
-	name    string
-	summary string
-	run     func(args []string) (int, error)
+// Command groups, in the order help lists them.
+const (
+	groupRecord = "record"
+	groupBPF    = "bpf"
+	groupSetup  = "setup"
+)
+
+// newRoot builds the whole command tree; tests and `sonde man` use it too.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sonde",
+		Short: "where does the time go?",
+		Long: "sonde answers \"where does the time go?\": it samples on-CPU stacks, counts events,\n" +
+			"traces latencies and shows them as perf-style reports and flame graphs.",
+		Version:       version,
+		SilenceErrors: true, // main prints one line
+		SilenceUsage:  true, // usage only for -h
+		// Print help, not an error, for a bare `sonde`.
+		Args: cobra.NoArgs,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if usesProbes[cmd.Name()] {
+				// Probes left by a sonde that was killed go away now.
+				if n := probe.CleanStale(); n > 0 {
+					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
+				}
+			}
+		},
+	}
+	root.SetVersionTemplate("sonde {{.Version}}\n")
+	root.AddGroup(
+		&cobra.Group{ID: groupRecord, Title: "Recording, counting and reports:"},
+		&cobra.Group{ID: groupBPF, Title: "Live BPF tools:"},
+		&cobra.Group{ID: groupSetup, Title: "Other commands:"},
+	)
+	root.SetHelpCommandGroupID(groupSetup)
+	root.SetCompletionCommandGroupID(groupSetup)
+	root.SetFlagErrorFunc(flagError)
+	for _, c := range recordCommands() {
+		c.GroupID = groupRecord
+		root.AddCommand(c)
+	}
+	for _, c := range bpfCommands() {
+		c.GroupID = groupBPF
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newVersionCmd(), newManCmd(root)} {
+		c.GroupID = groupSetup
+		root.AddCommand(c)
+	}
+	// Add help and completion now (cobra would at Execute) so that the
+	// unknown-command check and the man pages see them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Short = "help about any command: sonde help record"
+		case "completion":
+			c.Short = "write the shell completion script: sonde completion bash|zsh|fish"
+		}
+	}
+	return root
 }
 
-var commands []command
-
-func init() {
-	commands = []command{
-		{"list", "list the events this machine has, and whether each is usable here", runList},
-		{"record", "sample on-CPU stacks of a command, processes or the whole system into a data file", runRecord},
-		{"report", "show a data file as a perf-style report (text, JSON or pprof)", runReport},
-		{"latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency},
-		{"probe", "add, list and remove dynamic probes (uprobes; kprobes where the kernel has them)", runProbe},
-		{"script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript},
-		{"stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat},
-		{"profile", "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)", runProfile},
-		{"offcpu", "where threads block: blocked time per stack, summed in the kernel (BPF)", runOffcpu},
-		{"wakeup", "blocked time per blocked stack and waker stack, as one chain (BPF)", runWakeup},
-		{"funclat", "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)", runFunclat},
-		{"syscount", "system calls counted and timed in the kernel, named from the architecture's table", runSyscount},
-		{"runqlat", "run-queue latency: how long runnable tasks wait for a CPU (BPF)", runRunqlat},
-		{"biolat", "block I/O latency distributions per disk, with queued and device stages (BPF)", runBiolat},
-		{"biosnoop", "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)", runBiosnoop},
-		{"cputime", "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine", runCputime},
-		{"listen", "receive cputime streams (udp:// or tcp://) and print them tagged by sender", runListen},
-		{"top", "live view: hot symbols system-wide and exact per-task CPU time", runTop},
-		{"annotate", "disassembly of hot functions with per-instruction samples and source lines", runAnnotate},
-		{"diff", "compare two data files per symbol, as perf diff does", runDiff},
-		{"flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph},
-		{"version", "print the version", func([]string) (int, error) { fmt.Println("sonde", version); return 0, nil }},
+// recordCommands are the perf-style commands: recordings, counts, reports.
+func recordCommands() []*cobra.Command {
+	return []*cobra.Command{
+		newListCmd(),
+		bridge("record", "sample on-CPU stacks of a command, processes or the whole system into a data file", runRecord),
+		bridge("report", "show a data file as a perf-style report (text, JSON or pprof)", runReport),
+		bridge("script", "print every recorded sample and event in time order, with tracepoint fields and stacks", runScript),
+		bridge("annotate", "disassembly of hot functions with per-instruction samples and source lines", runAnnotate),
+		bridge("diff", "compare two data files per symbol, as perf diff does", runDiff),
+		bridge("flamegraph", "draw a data file or folded stacks as an interactive flame graph", runFlamegraph),
+		bridge("stat", "count events (software, hardware, tracepoints, probes) for a command, processes or the system", runStat),
+		bridge("latency", "latency distribution between two events paired by key fields (e.g. block issue → complete)", runLatency),
+		bridge("probe", "add, list and remove dynamic probes (uprobes; kprobes where the kernel has them)", runProbe),
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "sonde %s: where does the time go?\n\nusage: sonde COMMAND [options]\n\ncommands:\n", version)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "sonde", version) },
 	}
-	fmt.Fprintf(w, "\nsonde COMMAND -h shows a command's options.\n")
 }
 
-// usageError marks bad command lines (exit status 2).
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
+// usesProbes names the commands that may create uprobes: they clear the
+// probes a killed sonde left behind before they start.
+var usesProbes = map[string]bool{"record": true, "stat": true, "latency": true, "probe": true, "funclat": true}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
 		record.RunChild(os.Args[2:])
 		return
 	}
-	if len(os.Args) < 2 {
-		usage(os.Stderr)
-		os.Exit(2)
-	}
-	name := os.Args[1]
-	if name == "-h" || name == "--help" || name == "help" {
-		usage(os.Stdout)
-		return
-	}
-	for _, c := range commands {
-		if c.name == name {
-			switch name {
-			case "record", "stat", "latency", "probe":
-				// Probes left by a sonde that was killed go away now.
-				if n := probe.CleanStale(); n > 0 {
-					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
-				}
-			}
-			code, err := c.run(os.Args[2:])
-			probe.RemoveTemp()
-			if err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					os.Exit(0)
-				}
-				fmt.Fprintf(os.Stderr, "sonde %s: %v\n", name, err)
-				var ue usageError
-				if errors.As(err, &ue) {
-					os.Exit(2)
-				}
-				if code == 0 {
-					code = 1
-				}
-			}
-			os.Exit(code)
-		}
-	}
-	var names []string
-	for _, c := range commands {
-		names = append(names, c.name)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(os.Stderr, "sonde: unknown command %q (nearest: %s)\n", name, strings.Join(perf.NearestOf(name, names, 2), ", "))
-	os.Exit(2)
+	os.Exit(run(newRoot(), os.Args[1:]))
 }
 
-// newFlags makes a FlagSet whose errors come back as one line.
-func newFlags(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	// Parse errors are reported in one line by parseFlags; the usage text
-	// is printed only for -h.
-	fs.Usage = func() {}
-	usageText[fs] = func() {
-		fmt.Fprintf(os.Stdout, "usage: sonde %s %s\n\noptions:\n", name, synopsis)
-		fs.SetOutput(os.Stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+// run executes one command line and returns the exit status: 0, the traced
+// command's status, 1 for failures, 2 for bad command lines.
+func run(root *cobra.Command, args []string) int {
+	if len(args) == 0 {
+		root.SetOut(os.Stderr)
+		root.Help()
+		return 2
 	}
-	return fs
+	if err := unknownCommand(root, args[0]); err != nil {
+		fmt.Fprintf(os.Stderr, "sonde: %v\n", err)
+		return 2
+	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	probe.RemoveTemp()
+	if err == nil {
+		return 0
+	}
+	var ex exitStatus
+	if errors.As(err, &ex) {
+		return int(ex)
+	}
+	name := "sonde"
+	if cmd != nil && cmd != root {
+		name = cmd.CommandPath()
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }
 
-var usageText = map[*flag.FlagSet]func(){}
-
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			if u := usageText[fs]; u != nil {
-				u()
+// unknownCommand explains, in one line, a first word that names no command.
+func unknownCommand(root *cobra.Command, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return nil
+	}
+	names := []string{cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd}
+	for _, c := range root.Commands() {
+		names = append(names, c.Name())
+		names = append(names, c.Aliases...)
+	}
+	for _, n := range names {
+		if n == name {
+			return nil
+		}
+	}
+	sugg := root.SuggestionsFor(name)
+	if len(sugg) == 0 {
+		var visible []string
+		for _, c := range root.Commands() {
+			if c.IsAvailableCommand() {
+				visible = append(visible, c.Name())
 			}
-			return err
 		}
-		return usageError{fmt.Sprintf("%v (see sonde %s -h)", err, fs.Name())}
+		sort.Strings(visible)
+		sugg = perf.NearestOf(name, visible, 2)
 	}
-	return nil
-}
-
-// parseInterspersed parses flags that may follow positional arguments
-// (sonde diff A B --min 1); "--" ends flag parsing.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+	return fmt.Errorf("unknown command %q; did you mean %s? (sonde help lists the commands)", name, strings.Join(sugg, " or "))
 }
 
 // isTerminal reports whether fd is a terminal (progress goes only there).

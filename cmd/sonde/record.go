@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/datafile"
@@ -154,29 +153,6 @@ func runRecord(args []string) (int, error) {
 		}
 	}
 	return res.ExitCode, nil
-}
-
-func parseIntList(s, flagName string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v <= 0 {
-			return nil, usageError{fmt.Sprintf("%s %q: want comma-separated positive ids", flagName, s)}
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }
 
 func humanBytes(n int64) string {

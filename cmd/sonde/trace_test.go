@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/view/eventlist"
 )
 
 type statJSON struct {
@@ -498,7 +499,7 @@ func TestEventErrors(t *testing.T) {
 func TestList(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	r := testutil.MustRun(t, t.TempDir(), "list", "--json")
-	var evs []listedEvent
+	var evs []eventlist.Event
 	if err := json.Unmarshal([]byte(r.Stdout), &evs); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sonde-dev/sonde/internal/perf"
+)
+
+// usageError marks a bad command line: one line saying what is wrong and
+// how to fix it, exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// usagef makes a usageError.
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// exitStatus ends sonde with a status and no message: the traced
+// command's own status, passed through as perf does.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// exitWith is nil for status 0.
+func exitWith(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return exitStatus(code)
+}
+
+var unknownFlag = regexp.MustCompile(`^unknown flag: --(\S+)`)
+
+// flagError turns pflag's parse errors into one line with the fix: the
+// nearest flag for a misspelt one, and where to read the options.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" {
+				names = append(names, f.Name)
+			}
+		})
+		if near := perf.NearestOf(m[1], names, 2); len(near) > 0 {
+			msg += "; did you mean --" + strings.Join(near, " or --") + "?"
+		}
+	}
+	return usagef("%s (see %s -h)", msg, cmd.CommandPath())
+}
+
+// bridge runs a command still written on Go's flag package; it goes away
+// as the commands move to pflag.
+func bridge(name, short string, run func([]string) (int, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:                name,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			code, err := run(args)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return exitWith(code)
+		},
+	}
+}
+
+// parseDuration accepts a Go duration (1m30s, 500ms) or bare seconds as
+// bcc and perf take them (5, 0.5).
+func parseDuration(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want seconds (5) or a duration (500ms, 1m30s)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
+
+// durationValue is a pflag.Value for parseDuration.
+type durationValue time.Duration
+
+func (d *durationValue) Set(s string) error {
+	v, err := parseDuration(s)
+	*d = durationValue(v)
+	return err
+}
+
+func (d *durationValue) Type() string { return "duration" }
+
+func (d *durationValue) String() string {
+	if *d == 0 {
+		return ""
+	}
+	return time.Duration(*d).String()
+}
+
+// durationVarP defines a duration flag that also takes bare seconds.
+func durationVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, def time.Duration, usage string) {
+	*p = def
+	fs.VarP((*durationValue)(p), name, short, usage)
+}
+
+// addDurationFlag is the common -d/--duration: how long to measure.
+func addDurationFlag(fs *pflag.FlagSet, p *time.Duration, what string) {
+	durationVarP(fs, p, "duration", "d", 0, "stop "+what+" after this long: seconds (5) or a duration (500ms, 1m)")
+}
+
+// addJSONFlag is the common --json (keys in docs/json.md).
+func addJSONFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "json", false, "write JSON (keys described in docs/json.md)")
+}
+
+// acceptsCommand makes cmd take a command to run after its options, as
+// perf record and perf stat do: option parsing stops at the first word
+// that is not an option, so the command's own options stay its own
+// (`sonde record -g ls -l`); `--` may also separate them.
+func acceptsCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().SetInterspersed(false)
+	cmd.Args = cobra.ArbitraryArgs
+	return cmd
+}
+
+// targetFlags are perf's target options, bound by addTargetFlags and
+// turned into a target by resolve.
+type targetFlags struct {
+	all              bool
+	pids, tids, cpus string
+}
+
+// addTargetFlags defines -a/--all-cpus, -p/--pid, -t/--tid and -C/--cpu;
+// verb says what the command does to them ("record", "count").
+func addTargetFlags(fs *pflag.FlagSet, t *targetFlags, verb string) {
+	fs.BoolVarP(&t.all, "all-cpus", "a", false, verb+" the whole system, on all CPUs")
+	fs.StringVarP(&t.pids, "pid", "p", "", verb+" existing processes (comma-separated pids), with the threads they start")
+	fs.StringVarP(&t.tids, "tid", "t", "", verb+" existing threads (comma-separated tids)")
+	fs.StringVarP(&t.cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3); without -p or -t it means -a on them")
+}
+
+// target is what a command measures.
+type target struct {
+	All              bool
+	Pids, Tids, CPUs []int
+	// Command is run and measured (with All: run while the whole system
+	// is measured).
+	Command []string
+	// Alongside is run but not measured: the measurement of Pids or Tids
+	// ends when it exits (`record -p PID sleep 5`, as perf does).
+	Alongside []string
+}
+
+// Empty reports whether nothing was chosen.
+func (t target) Empty() bool {
+	return !t.All && len(t.Pids) == 0 && len(t.Tids) == 0 && len(t.Command) == 0
+}
+
+// String names the target as perf stat does.
+func (t target) String() string {
+	switch {
+	case len(t.Command) > 0 && !t.All:
+		return "'" + strings.Join(t.Command, " ") + "'"
+	case len(t.Pids) > 0:
+		return "process id '" + joinInts(t.Pids) + "'"
+	case len(t.Tids) > 0:
+		return "thread id '" + joinInts(t.Tids) + "'"
+	}
+	return "system wide"
+}
+
+// resolve checks the target options against each other and takes args
+// (the words after the options) as the command to run.
+func (f *targetFlags) resolve(args []string) (target, error) {
+	var t target
+	var err error
+	if t.Pids, err = parseIntList(f.pids, "-p/--pid"); err != nil {
+		return t, err
+	}
+	if t.Tids, err = parseIntList(f.tids, "-t/--tid"); err != nil {
+		return t, err
+	}
+	chosen := []string{}
+	if f.all {
+		chosen = append(chosen, "-a/--all-cpus")
+	}
+	if len(t.Pids) > 0 {
+		chosen = append(chosen, "-p/--pid")
+	}
+	if len(t.Tids) > 0 {
+		chosen = append(chosen, "-t/--tid")
+	}
+	if len(chosen) > 1 {
+		return t, usagef("%s and %s conflict: choose one target", chosen[0], chosen[1])
+	}
+	for _, p := range t.Pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err != nil {
+			return t, fmt.Errorf("no such process: %d", p)
+		}
+	}
+	for _, p := range t.Tids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err != nil {
+			return t, fmt.Errorf("no such thread: %d", p)
+		}
+	}
+	t.All = f.all
+	if f.cpus != "" {
+		if t.CPUs, err = perf.ParseCPUList(f.cpus); err != nil {
+			return t, usagef("-C/--cpu: %v", err)
+		}
+		online, _ := perf.OnlineCPUs()
+		for _, c := range t.CPUs {
+			if !containsInt(online, c) {
+				return t, usagef("-C/--cpu: cpu %d is not online (online: %s)", c, joinInts(online))
+			}
+		}
+		if len(t.Pids)+len(t.Tids) == 0 {
+			t.All = true
+		}
+	}
+	if len(args) > 0 {
+		if _, err := exec.LookPath(args[0]); err != nil {
+			return t, fmt.Errorf("command not found: %s", args[0])
+		}
+		if len(t.Pids)+len(t.Tids) > 0 {
+			t.Alongside = args
+		} else {
+			t.Command = args
+		}
+	}
+	return t, nil
+}
+
+// startAlongside runs t.Alongside, if any, with sonde's standard streams.
+// The returned context ends when it exits; wait returns its exit status.
+// Without one, ctx is returned as is and wait returns 0.
+func (t target) startAlongside(ctx context.Context) (_ context.Context, wait func() int, _ error) {
+	if len(t.Alongside) == 0 {
+		return ctx, func() int { return 0 }, nil
+	}
+	c := exec.Command(t.Alongside[0], t.Alongside[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := c.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", t.Alongside[0], err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		c.Wait()
+		cancel()
+		close(done)
+	}()
+	return ctx, func() int {
+		// The measurement may end first (a duration, Ctrl-C): stop the
+		// command then, as perf does.
+		select {
+		case <-done:
+		default:
+			c.Process.Signal(os.Interrupt)
+			<-done
+		}
+		return c.ProcessState.ExitCode()
+	}, nil
+}
+
+// parseIntList parses comma-separated positive ids.
+func parseIntList(s, flagName string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, usagef("%s %q: want comma-separated positive ids", flagName, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func containsInt(v []int, x int) bool {
+	for _, y := range v {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
