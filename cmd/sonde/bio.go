@@ -1,76 +1,105 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"fmt"
-	"os"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/bio"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
-func runBiolat(args []string) (int, error) {
-	fs := newFlags("biolat", "[-Q] [-D] [--stages] [-d DURATION] [--unit us] [--linear STEP] [--json]")
-	queued := fs.Bool("Q", false, "include the time queued in the kernel (insert → complete)")
-	perDisk := fs.Bool("D", false, "one distribution per disk")
-	stages := fs.Bool("stages", false, "split queued (insert → issue) from device (issue → complete) time")
-	duration := fs.Duration("d", 0, "stop after this long (default: until Ctrl-C)")
-	fs.DurationVar(duration, "duration", 0, "same as -d")
-	unitFlag := fs.String("unit", "us", "ns, us, ms or s")
-	linear := fs.Uint64("linear", 0, "linear buckets of this width (in --unit)")
-	asJSON := fs.Bool("json", false, "JSON output")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newBiolatCmd() *cobra.Command {
+	var (
+		queued, perDisk, stages, asJSON bool
+		unitName                        string
+		linear                          uint64
+		duration                        time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "biolat [flags] [DURATION]",
+		Short: "block I/O latency distributions per disk, with queued and device stages (BPF)",
+		Long: "Pair block requests in the kernel by (dev, sector) and show how long they took, as\n" +
+			"bcc's biolatency does: at the device (issue → complete), with -Q from the insert, or\n" +
+			"both stages apart with --stages.",
+		Example: "  sonde biolat 10\n  sonde biolat -QD -d 5\n  sonde biolat --stages -u ms 10",
 	}
-	unit, err := histogram.ParseUnit(*unitFlag)
-	if err != nil {
-		return 2, usageError{err.Error()}
+	f := cmd.Flags()
+	f.BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
+	f.BoolVarP(&perDisk, "disks", "D", false, "one distribution per disk")
+	f.BoolVar(&stages, "stages", false, "split queued (insert → issue) from device (issue → complete) time")
+	f.StringVarP(&unitName, "unit", "u", "us", "histogram unit: ns, us, ms or s")
+	f.Uint64Var(&linear, "linear", 0, "linear buckets of this width (in --unit) instead of powers of two")
+	addDurationFlag(f, &duration, "tracing")
+	addJSONFlag(f, &asJSON)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := durationArg(cmd, args, &duration); err != nil {
+			return err
+		}
+		unit, err := histogram.ParseUnit(unitName)
+		if err != nil {
+			return usagef("-u/--unit: %v", err)
+		}
+		list := []bio.Stage{bio.Device}
+		switch {
+		case stages:
+			list = []bio.Stage{bio.Queued, bio.Device}
+		case queued:
+			list = []bio.Stage{bio.Total}
+		}
+		o := bio.Options{Duration: duration}
+		if perDisk {
+			o.Per = "dev"
+		}
+		progress("tracing block I/O latency, %s", forHow(duration))
+		ctx, stop := interruptible()
+		defer stop()
+		res, err := bio.Run(ctx, list, o)
+		if err != nil {
+			return err
+		}
+		return writeView(stdout(), bio.NewLatency(dist.Options{Unit: unit, Linear: linear}, list, res), asJSON)
 	}
-	list := []bio.Stage{bio.Device}
-	switch {
-	case *stages:
-		list = []bio.Stage{bio.Queued, bio.Device}
-	case *queued:
-		list = []bio.Stage{bio.Total}
-	}
-	o := bio.Options{Duration: *duration}
-	if *perDisk {
-		o.Per = "dev"
-	}
-	if isTerminal(2) && *duration == 0 {
-		fmt.Fprintln(os.Stderr, "sonde: tracing block I/O latency, Ctrl-C to stop")
-	}
-	res, err := bio.Run(context.Background(), list, o)
-	if err != nil {
-		return 1, err
-	}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	return 0, writeView(w, bio.NewLatency(dist.Options{Unit: unit, Linear: *linear}, list, res), *asJSON)
+	return cmd
 }
 
-func runBiosnoop(args []string) (int, error) {
-	fs := newFlags("biosnoop", "[-p PID] [--comm NAME] [-d DURATION] [--json]")
-	pid := fs.Int("p", 0, "only I/O submitted by this process")
-	comm := fs.String("comm", "", "only I/O submitted by processes with this name")
-	duration := fs.Duration("d", 0, "stop after this long (default: until Ctrl-C)")
-	fs.DurationVar(duration, "duration", 0, "same as -d")
-	asJSON := fs.Bool("json", false, "JSON lines")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newBiosnoopCmd() *cobra.Command {
+	var (
+		pid      int
+		comm     string
+		asJSON   bool
+		duration time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "biosnoop [flags] [DURATION]",
+		Short: "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
+		Long: "Trace every block request, as bcc's biosnoop does, and print them in issue order when\n" +
+			"tracing ends: the submitter, disk, operation, sector, size, time queued and at the device.",
+		Example: "  sonde biosnoop 5\n  sonde biosnoop --comm postgres -d 10 --json",
 	}
-	if isTerminal(2) && *duration == 0 {
-		fmt.Fprintln(os.Stderr, "sonde: tracing block I/O, Ctrl-C to stop")
+	f := cmd.Flags()
+	addPidFlag(f, &pid, "show I/O submitted by")
+	f.StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
+	addDurationFlag(f, &duration, "tracing")
+	f.BoolVar(&asJSON, "json", false, "write JSON Lines, one request a line (keys in docs/json.md)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := durationArg(cmd, args, &duration); err != nil {
+			return err
+		}
+		if _, err := pidTarget(pid); err != nil {
+			return err
+		}
+		progress("tracing block I/O, %s", forHow(duration))
+		ctx, stop := interruptible()
+		defer stop()
+		o := bio.SnoopOptions
+		o.Duration = duration
+		res, err := bio.Run(ctx, bio.SnoopStages, o)
+		if err != nil {
+			return err
+		}
+		return writeView(stdout(), bio.NewSnoop(res, bio.Filter{Pid: pid, Comm: comm}), asJSON)
 	}
-	o := bio.SnoopOptions
-	o.Duration = *duration
-	res, err := bio.Run(context.Background(), bio.SnoopStages, o)
-	if err != nil {
-		return 1, err
-	}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	return 0, writeView(w, bio.NewSnoop(res, bio.Filter{Pid: *pid, Comm: *comm}), *asJSON)
+	return cmd
 }

@@ -4,65 +4,98 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/stream"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
 
-func runCputime(args []string) (int, error) {
-	fs := newFlags("cputime", "[-i 1s] [--top N] [--per-cpu] [-p PID | --comm NAME] [--json] [--stream udp://HOST:PORT | tcp://HOST:PORT] [--compare-sampled [-F HZ]] [-d DURATION] [-n COUNT]")
-	interval := fs.Duration("i", time.Second, "report interval")
-	top := fs.Int("top", 10, "tasks per report (and per CPU with --per-cpu)")
-	perCPU := fs.Bool("per-cpu", false, "top tasks per CPU as well")
-	pid := fs.Int("p", 0, "only this process's threads")
-	comm := fs.String("comm", "", "only tasks with this name")
-	asJSON := fs.Bool("json", false, "JSON lines")
-	dest := fs.String("stream", "", "also send each report to udp://HOST:PORT or tcp://HOST:PORT")
-	compare := fs.Bool("compare-sampled", false, "sample with cpu-clock beside the exact figure and show the estimate's error")
-	freq := fs.Uint64("F", 100, "sampling rate for --compare-sampled")
-	duration := fs.Duration("d", 0, "stop after this long")
-	fs.DurationVar(duration, "duration", 0, "same as -d")
-	count := fs.Int("n", 0, "stop after this many reports")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newCputimeCmd() *cobra.Command {
+	var (
+		o       cpuusage.WatchOptions
+		compare bool
+		freq    uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "cputime [flags] [INTERVAL [COUNT]]",
+		Short: "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine",
+		Long: "Account every nanosecond on CPU to its task from sched_switch and print the busiest\n" +
+			"tasks every interval, as vmstat prints (cputime 1 5: five one-second reports).\n" +
+			"--stream sends each report to `sonde listen` (or nc) on another machine.",
+		Example: "  sonde cputime 1 5\n  sonde cputime --per-cpu --top 5 -d 10\n  sonde cputime --compare-sampled -F 100 -n 3\n  sonde cputime --stream udp://collector:9999",
+		Args:    cobra.MaximumNArgs(2),
 	}
-	if *interval < 10*time.Millisecond {
-		return 2, usageError{"-i: at least 10ms"}
+	f := cmd.Flags()
+	addIntervalFlag(f, &o.Interval, time.Second, "report interval")
+	f.IntVarP(&o.Count, "count", "n", 0, "stop after this many reports")
+	f.IntVar(&o.Top, "top", 10, "tasks per report (and per CPU with --per-cpu)")
+	f.BoolVar(&o.PerCPU, "per-cpu", false, "each CPU's top tasks as well")
+	addPidFlag(f, &o.Pid, "show")
+	f.StringVar(&o.Comm, "comm", "", "only tasks with this name")
+	f.StringVar(&o.Stream, "stream", "", "also send each report to udp://HOST:PORT or tcp://HOST:PORT")
+	f.BoolVar(&compare, "compare-sampled", false, "sample with cpu-clock beside the exact figure and show the estimate's error")
+	f.Uint64VarP(&freq, "freq", "F", 100, "sampling rate for --compare-sampled")
+	addDurationFlag(f, &o.Duration, "reporting")
+	f.BoolVar(&o.JSON, "json", false, "write JSON Lines, one report a line (keys in docs/json.md)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			if cmd.Flags().Changed("interval") {
+				return usagef("two intervals: -i/--interval and %q; give one", args[0])
+			}
+			iv, err := parseDuration(args[0])
+			if err != nil {
+				return usagef("interval %v", err)
+			}
+			o.Interval = iv
+		}
+		if len(args) > 1 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n <= 0 || cmd.Flags().Changed("count") {
+				return usagef("count %q: want a positive number of reports, once", args[1])
+			}
+			o.Count = n
+		}
+		if o.Interval < 10*time.Millisecond {
+			return usagef("-i/--interval %s: at least 10ms", o.Interval)
+		}
+		if compare {
+			if freq == 0 || freq > 100000 {
+				return usagef("-F/--freq %d: between 1 and 100000 Hz", freq)
+			}
+			o.SampleHz = freq
+		}
+		if _, err := pidTarget(o.Pid); err != nil {
+			return err
+		}
+		ctx, stop := interruptible()
+		defer stop()
+		return cpuusage.Watch(ctx, o, os.Stdout, os.Stderr)
 	}
-	if *compare && (*freq == 0 || *freq > 100000) {
-		return 2, usageError{"-F: between 1 and 100000 Hz"}
-	}
-	o := cpuusage.WatchOptions{Options: cpuusage.Options{Top: *top, PerCPU: *perCPU, Pid: *pid, Comm: *comm},
-		Interval: *interval, Duration: *duration, Count: *count, JSON: *asJSON, Stream: *dest}
-	if *compare {
-		o.SampleHz = *freq
-	}
-	ctx, stop := interruptible()
-	defer stop()
-	if err := cpuusage.Watch(ctx, o, os.Stdout, os.Stderr); err != nil {
-		return 1, err
-	}
-	return 0, nil
+	return cmd
 }
 
-func runListen(args []string) (int, error) {
-	fs := newFlags("listen", "udp://:PORT | tcp://:PORT")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newListenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "listen udp://:PORT | tcp://:PORT",
+		Short:   "receive cputime streams (udp:// or tcp://) and print them tagged by sender",
+		Example: "  sonde listen udp://:9999",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one address: udp://:PORT or tcp://:PORT")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := interruptible()
+			defer stop()
+			return stream.Listen(args[0], os.Stdout, ctx.Done(), func(a net.Addr) {
+				if isTerminal(2) {
+					fmt.Fprintf(os.Stderr, "sonde: listening on %s\n", a)
+				}
+			})
+		},
 	}
-	if fs.NArg() != 1 {
-		return 2, usageError{"give one address: udp://:PORT or tcp://:PORT"}
-	}
-	ctx, stop := interruptible()
-	defer stop()
-	err := stream.Listen(fs.Arg(0), os.Stdout, ctx.Done(), func(a net.Addr) {
-		if isTerminal(2) {
-			fmt.Fprintf(os.Stderr, "sonde: listening on %s\n", a.String())
-		}
-	})
-	if err != nil {
-		return 1, err
-	}
-	return 0, nil
 }

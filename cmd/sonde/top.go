@@ -4,30 +4,41 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 
-func runTop(args []string) (int, error) {
-	fs := newFlags("top", "[-F HZ] [--tasks] [-b N] [-i INTERVAL] [--rows N]")
-	hz := fs.Uint64("F", 997, "sampling rate for hot symbols")
-	tasksOnly := fs.Bool("tasks", false, "tasks only (no symbol sampling)")
-	batch := fs.Int("b", 0, "print N plain-text frames and exit (for pipes)")
-	interval := fs.Duration("i", time.Second, "refresh interval")
-	rows := fs.Int("rows", 15, "rows per table")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newTopCmd() *cobra.Command {
+	var o top.Options
+	cmd := &cobra.Command{
+		Use:   "top [flags]",
+		Short: "live view: hot symbols system-wide and exact per-task CPU time",
+		Long: "A full-screen view refreshed every interval: the hottest symbols sampled on every CPU\n" +
+			"and each task's exact CPU time from sched_switch. Keys: q quit, s sort, f filter,\n" +
+			"p pause. Piped, or with -b N, it prints N plain-text frames instead.",
+		Example: "  sonde top\n  sonde top -b 3 -i 0.5 --rows 5 | less",
+		Args:    cobra.NoArgs,
 	}
-	if *interval < 100*time.Millisecond {
-		return 2, usageError{"-i: at least 100ms"}
+	f := cmd.Flags()
+	f.Uint64VarP(&o.Hz, "freq", "F", 997, "sampling rate for hot symbols")
+	f.BoolVar(&o.TasksOnly, "tasks", false, "tasks only (no symbol sampling)")
+	f.IntVarP(&o.Frames, "batch", "b", 0, "print N plain-text frames and exit (for pipes)")
+	addIntervalFlag(f, &o.Interval, time.Second, "refresh interval")
+	f.IntVar(&o.Rows, "rows", 15, "rows per table")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if o.Interval < 100*time.Millisecond {
+			return usagef("-i/--interval %s: at least 100ms", o.Interval)
+		}
+		if o.Frames < 0 || o.Rows <= 0 || o.Hz == 0 {
+			return usagef("-b/--batch, --rows and -F/--freq want positive numbers")
+		}
+		if o.Frames == 0 && !isTerminal(1) {
+			o.Frames = 1 // a pipe gets one frame, not a screen
+		}
+		ctx, stop := interruptible()
+		defer stop()
+		return top.Run(ctx, o, os.Stdout)
 	}
-	o := top.Options{Hz: *hz, TasksOnly: *tasksOnly, Frames: *batch, Interval: *interval, Rows: *rows}
-	if o.Frames == 0 && !isTerminal(1) {
-		o.Frames = 1 // a pipe gets one frame, not a screen
-	}
-	ctx, stop := interruptible()
-	defer stop()
-	if err := top.Run(ctx, o, os.Stdout); err != nil {
-		return 1, err
-	}
-	return 0, nil
+	return cmd
 }

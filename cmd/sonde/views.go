@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // textJSONView is a report that writes itself as text or JSON.
@@ -14,13 +17,27 @@ type textJSONView interface {
 	WriteJSON(io.Writer) error
 }
 
-// writeView writes v to w as JSON or as text.
-func writeView(w io.Writer, v textJSONView, asJSON bool) error {
+// writeView writes a run's final report as one JSON document or as text.
+func writeView(w *bufio.Writer, v textJSONView, asJSON bool) error {
 	if asJSON {
-		return v.WriteJSON(w)
+		if err := v.WriteJSON(w); err != nil {
+			return err
+		}
+	} else {
+		v.WriteText(w)
 	}
-	v.WriteText(w)
-	return nil
+	return w.Flush()
+}
+
+// writeInterval writes one interval's report now: as a line of JSON
+// (JSON Lines) or as text.
+func writeInterval(w *bufio.Writer, v textJSONView, asJSON bool) {
+	if asJSON {
+		jsonout.Line(w, v)
+	} else {
+		v.WriteText(w)
+	}
+	w.Flush()
 }
 
 // interruptible returns a context that ends on Ctrl-C or SIGTERM: the one

@@ -1,7 +1,6 @@
 package bio
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,16 +8,17 @@ import (
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/pairbpf"
 	"github.com/sonde-dev/sonde/internal/view/dist"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Latency is biolat's report: one distribution per stage (and disk).
 type Latency struct {
-	Unit       string      `json:"unit"`
-	Stages     []StageDist `json:"stages"`
-	Lost       uint64      `json:"lost"` // requests dropped with a map or ring buffer full
-	DurationNS int64       `json:"duration_ns"`
-	unit       histogram.Unit
-	stages     []stageSum
+	jsonout.Run
+	Unit   string      `json:"unit"`
+	Stages []StageDist `json:"stages"`
+	Lost   uint64      `json:"lost"` // requests dropped with a map or ring buffer full
+	unit   histogram.Unit
+	stages []stageSum
 }
 
 // StageDist is one stage's distribution, on one disk when split by disk.
@@ -37,7 +37,7 @@ type stageSum struct {
 
 // NewLatency builds the report; res[i] is stages[i]'s result.
 func NewLatency(o dist.Options, stages []Stage, res []*pairbpf.Result) *Latency {
-	r := &Latency{Unit: o.Unit.Name, unit: o.Unit}
+	r := &Latency{Run: jsonout.Run{Command: "biolat", Target: "system wide"}, Unit: o.Unit.Name, unit: o.Unit}
 	for i, pr := range res {
 		s := stageSum{name: stages[i].Name, lost: lost(pr), first: len(r.Stages)}
 		for _, g := range pr.GroupNames() {
@@ -48,7 +48,7 @@ func NewLatency(o dist.Options, stages []Stage, res []*pairbpf.Result) *Latency 
 		s.next = len(r.Stages)
 		r.stages = append(r.stages, s)
 		r.Lost += s.lost
-		r.DurationNS = max(r.DurationNS, pr.Elapsed.Nanoseconds())
+		r.DurationNS = max(r.DurationNS, jsonout.NS(pr.Elapsed))
 	}
 	return r
 }
@@ -68,9 +68,5 @@ func (r *Latency) WriteText(w io.Writer) {
 	}
 }
 
-// WriteJSON writes the report, indented.
-func (r *Latency) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// WriteJSON writes the report as one document.
+func (r *Latency) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }

@@ -1,7 +1,6 @@
 package bio
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/pairbpf"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // SnoopStages are the stages biosnoop pairs: a request is its device pair
@@ -102,11 +102,10 @@ func (s *Snoop) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "# %d I/Os, %d lost\n", len(s.IOs), s.Lost)
 }
 
-// WriteJSON writes one line per request.
+// WriteJSON writes one line per request (JSON Lines).
 func (s *Snoop) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
 	for _, x := range s.IOs {
-		if err := enc.Encode(x); err != nil {
+		if err := jsonout.Line(w, x); err != nil {
 			return err
 		}
 	}

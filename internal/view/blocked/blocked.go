@@ -4,7 +4,6 @@
 package blocked
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -12,17 +11,17 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Report is one offcpu or wakeup report.
 type Report struct {
+	jsonout.Run
 	Stacks         []Stack  `json:"stacks"` // by blocked time, largest first
 	TotalBlockedNS uint64   `json:"total_blocked_ns"`
-	Errors         Errors   `json:"errors"`
+	Errors         Errors   `json:"bpf_errors"`
 	Attach         string   `json:"attach"` // how sched_switch was attached (tp_btf or raw_tp)
-	DurationNS     uint64   `json:"duration_ns"`
-	Warnings       []string `json:"warnings"`
-	command        string
+	Warnings       []string `json:"warnings,omitempty"`
 	top            int
 }
 
@@ -50,7 +49,8 @@ type Frame struct {
 
 // Options choose what a report shows.
 type Options struct {
-	Command string   // "offcpu" or "wakeup", for the footer
+	Command string   // "offcpu" or "wakeup"
+	Target  string   // what was traced, as the text names it
 	Comms   []string // only these commands (none: all)
 	Top     int      // stacks in the text report (JSON has all)
 }
@@ -58,7 +58,8 @@ type Options struct {
 // New builds a report from a profile whose sample periods are blocked
 // nanoseconds.
 func New(p *model.Profile, attach string, errs Errors, o Options) *Report {
-	r := &Report{Errors: errs, Attach: attach, DurationNS: p.Meta.DurationNS, Warnings: p.Meta.Warnings, command: o.Command, top: o.Top}
+	r := &Report{Run: jsonout.Run{Command: o.Command, Target: o.Target, DurationNS: jsonout.Nanos(p.Meta.DurationNS)},
+		Errors: errs, Attach: attach, Warnings: p.Meta.Warnings, top: o.Top}
 	for _, s := range p.Samples {
 		t := p.Threads[s.Thread]
 		if len(o.Comms) > 0 && !slices.Contains(o.Comms, t.Comm) {
@@ -93,12 +94,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    -                %s (%d)\n        %.0f us (%.1f%%)\n\n", s.Comm, s.Pid, us, 100*us/total)
 	}
 	fmt.Fprintf(w, "# %s: %d stacks, %.0f us blocked in %s (%s); %d stack walks failed, %d lost to full maps\n\n",
-		r.command, len(r.Stacks), total, time.Duration(r.DurationNS).Round(time.Millisecond), r.Attach, r.Errors.StackFailures, r.Errors.LostMapFull)
+		r.Command, len(r.Stacks), total, time.Duration(r.DurationNS).Round(time.Millisecond), r.Attach, r.Errors.StackFailures, r.Errors.LostMapFull)
 }
 
-// WriteJSON writes the report, indented.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// WriteJSON writes the report as one document.
+func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }

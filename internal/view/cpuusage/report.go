@@ -5,7 +5,6 @@
 package cpuusage
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -13,16 +12,17 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/cputime"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Report is one interval's CPU time.
 type Report struct {
-	Host       string `json:"host"`
-	StartNS    uint64 `json:"start_ns"` // CLOCK_MONOTONIC
-	EndNS      uint64 `json:"end_ns"`
-	DurationNS uint64 `json:"duration_ns"`
-	CPUs       []CPU  `json:"cpus"`
-	Tasks      []Task `json:"tasks"` // most CPU time first
+	jsonout.Run
+	Host    string `json:"host"`
+	StartNS uint64 `json:"start_ns"` // CLOCK_MONOTONIC
+	EndNS   uint64 `json:"end_ns"`
+	CPUs    []CPU  `json:"cpus"`
+	Tasks   []Task `json:"tasks"` // most CPU time first
 	// Lost counts time slices the program could not record (map full);
 	// UnseenSwitches switches the kernel did not report to it.
 	Lost           uint64 `json:"lost"`
@@ -64,7 +64,8 @@ type Counters struct{ Lost, Unseen uint64 }
 // New builds a report from an interval; samples (cpu-clock samples per
 // tid, nil without a sampler) of period ns each give the sampled estimate.
 func New(host string, at time.Time, iv cputime.Interval, c Counters, samples map[uint32]uint64, period uint64, o Options) *Report {
-	r := &Report{Host: host, StartNS: iv.StartNS, EndNS: iv.EndNS, DurationNS: iv.EndNS - iv.StartNS,
+	r := &Report{Run: jsonout.Run{Command: "cputime", Target: "system wide", DurationNS: jsonout.Nanos(iv.EndNS - iv.StartNS)},
+		Host: host, StartNS: iv.StartNS, EndNS: iv.EndNS,
 		Lost: c.Lost, UnseenSwitches: c.Unseen, at: at, o: o}
 	for c := range iv.IdleNS {
 		r.CPUs = append(r.CPUs, CPU{c, iv.BusyNS[c], iv.IdleNS[c]})
@@ -97,7 +98,7 @@ func Pct(ns, span uint64) float64 {
 // WriteText prints the header, per-CPU busy and idle, and the top tasks
 // (with each CPU's top tasks when asked).
 func (r *Report) WriteText(w io.Writer) {
-	span := r.DurationNS
+	span := uint64(r.DurationNS)
 	fmt.Fprintf(w, "sonde cputime %s %s interval %.3fs, %d CPUs, %d slices lost, %d switches unseen\n",
 		r.Host, r.at.Format("15:04:05"), float64(span)/1e9, len(r.CPUs), r.Lost, r.UnseenSwitches)
 	var cpus []string
@@ -162,5 +163,5 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			out.Tasks[i].PerCPUNS = nil
 		}
 	}
-	return json.NewEncoder(w).Encode(out)
+	return jsonout.Line(w, out)
 }

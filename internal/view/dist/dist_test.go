@@ -20,7 +20,7 @@ func hist(ns ...uint64) *histogram.Hist {
 
 func TestFunctionsText(t *testing.T) {
 	o := Options{Unit: histogram.MS}
-	r := NewFunctions(o, []string{"srv:reverse_lookup"}, []*histogram.Hist{hist(40e6, 50e6, 90e6)}, 3, 2*time.Second)
+	r := NewFunctions(o, "system wide", []string{"srv:reverse_lookup"}, []*histogram.Hist{hist(40e6, 50e6, 90e6)}, 3, 2*time.Second)
 	var b bytes.Buffer
 	r.WriteText(&b)
 	want := `srv:reverse_lookup
@@ -44,19 +44,16 @@ count 3  mean 60.000  p50 50.000  p90 90.000  p99 90.000  max 90.000  (msecs)
 
 func TestFunctionsJSON(t *testing.T) {
 	o := Options{Unit: histogram.US, Linear: 10}
-	r := NewFunctions(o, []string{"a", "b"}, []*histogram.Hist{hist(5_000, 25_000), hist()}, 0, 1500*time.Millisecond)
+	r := NewFunctions(o, "system wide", []string{"a", "b"}, []*histogram.Hist{hist(5_000, 25_000), hist()}, 0, 1500*time.Millisecond)
 	var b bytes.Buffer
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
-	}
-	if strings.Count(b.String(), "\n") != 1 {
-		t.Errorf("want one line per report: %q", b.String())
 	}
 	var got struct {
 		Unit      string `json:"unit"`
 		Duration  int64  `json:"duration_ns"`
 		Functions []struct {
-			Function string             `json:"function"`
+			Name     string             `json:"name"`
 			Stats    histogram.Stats    `json:"stats"`
 			Buckets  []histogram.Bucket `json:"buckets"`
 		} `json:"functions"`
@@ -65,7 +62,7 @@ func TestFunctionsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := got.Functions[0]
-	if got.Unit != "usecs" || got.Duration != 1.5e9 || f.Function != "a" || f.Stats.Count != 2 || len(f.Buckets) != 3 ||
+	if got.Unit != "usecs" || got.Duration != 1.5e9 || f.Name != "a" || f.Stats.Count != 2 || len(f.Buckets) != 3 ||
 		f.Buckets[2] != (histogram.Bucket{Lo: 20, Hi: 29, Count: 1}) {
 		t.Errorf("got %+v", got)
 	}
@@ -74,7 +71,7 @@ func TestFunctionsJSON(t *testing.T) {
 func TestRunQueue(t *testing.T) {
 	groups := map[uint32]*histogram.Hist{42: hist(3_000), 7: hist(1_000, 2_000)}
 	comm := func(id uint32) string { return map[uint32]string{7: "a", 42: "b"}[id] }
-	r := NewRunQueue(Options{Unit: histogram.US}, ByThread, groups, comm, 100, 4, time.Second)
+	r := NewRunQueue(Options{Unit: histogram.US}, "system wide", ByThread, groups, comm, 100, 4, time.Second)
 	var b bytes.Buffer
 	r.WriteText(&b)
 	txt := b.String()
@@ -96,7 +93,7 @@ func TestRunQueue(t *testing.T) {
 		t.Errorf("group %v", g)
 	}
 	// Not split: one group, no identity, no heading.
-	r = NewRunQueue(Options{Unit: histogram.US}, All, map[uint32]*histogram.Hist{0: hist(1_000)}, comm, 0, 0, time.Second)
+	r = NewRunQueue(Options{Unit: histogram.US}, "system wide", All, map[uint32]*histogram.Hist{0: hist(1_000)}, comm, 0, 0, time.Second)
 	b.Reset()
 	r.WriteText(&b)
 	if strings.Contains(b.String(), "pid =") || strings.Contains(b.String(), "switch-ins") {

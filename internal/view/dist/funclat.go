@@ -1,34 +1,34 @@
 package dist
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Functions is funclat's report: one distribution per function.
 type Functions struct {
-	Unit       string     `json:"unit"`
-	Functions  []Function `json:"functions"`
-	Lost       uint64     `json:"lost"` // calls dropped with the ring buffer full
-	DurationNS int64      `json:"duration_ns"`
-	unit       histogram.Unit
+	jsonout.Run
+	Unit      string     `json:"unit"`
+	Functions []Function `json:"functions"`
+	Lost      uint64     `json:"lost"` // calls dropped with the ring buffer full
+	unit      histogram.Unit
 }
 
 // Function is one function's latency.
 type Function struct {
-	Function string `json:"function"`
+	Name string `json:"name"` // binary:function, as resolved
 	Dist
 }
 
 // NewFunctions builds the report; names[i] labels hists[i].
-func NewFunctions(o Options, names []string, hists []*histogram.Hist, lost uint64, d time.Duration) *Functions {
-	r := &Functions{Unit: o.Unit.Name, Lost: lost, DurationNS: d.Nanoseconds(), unit: o.Unit}
+func NewFunctions(o Options, target string, names []string, hists []*histogram.Hist, lost uint64, d time.Duration) *Functions {
+	r := &Functions{Run: jsonout.Run{Command: "funclat", Target: target, DurationNS: jsonout.NS(d)}, Unit: o.Unit.Name, Lost: lost, unit: o.Unit}
 	for i, h := range hists {
-		r.Functions = append(r.Functions, Function{Function: names[i], Dist: o.Of(h)})
+		r.Functions = append(r.Functions, Function{Name: names[i], Dist: o.Of(h)})
 	}
 	return r
 }
@@ -36,7 +36,7 @@ func NewFunctions(o Options, names []string, hists []*histogram.Hist, lost uint6
 // WriteText prints each function's bars and summary, then a footer.
 func (r *Functions) WriteText(w io.Writer) {
 	for _, f := range r.Functions {
-		fmt.Fprintf(w, "%s\n", f.Function)
+		fmt.Fprintf(w, "%s\n", f.Name)
 		f.WriteText(w, r.unit)
 		fmt.Fprintln(w)
 	}
@@ -44,7 +44,5 @@ func (r *Functions) WriteText(w io.Writer) {
 		len(r.Functions), time.Duration(r.DurationNS).Round(time.Millisecond), r.Lost)
 }
 
-// WriteJSON writes the report as one line.
-func (r *Functions) WriteJSON(w io.Writer) error {
-	return json.NewEncoder(w).Encode(r)
-}
+// WriteJSON writes the report as one document.
+func (r *Functions) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }

@@ -1,13 +1,13 @@
 package dist
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Split says what runqlat's distributions are kept apart by.
@@ -21,13 +21,13 @@ const (
 
 // RunQueue is runqlat's report: run-queue latency, overall or per task.
 type RunQueue struct {
+	jsonout.Run
 	Unit   string       `json:"unit"`
 	Groups []QueueGroup `json:"groups"`
 	// Switches counts switch-ins seen; UnknownStart those of tasks that
 	// became runnable before tracing began (their wait is not counted).
 	Switches     uint64 `json:"switches"`
 	UnknownStart uint64 `json:"unknown_start"`
-	DurationNS   int64  `json:"duration_ns"`
 	unit         histogram.Unit
 	split        Split
 }
@@ -42,8 +42,9 @@ type QueueGroup struct {
 
 // NewRunQueue builds the report from distributions keyed by pid or tid
 // (key 0 when not split); comm names a key.
-func NewRunQueue(o Options, split Split, groups map[uint32]*histogram.Hist, comm func(uint32) string, switches, unknown uint64, d time.Duration) *RunQueue {
-	r := &RunQueue{Unit: o.Unit.Name, Switches: switches, UnknownStart: unknown, DurationNS: d.Nanoseconds(), unit: o.Unit, split: split}
+func NewRunQueue(o Options, target string, split Split, groups map[uint32]*histogram.Hist, comm func(uint32) string, switches, unknown uint64, d time.Duration) *RunQueue {
+	r := &RunQueue{Run: jsonout.Run{Command: "runqlat", Target: target, DurationNS: jsonout.NS(d)},
+		Unit: o.Unit.Name, Switches: switches, UnknownStart: unknown, unit: o.Unit, split: split}
 	ids := make([]uint32, 0, len(groups))
 	for id := range groups {
 		ids = append(ids, id)
@@ -81,7 +82,5 @@ func (r *RunQueue) WriteText(w io.Writer) {
 	fmt.Fprint(w, "\n\n")
 }
 
-// WriteJSON writes the report as one line.
-func (r *RunQueue) WriteJSON(w io.Writer) error {
-	return json.NewEncoder(w).Encode(r)
-}
+// WriteJSON writes the report as one document.
+func (r *RunQueue) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }

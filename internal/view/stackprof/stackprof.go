@@ -5,7 +5,6 @@ package stackprof
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,10 +15,12 @@ import (
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Report is profile's report: report's entries by comm, dso and symbol.
 type Report struct {
+	jsonout.Run
 	*report.Report
 	BPFErrors Errors `json:"bpf_errors"`
 }
@@ -31,9 +32,13 @@ type Errors struct {
 	LostMapFull uint64 `json:"lost_map_full"` // samples
 }
 
-// New builds profile's report, keeping only comms when given.
-func New(p *model.Profile, errs Errors, comms []string) *Report {
-	return &Report{report.Build(p, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms}), errs}
+// New builds profile's report of target, keeping only comms when given.
+func New(p *model.Profile, errs Errors, target string, comms []string) *Report {
+	return &Report{
+		Run:       jsonout.Run{Command: "profile", Target: target, DurationNS: jsonout.Nanos(p.Meta.DurationNS)},
+		Report:    report.Build(p, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms}),
+		BPFErrors: errs,
+	}
 }
 
 // WriteText prints the report and a line of failure counts.
@@ -42,12 +47,8 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n\n", r.BPFErrors.UserStack, r.BPFErrors.KernelStack, r.BPFErrors.LostMapFull)
 }
 
-// WriteJSON writes the report, indented.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// WriteJSON writes the report as one document.
+func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }
 
 // Files are the files a run writes beside its report.
 type Files struct {

@@ -3,22 +3,21 @@
 package syscounts
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/syscount"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Report is one syscount table.
 type Report struct {
-	Syscalls   []syscount.Row `json:"syscalls"` // most calls first
-	Lost       uint64         `json:"lost"`     // updates dropped with the map full
-	DurationNS int64          `json:"duration_ns"`
-	ExitCode   int            `json:"exit_code"` // the traced command's, 0 without one
-	o          Options
+	jsonout.Run
+	Syscalls []syscount.Row `json:"syscalls"` // most calls first
+	Lost     uint64         `json:"lost"`     // updates dropped with the map full
+	o        Options
 }
 
 // Options choose the table's columns and rows.
@@ -27,6 +26,8 @@ type Options struct {
 	Latency    bool   // TOTAL, AVG and MAX columns
 	Top        int    // rows in the text table (0: all)
 	Comm       string // only processes with this name (rows must be per process)
+	Target     string // what was traced, as the text names it
+	Command    bool   // a command was run: its exit status is part of the report
 }
 
 // New builds the report from a run.
@@ -35,7 +36,11 @@ func New(res *syscount.Result, o Options) *Report {
 	if o.Comm != "" {
 		rows = filterComm(rows, o.Comm, o.PerProcess)
 	}
-	return &Report{Syscalls: rows, Lost: res.Lost, DurationNS: res.Elapsed.Nanoseconds(), ExitCode: res.ExitCode, o: o}
+	r := &Report{Run: jsonout.Run{Command: "syscount", Target: o.Target, DurationNS: jsonout.NS(res.Elapsed)}, Syscalls: rows, Lost: res.Lost, o: o}
+	if o.Command {
+		r.ExitCode = &res.ExitCode
+	}
+	return r
 }
 
 // WriteText prints the table and a footer.
@@ -68,12 +73,8 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "# %d syscalls in %s, %d lost to a full map\n", total, time.Duration(r.DurationNS).Round(time.Millisecond), r.Lost)
 }
 
-// WriteJSON writes the report, indented.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// WriteJSON writes the report as one document.
+func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }
 
 // filterComm keeps the rows of processes named comm, merged per syscall
 // unless keepProcs.
