@@ -219,7 +219,7 @@ func WriteJSON(w io.Writer, runs []*stat.Result, target string) error {
 
 // Interval is one event's count over one -I interval, in JSON Lines.
 type Interval struct {
-	TimeNS    jsonout.Nanos `json:"time_ns"` // since the start
+	TimeNS    jsonout.Nanos `json:"duration_ns"` // since the start
 	Event     string        `json:"event"`
 	Value     float64       `json:"value"`
 	Supported bool          `json:"supported"`
