@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,26 +59,6 @@ func flagError(cmd *cobra.Command, err error) error {
 		}
 	}
 	return usagef("%s (see %s -h)", msg, cmd.CommandPath())
-}
-
-// bridge runs a command still written on Go's flag package; it goes away
-// as the commands move to pflag.
-func bridge(name, short string, run func([]string) (int, error)) *cobra.Command {
-	return &cobra.Command{
-		Use:                name,
-		Short:              short,
-		DisableFlagParsing: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			code, err := run(args)
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			return exitWith(code)
-		},
-	}
 }
 
 // parseDuration accepts a Go duration (1m30s, 500ms) or bare seconds as
