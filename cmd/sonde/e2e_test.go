@@ -215,7 +215,7 @@ func TestRecordExitCodeAndErrors(t *testing.T) {
 		{"hardware_event", []string{"record", "-e", "cycles", "--", "true"}, ""},
 		{"missing_file", []string{"report", "-i", "nope.data"}, "no such file"},
 		{"bad_sort", []string{"report", "--sort", "bo-gus"}, "unknown sort key"},
-		{"unknown_command", []string{"recrod"}, "nearest: record"},
+		{"unknown_command", []string{"recrod"}, "did you mean record"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -54,8 +54,8 @@ func flagError(cmd *cobra.Command, err error) error {
 				names = append(names, f.Name)
 			}
 		})
-		if near := perf.NearestOf(m[1], names, 2); len(near) > 0 {
-			msg += "; did you mean --" + strings.Join(near, " or --") + "?"
+		if near := perf.NearestOf(m[1], names, 1); len(near) > 0 {
+			msg += "; did you mean --" + near[0] + "?"
 		}
 	}
 	return usagef("%s (see %s -h)", msg, cmd.CommandPath())
