@@ -40,7 +40,7 @@ func newLatencyCmd() *cobra.Command {
 	f.StringVar(&end, "end", "", "end event (e.g. block:block_rq_complete)")
 	f.StringVarP(&key, "key", "k", "", "fields that pair a start with its end (e.g. dev,sector); default: the thread")
 	f.StringVarP(&input, "input", "i", "", "read a recording instead of tracing live")
-	addTargetFlags(f, &tf, "trace")
+	tf.Add(f, "trace")
 	f.StringVar(&per, "per", "", "one distribution per comm, pid or a start-event field (e.g. dev)")
 	f.BoolVar(&showEvents, "events", false, "print every pair")
 	f.StringVarP(&unitName, "unit", "u", "us", "ns, us, ms or s")
@@ -90,7 +90,7 @@ func newLatencyCmd() *cobra.Command {
 // traceLatency pairs live in the kernel with BPF, which also sees events
 // that perf sampling misses in interrupt context.
 func traceLatency(r *latencyview.Report, lo latency.Options, tf targetFlags, args []string, d time.Duration, filter string) (*latency.Result, int, error) {
-	t, err := tf.resolve(args)
+	t, err := tf.Resolve(args)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -121,7 +121,7 @@ func traceLatency(r *latencyview.Report, lo latency.Options, tf targetFlags, arg
 	if isTerminal(2) && len(args) == 0 && d == 0 {
 		fmt.Fprintf(os.Stderr, "sonde: tracing %s → %s, Ctrl-C to stop\n", lo.Start, lo.End)
 	}
-	ctx, wait, err := t.startAlongside(context.Background())
+	ctx, wait, err := t.StartAlongside(context.Background())
 	if err != nil {
 		return nil, 0, err
 	}

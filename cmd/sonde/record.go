@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/record"
 )
@@ -15,9 +16,9 @@ import (
 func newRecordCmd() *cobra.Command {
 	var (
 		tf       targetFlags
-		ev       eventFlags
-		smp      sampling
-		cg       callGraph
+		ev       cli.Events
+		smp      cli.Sampling
+		cg       cli.CallGraph
 		duration time.Duration
 		output   string
 		pages    int
@@ -34,16 +35,16 @@ func newRecordCmd() *cobra.Command {
 			"  sonde record -e sched:sched_switch -a -- sleep 1",
 	})
 	f := cmd.Flags()
-	addEventFlags(f, &ev, "events to sample (default cpu-clock)")
-	addSamplingFlags(f, &smp)
-	addCallGraphFlags(f, &cg)
-	addTargetFlags(f, &tf, "record")
+	ev.Add(f, "events to sample (default cpu-clock)")
+	smp.Add(f)
+	cg.Add(f)
+	tf.Add(f, "record")
 	addDurationFlag(f, &duration, "recording")
 	f.StringVarP(&output, "output", "o", "sonde.data", "data file to write")
 	f.IntVarP(&pages, "mmap-pages", "m", 128, "ring buffer pages per CPU (a power of two)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress or summary on stderr")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := tf.resolve(args)
+		t, err := tf.Resolve(args)
 		if err != nil {
 			return err
 		}
@@ -52,13 +53,13 @@ func newRecordCmd() *cobra.Command {
 		}
 		o := record.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command,
 			Duration: duration, RingPages: pages, Version: version}
-		if o.Events, o.Filters, err = ev.resolve([]string{"cpu-clock"}); err != nil {
+		if o.Events, o.Filters, err = ev.Resolve([]string{"cpu-clock"}); err != nil {
 			return err
 		}
-		if o.Freq, o.Period, err = smp.resolve(); err != nil {
+		if o.Freq, o.Period, err = smp.Resolve(); err != nil {
 			return err
 		}
-		if o.Callchain, err = cg.enabled(); err != nil {
+		if o.Callchain, err = cg.Enabled(); err != nil {
 			return err
 		}
 		if pages <= 0 || pages&(pages-1) != 0 {
@@ -70,7 +71,7 @@ func newRecordCmd() *cobra.Command {
 				fmt.Fprintf(os.Stderr, "\rsonde: recording %s, %d samples, %d lost ", el.Round(time.Second), n, lost)
 			}
 		}
-		ctx, wait, err := t.startAlongside(context.Background())
+		ctx, wait, err := t.StartAlongside(context.Background())
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -69,8 +67,8 @@ func newReportCmd() *cobra.Command {
 			return usagef("%v", err)
 		}
 		o := report.Options{Sort: keys, Children: !noChildren || children, PercentLimit: limit}
-		if o.Graph, o.GraphMin, err = parseGraph(graph); err != nil {
-			return err
+		if o.Graph, o.GraphMin, err = report.ParseGraph(graph); err != nil {
+			return usagef("-g %v", err)
 		}
 		o.Comms, o.DSOs, o.Syms = splitList(comm), splitList(dso), splitList(sym)
 		if o.Pids, err = parseIntList(pid, "--pid"); err != nil {
@@ -138,36 +136,4 @@ func newReportCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// parseGraph reads -g: caller|callee|none, optionally ,MIN%.
-func parseGraph(s string) (string, float64, error) {
-	g, minStr, hasMin := strings.Cut(s, ",")
-	switch g {
-	case "caller", "callee", "none":
-	case "graph", "fractal", "":
-		g = "caller"
-	default:
-		return "", 0, usagef("-g %q: want caller, callee or none, optionally ,MIN%%", s)
-	}
-	min := 0.5
-	if hasMin {
-		m, err := strconv.ParseFloat(strings.TrimSuffix(minStr, "%"), 64)
-		if err != nil || m < 0 {
-			return "", 0, usagef("-g %q: bad minimum percent", s)
-		}
-		min = m
-	}
-	return g, min, nil
-}
-
-// splitList splits a comma-separated flag value, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/stat"
 	"github.com/sonde-dev/sonde/internal/view/statview"
 )
@@ -18,7 +17,7 @@ var defaultStatEvents = []string{"task-clock", "context-switches", "cpu-migratio
 func newStatCmd() *cobra.Command {
 	var (
 		tf       targetFlags
-		ev       eventFlags
+		ev       cli.Events
 		repeat   int
 		interval time.Duration
 		sep      string
@@ -34,15 +33,15 @@ func newStatCmd() *cobra.Command {
 		Example: "  sonde stat ./myprog\n  sonde stat -e 'sched:*' -a -d 2\n  sonde stat -r 5 -x, -- ./bench\n  sonde stat -p 1234 -I 1000 sleep 10",
 	})
 	f := cmd.Flags()
-	addEventFlags(f, &ev, "events to count (default task-clock, context-switches, … as perf stat)")
-	addTargetFlags(f, &tf, "count")
+	ev.Add(f, "events to count (default task-clock, context-switches, … as perf stat)")
+	tf.Add(f, "count")
 	f.IntVarP(&repeat, "repeat", "r", 1, "run the command N times and show mean ± standard error")
-	f.VarP((*msDuration)(&interval), "interval-print", "I", "print counts every interval: milliseconds (1000) or a duration (1s)")
+	cli.MillisVarP(f, &interval, "interval-print", "I", "print counts every interval: milliseconds (1000) or a duration (1s)")
 	f.StringVarP(&sep, "field-separator", "x", "", "CSV output with this separator")
 	addJSONFlag(f, &asJSON)
 	addDurationFlag(f, &duration, "counting")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := tf.resolve(args)
+		t, err := tf.Resolve(args)
 		if err != nil {
 			return err
 		}
@@ -60,14 +59,14 @@ func newStatCmd() *cobra.Command {
 		if o.All {
 			def = append([]string{"cpu-clock"}, defaultStatEvents[1:]...)
 		}
-		if o.Specs, o.Filters, err = ev.resolve(def); err != nil {
+		if o.Specs, o.Filters, err = ev.Resolve(def); err != nil {
 			return err
 		}
 		if interval > 0 {
 			iw := &statview.IntervalWriter{W: os.Stdout, Sep: sep, JSON: asJSON}
 			o.OnInterval = iw.Write
 		}
-		ctx, wait, err := t.startAlongside(context.Background())
+		ctx, wait, err := t.StartAlongside(context.Background())
 		if err != nil {
 			return err
 		}
@@ -98,29 +97,4 @@ func newStatCmd() *cobra.Command {
 		return exitWith(exit)
 	}
 	return cmd
-}
-
-// msDuration reads perf's -I: bare numbers are milliseconds.
-type msDuration time.Duration
-
-func (d *msDuration) Set(s string) error {
-	if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-		*d = msDuration(time.Duration(v) * time.Millisecond)
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("%q: want milliseconds (1000) or a duration (1s)", s)
-	}
-	*d = msDuration(v)
-	return nil
-}
-
-func (d *msDuration) Type() string { return "ms" }
-
-func (d *msDuration) String() string {
-	if *d == 0 {
-		return ""
-	}
-	return time.Duration(*d).String()
 }

@@ -49,7 +49,7 @@ func newSyscountCmd() *cobra.Command {
 		}
 		ctx, stop := interruptible()
 		defer stop()
-		ctx, wait, err := t.startAlongside(ctx)
+		ctx, wait, err := t.StartAlongside(ctx)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,157 @@
+// Package cli is sonde's command-line conventions on cobra and pflag, as
+// perf and bcc users expect them: perf's target options (-a, -p, -t, -C and
+// a trailing command), durations in bare seconds or Go form, -F/-c,
+// -g/--call-graph, -e/--filter; bad command lines as one line that says
+// the fix, with exit status 2; the traced command's status passed through.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/perf"
+)
+
+// UsageError marks a bad command line: one line saying what is wrong and
+// how to fix it, exit status 2.
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+// Usagef makes a UsageError.
+func Usagef(format string, a ...any) error { return UsageError{fmt.Sprintf(format, a...)} }
+
+// ExitStatus ends sonde with a status and no message: the traced
+// command's own status, passed through as perf does.
+type ExitStatus int
+
+func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// ExitWith is nil for status 0.
+func ExitWith(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return ExitStatus(code)
+}
+
+// Setup makes root print errors once, in Execute, and usage only for -h,
+// and adds help and completion now (cobra would at Execute) so that the
+// unknown-command check and the man pages see them.
+func Setup(root *cobra.Command) {
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.SetFlagErrorFunc(FlagError)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Short = "help about any command: " + root.Name() + " help record"
+		case "completion":
+			c.Short = "write the shell completion script: " + root.Name() + " completion bash|zsh|fish"
+		}
+	}
+}
+
+// Execute runs one command line and returns the exit status: 0, the
+// traced command's status, 1 for failures, 2 for bad command lines. Errors
+// are printed as one line, "sonde CMD: what went wrong".
+func Execute(root *cobra.Command, args []string) int {
+	if len(args) == 0 {
+		root.SetOut(os.Stderr)
+		root.Help()
+		return 2
+	}
+	if err := unknownCommand(root, args[0]); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", root.Name(), err)
+		return 2
+	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
+	}
+	var ex ExitStatus
+	if errors.As(err, &ex) {
+		return int(ex)
+	}
+	name := root.Name()
+	if cmd != nil && cmd != root {
+		name = cmd.CommandPath()
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	var ue UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// unknownCommand explains, in one line, a first word that names no command.
+func unknownCommand(root *cobra.Command, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return nil
+	}
+	var visible []string
+	for _, c := range root.Commands() {
+		if c.Name() == name || c.HasAlias(name) {
+			return nil
+		}
+		if c.IsAvailableCommand() {
+			visible = append(visible, c.Name())
+		}
+	}
+	if name == cobra.ShellCompRequestCmd || name == cobra.ShellCompNoDescRequestCmd {
+		return nil
+	}
+	sugg := root.SuggestionsFor(name)
+	if len(sugg) == 0 {
+		sort.Strings(visible)
+		sugg = perf.NearestOf(name, visible, 2)
+	}
+	return fmt.Errorf("unknown command %q; did you mean %s? (%s help lists the commands)", name, strings.Join(sugg, " or "), root.Name())
+}
+
+var unknownFlag = regexp.MustCompile(`^unknown flag: --(\S+)`)
+
+// FlagError turns pflag's parse errors into one line with the fix: the
+// nearest flag for a misspelt one, and where to read the options.
+func FlagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" {
+				names = append(names, f.Name)
+			}
+		})
+		if near := perf.NearestOf(m[1], names, 1); len(near) > 0 {
+			msg += "; did you mean --" + near[0] + "?"
+		}
+	}
+	return Usagef("%s (see %s -h)", msg, cmd.CommandPath())
+}
+
+// AcceptsCommand makes cmd take a command to run after its options, as
+// perf record and perf stat do: option parsing stops at the first word
+// that is not an option, so the command's own options stay its own
+// (`sonde record -g ls -l`); `--` may also separate them.
+func AcceptsCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().SetInterspersed(false)
+	cmd.Args = cobra.ArbitraryArgs
+	return cmd
+}
+
+// IsTerminal reports whether fd is a terminal (progress goes only there).
+func IsTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}

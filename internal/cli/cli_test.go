@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDuration(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{in: "5", want: 5 * time.Second},
+		{in: "0.5", want: 500 * time.Millisecond},
+		{in: "1m30s", want: 90 * time.Second},
+		{in: "250ms", want: 250 * time.Millisecond},
+		{in: "-1", bad: true},
+		{in: "-2s", bad: true},
+		{in: "soon", bad: true},
+	}
+	for _, c := range cases {
+		got, err := ParseDuration(c.in)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v (error: %v)", c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+func TestTargetResolve(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	cases := []struct {
+		name  string
+		flags TargetFlags
+		args  []string
+		check func(Target) bool
+		err   string
+	}{
+		{name: "command", args: []string{"true"}, check: func(t Target) bool { return len(t.Command) == 1 && !t.All }},
+		{name: "all_with_command", flags: TargetFlags{all: true}, args: []string{"true"}, check: func(t Target) bool { return t.All && len(t.Command) == 1 }},
+		{name: "pid_with_command_runs_alongside", flags: TargetFlags{pids: self}, args: []string{"sleep", "5"},
+			check: func(t Target) bool { return len(t.Command) == 0 && len(t.Alongside) == 2 && t.Pids[0] == os.Getpid() }},
+		{name: "cpu_alone_means_all", flags: TargetFlags{cpus: "0"}, check: func(t Target) bool { return t.All && len(t.CPUs) == 1 }},
+		{name: "pid_and_tid", flags: TargetFlags{pids: self, tids: self}, err: "-p/--pid and -t/--tid conflict"},
+		{name: "all_and_pid", flags: TargetFlags{all: true, pids: self}, err: "-a/--all-cpus and -p/--pid conflict"},
+		{name: "bad_pid", flags: TargetFlags{pids: "x"}, err: `-p/--pid "x"`},
+		{name: "missing_pid", flags: TargetFlags{pids: "999999999"}, err: "pid 999999999: no such process"},
+		{name: "missing_command", args: []string{"/nonexistent/cmd"}, err: "command not found"},
+		{name: "empty", check: Target.Empty},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.flags.Resolve(c.args)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.check(got) {
+				t.Errorf("target %+v", got)
+			}
+		})
+	}
+}
