@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 )
 
@@ -37,22 +35,12 @@ func newFlamegraphCmd() *cobra.Command {
 		if !diffMode && len(pos) > 0 {
 			return usagef("unexpected argument %q (the input goes after -i)", pos[0])
 		}
-		if format == "" {
-			switch strings.ToLower(filepath.Ext(output)) {
-			case ".svg":
-				format = "svg"
-			case ".folded", ".txt", ".collapsed":
-				format = "folded"
-			default:
-				format = "html"
-			}
-		}
-		if format != "svg" && format != "html" && format != "folded" {
-			return usagef("--format %q: want svg, html or folded", format)
+		var err error
+		if format, err = flamegraph.FormatOf(format, output); err != nil {
+			return usagef("--format %v", err)
 		}
 		o := flamegraph.Options{Title: title, Inverted: inverted}
 		var root *flamegraph.Node
-		var err error
 		if diffMode {
 			if format == "folded" {
 				return usagef("--diff draws a graph: use -o FILE.svg or .html")
@@ -72,26 +60,11 @@ func newFlamegraphCmd() *cobra.Command {
 		if output == "" && format != "folded" {
 			output = "flame." + format
 		}
-		dst := os.Stdout
-		if output != "" {
-			if dst, err = os.Create(output); err != nil {
-				return fmt.Errorf("creating output: %w", err)
-			}
-			defer dst.Close()
-		}
-		w := bufio.NewWriterSize(dst, 1<<16)
-		switch format {
-		case "folded":
-			err = flamegraph.WriteFolded(w, root)
-		case "svg":
-			err = flamegraph.WriteSVG(w, root, o)
-		default:
-			err = flamegraph.WriteHTML(w, root, o)
-		}
-		if err == nil {
-			err = w.Flush()
-		}
+		out, err := cli.Create(output)
 		if err != nil {
+			return err
+		}
+		if err := out.Finish(flamegraph.Write(out, root, format, o)); err != nil {
 			return fmt.Errorf("writing flame graph: %w", err)
 		}
 		if output != "" {

@@ -58,7 +58,7 @@ func newRoot() *cobra.Command {
 		{"record", "Recording, counting and reports:", []*cobra.Command{newListCmd(), newRecordCmd(), newReportCmd(), newScriptCmd(),
 			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd()}},
 		{"bpf", "Live BPF tools:", bpfCommands()},
-		{"setup", "Other commands:", []*cobra.Command{newVersionCmd(), newManCmd(root)}},
+		{"setup", "Other commands:", []*cobra.Command{newVersionCmd(), cli.NewManCmd(root, "sonde "+version)}},
 	}
 	for _, g := range groups {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})

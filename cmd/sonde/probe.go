@@ -39,18 +39,13 @@ func newProbeCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usagef("--add needs a spec, e.g. 'compute n' or 'compute%%return $retval'")
 			}
-			binary := bin
 			if pid != 0 {
-				exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-				if err != nil {
-					return fmt.Errorf("no such process: %d", pid)
-				}
-				binary = fmt.Sprintf("/proc/%d/root%s", pid, exe)
-				if _, err := os.Stat(binary); err != nil {
-					binary = exe
+				var err error
+				if bin, err = probe.ExecOf(pid); err != nil {
+					return err
 				}
 			}
-			p, err := probe.Parse(strings.Join(args, " "), binary, "")
+			p, err := probe.Parse(strings.Join(args, " "), bin, "")
 			if err != nil {
 				return err
 			}
@@ -79,20 +74,9 @@ func newProbeCmd() *cobra.Command {
 			}
 			fmt.Printf("Removed probe %s\n", del)
 		case delAll:
-			ps, err := probe.List()
-			if err != nil {
-				return err
-			}
-			n := 0
-			for _, p := range ps {
-				if strings.HasPrefix(p.Group, "probe_") || strings.HasPrefix(p.Group, "sonde_") || p.Group == "probe" {
-					if err := probe.Del(p.Name()); err != nil {
-						return err
-					}
-					n++
-				}
-			}
+			n, err := probe.DelOwn()
 			fmt.Printf("Removed %d probes\n", n)
+			return err
 		default:
 			return usagef("give -a/--add SPEC, -l/--list, -d/--del NAME or --del-all")
 		}

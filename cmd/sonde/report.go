@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/pprofout"
 	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 func newReportCmd() *cobra.Command {
@@ -91,49 +87,14 @@ func newReportCmd() *cobra.Command {
 		if format == "pprof" && output == "" {
 			return usagef("--format pprof needs -o FILE.pb.gz")
 		}
-		out := os.Stdout
-		if output != "" {
-			if out, err = os.Create(output); err != nil {
-				return fmt.Errorf("creating output: %w", err)
-			}
-			defer out.Close()
-		}
-		w := bufio.NewWriterSize(out, 1<<16)
-		// One report per event, as perf does: their periods do not add up.
-		var reps []*report.Report
-		for i := range prof.Meta.Events {
-			if len(prof.Meta.Events) > 1 {
-				o.OnlyEvent = i + 1
-			}
-			reps = append(reps, report.Build(prof, o))
-		}
-		if len(reps) == 0 {
-			reps = append(reps, report.Build(prof, o))
-		}
-		switch {
-		case format == "pprof":
-			err = pprofout.Write(w, prof)
-		case format == "json" && len(reps) == 1:
-			err = jsonout.Write(w, reps[0])
-		case format == "json":
-			err = jsonout.Write(w, reps)
-		default:
-			for i, r := range reps {
-				if i > 0 {
-					fmt.Fprintln(w)
-				}
-				if err = r.WriteText(w); err != nil {
-					break
-				}
-			}
-		}
-		if err == nil {
-			err = w.Flush()
-		}
+		out, err := cli.Create(output)
 		if err != nil {
-			return fmt.Errorf("writing report: %w", err)
+			return err
 		}
-		return nil
+		if format == "pprof" {
+			return out.Finish(pprofout.Write(out, prof))
+		}
+		return out.Finish(report.WriteAll(out, report.BuildEach(prof, o), format == "json"))
 	}
 	return cmd
 }

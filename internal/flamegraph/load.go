@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,4 +40,34 @@ func Load(path string) (*Node, string, error) {
 		return nil, "", fmt.Errorf("%s: not a sonde data file, and not collapsed stacks: %w", path, err)
 	}
 	return root, "", nil
+}
+
+// FormatOf picks the output format: the one asked for, else from the
+// output file's extension (.svg, .folded/.txt/.collapsed), else html.
+func FormatOf(format, output string) (string, error) {
+	if format == "" {
+		switch strings.ToLower(filepath.Ext(output)) {
+		case ".svg":
+			format = "svg"
+		case ".folded", ".txt", ".collapsed":
+			format = "folded"
+		default:
+			format = "html"
+		}
+	}
+	if format != "svg" && format != "html" && format != "folded" {
+		return "", fmt.Errorf("%q: want svg, html or folded", format)
+	}
+	return format, nil
+}
+
+// Write writes the tree as folded stacks, SVG or HTML.
+func Write(w io.Writer, root *Node, format string, o Options) error {
+	switch format {
+	case "folded":
+		return WriteFolded(w, root)
+	case "svg":
+		return WriteSVG(w, root, o)
+	}
+	return WriteHTML(w, root, o)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -8,20 +8,21 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-// newManCmd writes man pages from the same definitions the command line
-// parses with, so they cannot drift from it (make man).
-func newManCmd(root *cobra.Command) *cobra.Command {
+// NewManCmd writes man pages from the same definitions the command line
+// parses with, so they cannot drift from it (make man). source names the
+// program and version in the pages' footer.
+func NewManCmd(root *cobra.Command, source string) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "man",
-		Short: "write a man page per command (sonde.1, sonde-record.1, …) into a directory",
+		Short: "write a man page per command (" + root.Name() + ".1, " + root.Name() + "-record.1, …) into a directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", dir, err)
 			}
 			root.DisableAutoGenTag = true
-			hdr := &doc.GenManHeader{Title: "SONDE", Section: "1", Source: "sonde " + version, Manual: "sonde manual"}
+			hdr := &doc.GenManHeader{Title: "SONDE", Section: "1", Source: source, Manual: root.Name() + " manual"}
 			if err := doc.GenManTree(root, hdr, dir); err != nil {
 				return fmt.Errorf("writing man pages: %w", err)
 			}
