@@ -34,7 +34,7 @@ func durationArg(cmd *cobra.Command, args []string, d *time.Duration) error {
 	}
 	v, err := parseDuration(args[0])
 	if err != nil {
-		return usagef("unexpected argument %s: the only argument is how long to trace (%s 5)", err, cmd.Name())
+		return usagef("unexpected argument %q: the only argument is how long to trace, in seconds (%s 5) or as a duration (500ms)", args[0], cmd.Name())
 	}
 	*d = v
 	return nil

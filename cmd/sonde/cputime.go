@@ -26,7 +26,12 @@ func newCputimeCmd() *cobra.Command {
 			"tasks every interval, as vmstat prints (cputime 1 5: five one-second reports).\n" +
 			"--stream sends each report to `sonde listen` (or nc) on another machine.",
 		Example: "  sonde cputime 1 5\n  sonde cputime --per-cpu --top 5 -d 10\n  sonde cputime --compare-sampled -F 100 -n 3\n  sonde cputime --stream udp://collector:9999",
-		Args:    cobra.MaximumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 2 {
+				return usagef("unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)", args[2])
+			}
+			return nil
+		},
 	}
 	f := cmd.Flags()
 	addIntervalFlag(f, &o.Interval, time.Second, "report interval")

@@ -18,7 +18,12 @@ func newTopCmd() *cobra.Command {
 			"and each task's exact CPU time from sched_switch. Keys: q quit, s sort, f filter,\n" +
 			"p pause. Piped, or with -b N, it prints N plain-text frames instead.",
 		Example: "  sonde top\n  sonde top -b 3 -i 0.5 --rows 5 | less",
-		Args:    cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("top takes no arguments: for N frames, -b N; for the refresh, -i %s", args[0])
+			}
+			return nil
+		},
 	}
 	f := cmd.Flags()
 	f.Uint64VarP(&o.Hz, "freq", "F", 997, "sampling rate for hot symbols")
