@@ -92,11 +92,15 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	var good bytes.Buffer
 	Write(&good, modeltest.Sample())
+	var chunks bytes.Buffer
+	grow(t, modeltest.Sample(), 300, NewWriter(&chunks), false)
 	seeds := map[string][]byte{
-		"good":      good.Bytes(),
-		"truncated": good.Bytes()[:good.Len()/2],
-		"header":    []byte(Magic + "\x01\x00\x00\x00"),
-		"newer":     []byte(Magic + "\x09\x00\x00\x00"),
+		"chunks":     chunks.Bytes(),
+		"chunks_cut": chunks.Bytes()[:chunks.Len()-30],
+		"good":       good.Bytes(),
+		"truncated":  good.Bytes()[:good.Len()/2],
+		"header":     []byte(Magic + "\x01\x00\x00\x00"),
+		"newer":      []byte(Magic + "\x09\x00\x00\x00"),
 	}
 	for name, data := range seeds {
 		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
