@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // bpfCommands are the live BPF tools. They take bcc's habits as well as
@@ -50,11 +53,12 @@ func pidTarget(pid int) (string, error) {
 	if pid == 0 {
 		return target{All: true}.String(), nil
 	}
-	if pid < 0 {
-		return "", usagef("-p/--pid %d: want a process id", pid)
-	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-		return "", fmt.Errorf("no such process: %d", pid)
+	if err := procfs.CheckPid(pid); err != nil {
+		if errors.Is(err, procfs.ErrNotProcess) {
+			// These tools filter on the process in the kernel: no -t.
+			return "", usagef("-p/--pid %d is a thread, not a process: give its process's id", pid)
+		}
+		return "", err
 	}
 	return target{Pids: []int{pid}}.String(), nil
 }
