@@ -81,13 +81,14 @@ func TestBPFCommandLines(t *testing.T) {
 			if !takesDuration[cmd.Name()] {
 				return
 			}
-			d, _ := parseDuration(cmd.Flags().Lookup("duration").Value.String())
-			if cmd.Name() != "funclat" && cmd.Name() != "syscount" {
-				if err := durationArg(cmd, args, &d); err != nil {
+			l := &live{}
+			l.duration, _ = parseDuration(cmd.Flags().Lookup("duration").Value.String())
+			if cmd.Name() != "funclat" && cmd.Name() != "syscount" && len(args) > 0 {
+				if err := l.bareDuration(cmd, args); err != nil {
 					t.Fatalf("duration: %v", err)
 				}
 			}
-			if d != c.dur {
+			if d := l.duration; d != c.dur {
 				t.Errorf("traces for %v, want %v", d, c.dur)
 			}
 		})
