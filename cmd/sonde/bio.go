@@ -1,46 +1,36 @@
 package main
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/bio"
-	"github.com/sonde-dev/sonde/internal/histogram"
-	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
 func newBiolatCmd() *cobra.Command {
-	var (
-		queued, perDisk, stages, asJSON bool
-		unitName                        string
-		linear                          uint64
-		duration                        time.Duration
-	)
-	cmd := &cobra.Command{
+	l := &live{durationArg: true}
+	var queued, perDisk, stages bool
+	var df distFlags
+	cmd := newLive(l, &cobra.Command{
 		Use:   "biolat [flags] [DURATION]",
 		Short: "block I/O latency distributions per disk, with queued and device stages (BPF)",
-		Long: "Pair block requests in the kernel by (dev, sector) and show how long they took, as\n" +
-			"bcc's biolatency does: at the device (issue → complete), with -Q from the insert, or\n" +
-			"both stages apart with --stages.",
+		Long: "Pair block requests in the kernel by (dev, sector) and show their latency, as bcc's biolatency\n" +
+			"does: at the device (issue → complete), with -Q from the insert, or both apart with --stages.",
 		Example: "  sonde biolat 10\n  sonde biolat -QD -d 5\n  sonde biolat --stages -u ms 10",
-	}
-	f := cmd.Flags()
-	f.BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
-	f.BoolVarP(&perDisk, "disks", "D", false, "one distribution per disk")
-	f.BoolVar(&stages, "stages", false, "split queued (insert → issue) from device (issue → complete) time")
-	f.StringVarP(&unitName, "unit", "u", "us", "histogram unit: ns, us, ms or s")
-	f.Uint64Var(&linear, "linear", 0, "linear buckets of this width (in --unit) instead of powers of two")
-	addDurationFlag(f, &duration, "tracing")
-	addJSONFlag(f, &asJSON)
+	}, "")
+	cmd.Flags().BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
+	cmd.Flags().BoolVarP(&perDisk, "disks", "D", false, "one distribution per disk")
+	cmd.Flags().BoolVar(&stages, "stages", false, "split queued (insert → issue) from device (issue → complete) time")
+	df.add(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := durationArg(cmd, args, &duration); err != nil {
+		do, err := df.options()
+		if err != nil {
 			return err
 		}
-		unit, err := histogram.ParseUnit(unitName)
+		ctx, _, stop, err := l.start(cmd, args, "tracing block I/O latency")
 		if err != nil {
-			return usagef("-u/--unit: %v", err)
+			return err
 		}
+		defer stop()
 		list := []bio.Stage{bio.Device}
 		switch {
 		case stages:
@@ -48,58 +38,42 @@ func newBiolatCmd() *cobra.Command {
 		case queued:
 			list = []bio.Stage{bio.Total}
 		}
-		o := bio.Options{Duration: duration}
+		o := bio.Options{Duration: l.duration}
 		if perDisk {
 			o.Per = "dev"
 		}
-		progress("tracing block I/O latency, %s", forHow(duration))
-		ctx, stop := interruptible()
-		defer stop()
 		res, err := bio.Run(ctx, list, o)
 		if err != nil {
 			return err
 		}
-		return writeView(stdout(), bio.NewLatency(dist.Options{Unit: unit, Linear: linear}, list, res), asJSON)
+		return l.out(bio.NewLatency(do, list, res))
 	}
 	return cmd
 }
 
 func newBiosnoopCmd() *cobra.Command {
-	var (
-		pid      int
-		comm     string
-		asJSON   bool
-		duration time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "biosnoop [flags] [DURATION]",
-		Short: "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
-		Long: "Trace every block request, as bcc's biosnoop does, and print them in issue order when\n" +
-			"tracing ends: the submitter, disk, operation, sector, size, time queued and at the device.",
+	l := &live{durationArg: true}
+	var comm string
+	cmd := newLive(l, &cobra.Command{
+		Use:     "biosnoop [flags] [DURATION]",
+		Short:   "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
+		Long:    "Trace every block request, as bcc's biosnoop does; --json writes one request a line.",
 		Example: "  sonde biosnoop 5\n  sonde biosnoop --comm postgres -d 10 --json",
-	}
-	f := cmd.Flags()
-	addPidFlag(f, &pid, "show I/O submitted by")
-	f.StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
-	addDurationFlag(f, &duration, "tracing")
-	f.BoolVar(&asJSON, "json", false, "write JSON Lines, one request a line (keys in docs/json.md)")
+	}, "only I/O submitted by this process")
+	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := durationArg(cmd, args, &duration); err != nil {
+		ctx, _, stop, err := l.start(cmd, args, "tracing block I/O")
+		if err != nil {
 			return err
 		}
-		if _, err := pidTarget(pid); err != nil {
-			return err
-		}
-		progress("tracing block I/O, %s", forHow(duration))
-		ctx, stop := interruptible()
 		defer stop()
 		o := bio.SnoopOptions
-		o.Duration = duration
+		o.Duration = l.duration
 		res, err := bio.Run(ctx, bio.SnoopStages, o)
 		if err != nil {
 			return err
 		}
-		return writeView(stdout(), bio.NewSnoop(res, bio.Filter{Pid: pid, Comm: comm}), asJSON)
+		return l.out(bio.NewSnoop(res, bio.Filter{Pid: l.pid, Comm: comm}))
 	}
 	return cmd
 }

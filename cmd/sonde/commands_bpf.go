@@ -2,12 +2,19 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+
+	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // bpfCommands are the live BPF tools. They take bcc's habits as well as
@@ -21,28 +28,72 @@ func bpfCommands() []*cobra.Command {
 	}
 }
 
-// durationArg takes bcc's positional duration: `offcpu 5` traces for 5 s,
-// as `offcpu -d 5` does.
-func durationArg(cmd *cobra.Command, args []string, d *time.Duration) error {
-	switch {
-	case len(args) == 0:
-		return nil
-	case len(args) > 1:
-		return usagef("unexpected argument %q: the only argument is how long to trace (%s 5)", args[1], cmd.Name())
-	case cmd.Flags().Changed("duration"):
-		return usagef("two durations: -d/--duration and %q; give one", args[0])
-	}
-	v, err := parseDuration(args[0])
-	if err != nil {
-		return usagef("unexpected argument %s: the only argument is how long to trace (%s 5)", err, cmd.Name())
-	}
-	*d = v
-	return nil
+// live is what the live tools share: -p, -d (or a bare DURATION), -i,
+// --json, the end of the run on Ctrl-C, and buffered output.
+type live struct {
+	pid                int
+	duration, interval time.Duration
+	asJSON             bool
+	minInterval        time.Duration // 0: the tool has no -i
+	durationArg        bool          // a bare argument is the duration
+	w                  *bufio.Writer
 }
 
-// addPidFlag is -p/--pid for tools that filter one process in the kernel.
-func addPidFlag(fs *pflag.FlagSet, p *int, what string) {
-	fs.IntVarP(p, "pid", "p", 0, what+" only this process")
+// newLive makes a live tool's command with the shared flags; pidUsage
+// says what -p does ("" for no -p).
+func newLive(l *live, c *cobra.Command, pidUsage string) *cobra.Command {
+	f := c.Flags()
+	if pidUsage != "" {
+		f.IntVarP(&l.pid, "pid", "p", 0, pidUsage)
+	}
+	addDurationFlag(f, &l.duration, "tracing")
+	if l.minInterval > 0 {
+		durationVarP(f, &l.interval, "interval", "i", 0, "print a report every interval: seconds (1) or a duration (500ms)")
+	}
+	addJSONFlag(f, &l.asJSON)
+	return c
+}
+
+// start checks the shared options and says on a terminal what runs; the
+// context ends on Ctrl-C or SIGTERM (call stop); target names -p's process.
+func (l *live) start(cmd *cobra.Command, args []string, what string) (ctx context.Context, target string, stop func(), err error) {
+	if l.durationArg && len(args) > 0 {
+		if err := l.bareDuration(cmd, args); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	if l.interval != 0 && l.interval < l.minInterval {
+		return nil, "", nil, usagef("-i/--interval %s: at least %s", l.interval, l.minInterval)
+	}
+	if target, err = pidTarget(l.pid); err != nil {
+		return nil, "", nil, err
+	}
+	if isTerminal(2) {
+		how := "Ctrl-C to stop"
+		if l.duration > 0 {
+			how = "for " + l.duration.String()
+		}
+		fmt.Fprintf(os.Stderr, "sonde: %s, %s\n", what, how)
+	}
+	l.w = bufio.NewWriter(os.Stdout)
+	ctx, stop = interruptible()
+	return ctx, target, stop, nil
+}
+
+// bareDuration takes bcc's positional duration: `offcpu 5` is `offcpu -d 5`.
+func (l *live) bareDuration(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return usagef("unexpected argument %q: the only argument is how long to trace (%s 5)", args[1], cmd.Name())
+	}
+	if cmd.Flags().Changed("duration") {
+		return usagef("two durations: -d/--duration and %q; give one", args[0])
+	}
+	d, err := parseDuration(args[0])
+	if err != nil {
+		return usagef("unexpected argument %q: the only argument is how long to trace, in seconds (%s 5) or as a duration (500ms)", args[0], cmd.Name())
+	}
+	l.duration = d
+	return nil
 }
 
 // pidTarget checks -p and names what is traced as the text views do.
@@ -50,67 +101,46 @@ func pidTarget(pid int) (string, error) {
 	if pid == 0 {
 		return target{All: true}.String(), nil
 	}
-	if pid < 0 {
-		return "", usagef("-p/--pid %d: want a process id", pid)
-	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-		return "", fmt.Errorf("no such process: %d", pid)
+	if err := procfs.CheckPid(pid); err != nil {
+		if errors.Is(err, procfs.ErrNotProcess) {
+			// These tools filter on the process in the kernel: no -t.
+			return "", usagef("-p/--pid %d is a thread, not a process: give its process's id", pid)
+		}
+		return "", err
 	}
 	return target{Pids: []int{pid}}.String(), nil
 }
 
-// addIntervalFlag is -i/--interval: a report every interval.
-func addIntervalFlag(fs *pflag.FlagSet, p *time.Duration, def time.Duration, usage string) {
-	durationVarP(fs, p, "interval", "i", def, usage+": seconds (1) or a duration (500ms)")
+// view is a report that writes itself as text or JSON.
+type view interface {
+	WriteText(io.Writer)
+	WriteJSON(io.Writer) error
 }
 
-// checkInterval keeps intervals long enough to read and cheap to take.
-func checkInterval(d, least time.Duration) error {
-	if d != 0 && d < least {
-		return usagef("-i/--interval %s: at least %s", d, least)
+// out writes the run's final report: one JSON document, or text.
+func (l *live) out(v view) error {
+	if l.asJSON {
+		if err := v.WriteJSON(l.w); err != nil {
+			return err
+		}
+	} else {
+		v.WriteText(l.w)
 	}
-	return nil
+	return l.w.Flush()
 }
 
-// addStackFlags are the stack side and folded output options that profile,
-// offcpu and wakeup share (bcc's -U, -K, -f).
-type stackFlags struct {
-	user, kernel, folded bool
-	flame, output, comm  string
-	perThread            bool
-}
-
-func addStackFlags(fs *pflag.FlagSet, s *stackFlags, unit string) {
-	fs.BoolVarP(&s.user, "user", "U", false, "user stacks only")
-	fs.BoolVarP(&s.kernel, "kernel", "K", false, "kernel stacks only")
-	fs.BoolVar(&s.perThread, "per-thread", false, "keep threads apart")
-	fs.StringVar(&s.comm, "comm", "", "only these commands in the output (comma-separated)")
-	fs.BoolVarP(&s.folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
-	fs.StringVar(&s.flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
-	fs.StringVarP(&s.output, "output", "o", "", "also write a data file for report and flamegraph")
-}
-
-func (s stackFlags) check() error {
-	if s.user && s.kernel {
-		return usagef("-U/--user and -K/--kernel conflict: leave both out for both stacks")
+// each writes one interval's report now: a line of JSON, or text.
+func (l *live) each(v view) {
+	if l.asJSON {
+		jsonout.Line(l.w, v)
+	} else {
+		v.WriteText(l.w)
 	}
-	return nil
+	l.w.Flush()
 }
 
-// stdout buffers a command's output; flush it before returning.
-func stdout() *bufio.Writer { return bufio.NewWriter(os.Stdout) }
-
-// progress tells a terminal's user what runs; pipes and files don't get it.
-func progress(format string, a ...any) {
-	if isTerminal(2) {
-		fmt.Fprintf(os.Stderr, "sonde: "+format+"\n", a...)
-	}
-}
-
-// forHow says how long a run lasts, for progress lines.
-func forHow(d time.Duration) string {
-	if d == 0 {
-		return "Ctrl-C to stop"
-	}
-	return "for " + d.String()
+// interruptible returns a context that ends on Ctrl-C or SIGTERM: the one
+// way a live command learns it should stop and print what it has.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

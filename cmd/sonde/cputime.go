@@ -14,26 +14,28 @@ import (
 )
 
 func newCputimeCmd() *cobra.Command {
-	var (
-		o       cpuusage.WatchOptions
-		compare bool
-		freq    uint64
-	)
+	var o cpuusage.WatchOptions
+	var compare bool
+	var freq uint64
 	cmd := &cobra.Command{
 		Use:   "cputime [flags] [INTERVAL [COUNT]]",
 		Short: "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine",
-		Long: "Account every nanosecond on CPU to its task from sched_switch and print the busiest\n" +
-			"tasks every interval, as vmstat prints (cputime 1 5: five one-second reports).\n" +
-			"--stream sends each report to `sonde listen` (or nc) on another machine.",
-		Example: "  sonde cputime 1 5\n  sonde cputime --per-cpu --top 5 -d 10\n  sonde cputime --compare-sampled -F 100 -n 3\n  sonde cputime --stream udp://collector:9999",
-		Args:    cobra.MaximumNArgs(2),
+		Long: "Account every nanosecond on CPU to its task from sched_switch and print the busiest tasks every\n" +
+			"interval, as vmstat prints (cputime 1 5: five one-second reports); --stream sends them on.",
+		Example: "  sonde cputime 1 5\n  sonde cputime --per-cpu --top 5 -d 10\n  sonde cputime --stream udp://collector:9999",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 2 {
+				return usagef("unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)", args[2])
+			}
+			return nil
+		},
 	}
 	f := cmd.Flags()
-	addIntervalFlag(f, &o.Interval, time.Second, "report interval")
+	durationVarP(f, &o.Interval, "interval", "i", time.Second, "report interval: seconds (1) or a duration (500ms)")
 	f.IntVarP(&o.Count, "count", "n", 0, "stop after this many reports")
 	f.IntVar(&o.Top, "top", 10, "tasks per report (and per CPU with --per-cpu)")
 	f.BoolVar(&o.PerCPU, "per-cpu", false, "each CPU's top tasks as well")
-	addPidFlag(f, &o.Pid, "show")
+	f.IntVarP(&o.Pid, "pid", "p", 0, "show only this process's threads")
 	f.StringVar(&o.Comm, "comm", "", "only tasks with this name")
 	f.StringVar(&o.Stream, "stream", "", "also send each report to udp://HOST:PORT or tcp://HOST:PORT")
 	f.BoolVar(&compare, "compare-sampled", false, "sample with cpu-clock beside the exact figure and show the estimate's error")
@@ -41,13 +43,10 @@ func newCputimeCmd() *cobra.Command {
 	addDurationFlag(f, &o.Duration, "reporting")
 	f.BoolVar(&o.JSON, "json", false, "write JSON Lines, one report a line (keys in docs/json.md)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			if cmd.Flags().Changed("interval") {
-				return usagef("two intervals: -i/--interval and %q; give one", args[0])
-			}
+		if len(args) > 0 { // vmstat's INTERVAL [COUNT]
 			iv, err := parseDuration(args[0])
-			if err != nil {
-				return usagef("interval %v", err)
+			if err != nil || cmd.Flags().Changed("interval") {
+				return usagef("interval %q: want seconds (1) or a duration (500ms), once", args[0])
 			}
 			o.Interval = iv
 		}
@@ -61,10 +60,9 @@ func newCputimeCmd() *cobra.Command {
 		if o.Interval < 10*time.Millisecond {
 			return usagef("-i/--interval %s: at least 10ms", o.Interval)
 		}
-		if compare {
-			if freq == 0 || freq > 100000 {
-				return usagef("-F/--freq %d: between 1 and 100000 Hz", freq)
-			}
+		if compare && (freq == 0 || freq > 100000) {
+			return usagef("-F/--freq %d: between 1 and 100000 Hz", freq)
+		} else if compare {
 			o.SampleHz = freq
 		}
 		if _, err := pidTarget(o.Pid); err != nil {

@@ -5,93 +5,106 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/profile"
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
 func newProfileCmd() *cobra.Command {
-	var (
-		freq               uint64
-		all, idle, asJSON  bool
-		pid                int
-		cpus               string
-		duration, interval time.Duration
-		sf                 stackFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "profile [flags] [DURATION]",
-		Short: "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)",
-		Long: "Sample on-CPU stacks on every CPU (or -C CPUs) and count them in the kernel, as bcc's\n" +
-			"profile does; the report, flame graph and data file are those of record.",
+	l := &live{minInterval: 100 * time.Millisecond, durationArg: true}
+	o := profile.Options{Version: version}
+	var all bool
+	var cpus string
+	var sf stackFlags
+	cmd := newLive(l, &cobra.Command{
+		Use:     "profile [flags] [DURATION]",
+		Short:   "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)",
+		Long:    "Sample on-CPU stacks on every CPU and count them in the kernel, as bcc's profile does.",
 		Example: "  sonde profile 10\n  sonde profile -F 99 -p 1234 -d 5 --flamegraph cpu.html\n  sonde profile -af 5 > out.folded",
-	}
+	}, "profile only this process")
 	f := cmd.Flags()
-	f.Uint64VarP(&freq, "freq", "F", 97, "samples per second per CPU")
+	f.Uint64VarP(&o.Freq, "freq", "F", 97, "samples per second per CPU")
 	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")
-	addPidFlag(f, &pid, "profile")
 	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
-	f.BoolVar(&idle, "idle", false, "include the idle task")
-	addStackFlags(f, &sf, "samples")
-	addDurationFlag(f, &duration, "profiling")
-	addIntervalFlag(f, &interval, 0, "print a report every interval (-o, --folded and --flamegraph then cover the last one)")
-	addJSONFlag(f, &asJSON)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := durationArg(cmd, args, &duration); err != nil {
-			return err
-		}
-		if err := checkInterval(interval, 100*time.Millisecond); err != nil {
-			return err
-		}
-		if err := sf.check(); err != nil {
-			return err
-		}
-		if all && pid != 0 {
+	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
+	sf.add(f, "samples")
+	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
+		if all && l.pid != 0 {
 			return usagef("-a/--all-cpus and -p/--pid conflict: choose one target")
 		}
-		if freq == 0 {
+		if o.Freq == 0 {
 			return usagef("-F/--freq: want a positive number of Hz")
 		}
-		tgt, err := pidTarget(pid)
-		if err != nil {
-			return err
-		}
-		o := profile.Options{Freq: freq, Pid: pid, PerThread: sf.perThread, User: !sf.kernel, Kernel: !sf.user, Idle: idle,
-			Duration: duration, Version: version, Interval: interval}
 		if cpus != "" {
 			if o.CPUs, err = perf.ParseCPUList(cpus); err != nil {
 				return usagef("-C/--cpu: %v", err)
 			}
 		}
-		w := stdout()
-		view := func(r *profile.Result) *stackprof.Report {
-			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
-			return stackprof.New(r.Profile, e, tgt, splitList(sf.comm))
+		if err := sf.check(); err != nil {
+			return err
 		}
-		if interval > 0 && !sf.folded {
-			o.OnInterval = func(r *profile.Result) { writeInterval(w, view(r), asJSON) }
+		ctx, tgt, stop, err := l.start(cmd, args, "profiling")
+		if err != nil {
+			return err
 		}
-		progress("profiling, %s", forHow(duration))
-		ctx, stop := interruptible()
 		defer stop()
+		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.pid, sf.perThread, !sf.kernel, !sf.user, l.duration, l.interval
+		report := func(r *profile.Result) view {
+			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
+			return stackprof.New(r.Profile, e, tgt, sf.comms)
+		}
+		if l.interval > 0 && !sf.folded {
+			o.OnInterval = func(r *profile.Result) { l.each(report(r)) }
+		}
 		res, err := profile.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		p := res.Profile
-		files := stackprof.Files{Data: sf.output, Flame: sf.flame, Title: "sonde profile", What: fmt.Sprintf("%d samples", len(p.Samples))}
-		if err := files.Write(p); err != nil {
-			return err
-		}
-		if sf.folded {
-			if err := flamegraph.WriteFolded(w, flamegraph.FromProfile(p)); err != nil {
-				return err
-			}
-			return w.Flush()
-		}
-		return writeView(w, view(res), asJSON)
+		return sf.finish(l, res.Profile, stackprof.Files{Title: "sonde profile", What: fmt.Sprintf("%d samples", len(res.Profile.Samples))}, report(res))
 	}
 	return cmd
+}
+
+// stackFlags are the options profile, offcpu and wakeup share: the side of
+// the stack (bcc's -U, -K), the threads and commands shown, the files.
+type stackFlags struct {
+	user, kernel, folded, perThread bool
+	flame, output                   string
+	comms                           []string
+}
+
+func (s *stackFlags) add(f *pflag.FlagSet, unit string) {
+	f.BoolVarP(&s.user, "user", "U", false, "user stacks only")
+	f.BoolVarP(&s.kernel, "kernel", "K", false, "kernel stacks only")
+	f.BoolVar(&s.perThread, "per-thread", false, "keep threads apart")
+	f.StringSliceVar(&s.comms, "comm", nil, "only these commands in the output (comma-separated)")
+	f.BoolVarP(&s.folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
+	f.StringVar(&s.flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
+	f.StringVarP(&s.output, "output", "o", "", "also write a data file for report and flamegraph")
+}
+
+func (s *stackFlags) check() error {
+	if s.user && s.kernel {
+		return usagef("-U/--user and -K/--kernel conflict: leave both out for both stacks")
+	}
+	return nil
+}
+
+// finish writes the files asked for, then the folded stacks or the report.
+func (s *stackFlags) finish(l *live, p *model.Profile, files stackprof.Files, report view) error {
+	files.Data, files.Flame = s.output, s.flame
+	if err := files.Write(p); err != nil {
+		return err
+	}
+	if !s.folded {
+		return l.out(report)
+	}
+	if err := flamegraph.WriteFolded(l.w, flamegraph.FromProfile(p)); err != nil {
+		return err
+	}
+	return l.w.Flush()
 }

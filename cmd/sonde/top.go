@@ -14,17 +14,21 @@ func newTopCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "top [flags]",
 		Short: "live view: hot symbols system-wide and exact per-task CPU time",
-		Long: "A full-screen view refreshed every interval: the hottest symbols sampled on every CPU\n" +
-			"and each task's exact CPU time from sched_switch. Keys: q quit, s sort, f filter,\n" +
-			"p pause. Piped, or with -b N, it prints N plain-text frames instead.",
+		Long: "A full-screen view of the hottest symbols and each task's exact CPU time, refreshed every interval.\n" +
+			"Keys: q quit, s sort, f filter, p pause. Piped, or with -b N, it prints N plain-text frames.",
 		Example: "  sonde top\n  sonde top -b 3 -i 0.5 --rows 5 | less",
-		Args:    cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("top takes no arguments: for N frames, -b N; for the refresh, -i %s", args[0])
+			}
+			return nil
+		},
 	}
 	f := cmd.Flags()
 	f.Uint64VarP(&o.Hz, "freq", "F", 997, "sampling rate for hot symbols")
 	f.BoolVar(&o.TasksOnly, "tasks", false, "tasks only (no symbol sampling)")
 	f.IntVarP(&o.Frames, "batch", "b", 0, "print N plain-text frames and exit (for pipes)")
-	addIntervalFlag(f, &o.Interval, time.Second, "refresh interval")
+	durationVarP(f, &o.Interval, "interval", "i", time.Second, "refresh interval: seconds (1) or a duration (500ms)")
 	f.IntVar(&o.Rows, "rows", 15, "rows per table")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if o.Interval < 100*time.Millisecond {
