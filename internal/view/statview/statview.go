@@ -219,10 +219,10 @@ func WriteJSON(w io.Writer, runs []*stat.Result, target string) error {
 
 // Interval is one event's count over one -I interval, in JSON Lines.
 type Interval struct {
-	TimeNS    jsonout.Nanos `json:"duration_ns"` // since the start
-	Event     string        `json:"event"`
-	Value     float64       `json:"value"`
-	Supported bool          `json:"supported"`
+	DurationNS jsonout.Nanos `json:"duration_ns"` // since the measurement began
+	Event      string        `json:"event"`
+	Value      float64       `json:"value"`
+	Supported  bool          `json:"supported"`
 }
 
 // IntervalWriter prints -I lines: as text (header first), CSV or JSON.
@@ -242,7 +242,7 @@ func (iw *IntervalWriter) Write(el time.Duration, counts []stat.Count) {
 	for _, c := range counts {
 		switch {
 		case iw.JSON:
-			jsonout.Line(iw.W, Interval{TimeNS: jsonout.NS(el), Event: c.Event, Value: c.Value, Supported: c.Supported})
+			jsonout.Line(iw.W, Interval{DurationNS: jsonout.NS(el), Event: c.Event, Value: c.Value, Supported: c.Supported})
 		case iw.Sep != "":
 			fmt.Fprintf(iw.W, "%.9f%s%s%s%s\n", el.Seconds(), iw.Sep, Value(c), iw.Sep, c.Event)
 		default:
