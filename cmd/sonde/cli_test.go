@@ -202,10 +202,13 @@ func TestCompletionBash(t *testing.T) {
 	}
 }
 
-// TestManPages checks that `sonde man` (make man) writes a page per command.
+// TestManPages checks that `make man` writes a page per command.
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
-	testutil.MustRun(t, dir, "man", "-o", "man")
+	mk := testutil.RequireTool(t, "make", "make")
+	if out, err := exec.Command(mk, "-C", testutil.RepoRoot(), "man", "OUT="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("make man: %v\n%s", err, out)
+	}
 	for _, c := range newRoot().Commands() {
 		if c.Hidden || c.Name() == "help" {
 			continue
