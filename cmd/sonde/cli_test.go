@@ -82,6 +82,8 @@ func TestCLIHabits(t *testing.T) {
 		// Flags after positional arguments.
 		{name: "diff_flags_after_files", args: []string{"diff", "a.data", "b.data", "--min", "1", "-s", "sym"}, code: 1, stderr: `a.data`},
 		{name: "annotate_flags_after_symbol", args: []string{"annotate", "spin_a", "-i", "none.data", "--no-source"}, code: 1, stderr: `no such file`},
+		{name: "list_two_globs", args: []string{"list", "a", "b"}, code: 2, stderr: `accepts at most 1 arg.*see sonde list -h`},
+		{name: "completion_unknown_shell", args: []string{"completion", "tcsh"}, code: 2, stderr: `tcsh`},
 		{name: "diff_one_file", args: []string{"diff", "a.data"}, code: 2, stderr: `give two data files: BASE NEW`},
 		{name: "completion_zsh", args: []string{"completion", "zsh"}, stdout: `#compdef sonde`},
 		{name: "completion_fish", args: []string{"completion", "fish"}, stdout: `complete -c sonde`},
@@ -190,7 +192,7 @@ func TestCompletionBash(t *testing.T) {
 		}
 		return s
 	}
-	screen("$ ")
+	screen("$")
 	tm("send-keys", "sonde rec", "Tab")
 	if s := screen("$ sonde record"); !strings.Contains(s, "$ sonde record") {
 		t.Errorf("sonde rec<TAB> did not complete to 'sonde record':\n%s", s)

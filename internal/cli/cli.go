@@ -51,6 +51,7 @@ func Setup(root *cobra.Command) {
 	root.SetFlagErrorFunc(FlagError)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	argsAreUsage(root)
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "help":
@@ -58,6 +59,23 @@ func Setup(root *cobra.Command) {
 		case "completion":
 			c.Short = "write the shell completion script: " + root.Name() + " completion bash|zsh|fish"
 		}
+	}
+}
+
+// argsAreUsage makes cobra's argument-count errors usage errors too (exit
+// status 2, a pointer to -h), in cmd and every command under it.
+func argsAreUsage(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			err := check(c, args)
+			if err == nil || errors.As(err, new(UsageError)) {
+				return err
+			}
+			return Usagef("%v (see %s -h)", err, c.CommandPath())
+		}
+	}
+	for _, c := range cmd.Commands() {
+		argsAreUsage(c)
 	}
 }
 
@@ -72,6 +90,10 @@ func Execute(root *cobra.Command, args []string) int {
 	}
 	if err := unknownCommand(root, args[0]); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", root.Name(), err)
+		return 2
+	}
+	if err := unknownSubcommand(root, args); err != nil {
+		fmt.Fprintln(os.Stderr, err) // it names the command
 		return 2
 	}
 	root.SetArgs(args)
@@ -118,6 +140,22 @@ func unknownCommand(root *cobra.Command, name string) error {
 		sugg = perf.NearestOf(name, visible, 2)
 	}
 	return fmt.Errorf("unknown command %q; did you mean %s? (%s help lists the commands)", name, strings.Join(sugg, " or "), root.Name())
+}
+
+// unknownSubcommand explains a word after a command that only groups
+// others (completion tcsh): cobra would print help and succeed.
+func unknownSubcommand(root *cobra.Command, args []string) error {
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd == root || cmd.Runnable() || len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return nil
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return fmt.Errorf("%s: unknown argument %q; choose one of %s", cmd.CommandPath(), rest[0], strings.Join(names, ", "))
 }
 
 var unknownFlag = regexp.MustCompile(`^unknown flag: --(\S+)`)
