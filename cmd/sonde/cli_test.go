@@ -58,6 +58,8 @@ func TestCLIHabits(t *testing.T) {
 		{name: "help_flag", args: []string{"record", "-h"}, stdout: `-p, --pid`},
 		{name: "bare_sonde_is_help", args: nil, code: 2, usage: true, stderr: `(?s)Recording, counting and reports:.*Live BPF tools:`},
 		{name: "did_you_mean_command", args: []string{"recrod"}, code: 2, stderr: `unknown command "recrod"; did you mean record`},
+		{name: "unknown_command_far", args: []string{"xyz"}, code: 2, stderr: `^sonde: unknown command "xyz" \(sonde help lists the commands\)\n$`},
+		{name: "help_unknown_topic", args: []string{"help", "recod"}, code: 2, stderr: `unknown command "recod"; did you mean record\?`},
 		{name: "did_you_mean_flag", args: []string{"record", "--durration", "5", "-a"}, code: 2, stderr: `unknown flag: --durration; did you mean --duration\?`},
 		{name: "unknown_shorthand", args: []string{"stat", "-Z", "true"}, code: 2, stderr: `'Z'.*see sonde stat -h`},
 		{name: "conflicting_targets", args: []string{"record", "-a", "-p", "1", "true"}, code: 2, stderr: `-a/--all-cpus and -p/--pid conflict`},

@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
-
-	"github.com/sonde-dev/sonde/internal/perf"
 )
 
 // UsageError marks a bad command line: one line saying what is wrong and
@@ -88,7 +86,11 @@ func Execute(root *cobra.Command, args []string) int {
 		root.Help()
 		return 2
 	}
-	if err := unknownCommand(root, args[0]); err != nil {
+	word := args[0]
+	if word == "help" && len(args) > 1 {
+		word = args[1]
+	}
+	if err := unknownCommand(root, word); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", root.Name(), err)
 		return 2
 	}
@@ -119,27 +121,56 @@ func Execute(root *cobra.Command, args []string) int {
 
 // unknownCommand explains, in one line, a first word that names no command.
 func unknownCommand(root *cobra.Command, name string) error {
-	if strings.HasPrefix(name, "-") {
+	if strings.HasPrefix(name, "-") || name == cobra.ShellCompRequestCmd || name == cobra.ShellCompNoDescRequestCmd {
 		return nil
 	}
-	var visible []string
+	var names []string
 	for _, c := range root.Commands() {
 		if c.Name() == name || c.HasAlias(name) {
 			return nil
 		}
 		if c.IsAvailableCommand() {
-			visible = append(visible, c.Name())
+			names = append(names, c.Name())
 		}
 	}
-	if name == cobra.ShellCompRequestCmd || name == cobra.ShellCompNoDescRequestCmd {
-		return nil
+	return fmt.Errorf("unknown command %q%s (%s help lists the commands)", name, didYouMean(name, names, ""), root.Name())
+}
+
+// didYouMean suggests the names close to a misspelt one: a prefix, or a
+// few edits away.
+func didYouMean(name string, names []string, prefix string) string {
+	var near []string
+	for _, n := range names {
+		if d := distance(name, n); strings.HasPrefix(n, name) || d <= 1+len(name)/4 {
+			near = append(near, prefix+n)
+		}
 	}
-	sugg := root.SuggestionsFor(name)
-	if len(sugg) == 0 {
-		sort.Strings(visible)
-		sugg = perf.NearestOf(name, visible, 2)
+	if len(near) == 0 || len(near) > 3 {
+		return ""
 	}
-	return fmt.Errorf("unknown command %q; did you mean %s? (%s help lists the commands)", name, strings.Join(sugg, " or "), root.Name())
+	sort.Strings(near)
+	return "; did you mean " + strings.Join(near, " or ") + "?"
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // unknownSubcommand explains a word after a command that only groups
@@ -171,9 +202,7 @@ func FlagError(cmd *cobra.Command, err error) error {
 				names = append(names, f.Name)
 			}
 		})
-		if near := perf.NearestOf(m[1], names, 1); len(near) > 0 {
-			msg += "; did you mean --" + near[0] + "?"
-		}
+		msg += didYouMean(m[1], names, "--")
 	}
 	return Usagef("%s (see %s -h)", msg, cmd.CommandPath())
 }

@@ -69,3 +69,18 @@ func TestTargetResolve(t *testing.T) {
 		})
 	}
 }
+
+func TestDidYouMean(t *testing.T) {
+	names := []string{"record", "report", "stat", "script", "top"}
+	for _, c := range []struct{ in, want string }{
+		{"recrod", "; did you mean record?"},
+		{"rep", "; did you mean report?"},
+		{"stta", "; did you mean stat?"},
+		{"xyz", ""},
+		{"r", "; did you mean record or report?"},
+	} {
+		if got := didYouMean(c.in, names, ""); got != c.want {
+			t.Errorf("didYouMean(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
