@@ -92,7 +92,7 @@ func newRecordCmd() *cobra.Command {
 		if !quiet {
 			p := res.Profile
 			fmt.Fprintf(os.Stderr, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
-				len(p.Samples), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, fileSize(output))
+				len(p.Samples), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
 			for _, w := range p.Meta.Warnings {
 				fmt.Fprintf(os.Stderr, "sonde: warning: %s\n", w)
 			}
@@ -100,22 +100,4 @@ func newRecordCmd() *cobra.Command {
 		return exitWith(exit)
 	}
 	return cmd
-}
-
-// fileSize is a file's size for humans.
-func fileSize(path string) string {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "?"
-	}
-	n := st.Size()
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
