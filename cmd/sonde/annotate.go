@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/annotate"
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 )
 
@@ -46,13 +44,12 @@ func newAnnotateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		w := bufio.NewWriter(os.Stdout)
-		defer w.Flush()
+		out := cli.Stdout()
 		if asJSON {
-			return annotate.WriteJSON(w, funcs)
+			return out.Finish(annotate.WriteJSON(out, funcs))
 		}
-		annotate.WriteText(w, p, funcs, o)
-		return w.Flush()
+		annotate.WriteText(out, p, funcs, o)
+		return out.Finish(nil)
 	}
 	return cmd
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/diff"
 	"github.com/sonde-dev/sonde/internal/model"
@@ -52,13 +52,12 @@ func newDiffCmd() *cobra.Command {
 			fmt.Fprintf(os.Stderr, "sonde: warning: comparing different events (%s vs %s)\n", profs[0].Meta.Event, profs[1].Meta.Event)
 		}
 		rows := diff.Compare(profs[0], profs[1], diff.Options{Sort: keys, Min: minPct})
-		w := bufio.NewWriter(os.Stdout)
-		defer w.Flush()
+		out := cli.Stdout()
 		if asJSON {
-			return diff.WriteJSON(w, rows)
+			return out.Finish(diff.WriteJSON(out, rows))
 		}
-		diff.WriteText(w, profs[0], profs[1], rows)
-		return w.Flush()
+		diff.WriteText(out, profs[0], profs[1], rows)
+		return out.Finish(nil)
 	}
 	return cmd
 }

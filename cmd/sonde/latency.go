@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
-	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/pairbpf"
@@ -104,34 +104,24 @@ func traceLatency(r *latencyview.Report, lo latency.Options, tf targetFlags, arg
 	if len(t.Pids) == 1 {
 		o.Pid = t.Pids[0]
 	}
-	for i, n := range []string{lo.Start, lo.End} {
-		s, err := events.Resolve([]string{n})
-		if err != nil {
-			return nil, 0, usagef("%v", err)
-		}
-		if len(s) != 1 || !s[0].Tracepoint() {
-			return nil, 0, usagef("%s: want one tracepoint or probe event", n)
-		}
-		if i == 0 {
-			o.Start = s[0]
-		} else {
-			o.End = s[0]
-		}
+	if o.Start, err = cli.Tracepoint(lo.Start); err != nil {
+		return nil, 0, err
+	}
+	if o.End, err = cli.Tracepoint(lo.End); err != nil {
+		return nil, 0, err
 	}
 	if isTerminal(2) && len(args) == 0 && d == 0 {
 		fmt.Fprintf(os.Stderr, "sonde: tracing %s → %s, Ctrl-C to stop\n", lo.Start, lo.End)
 	}
-	ctx, wait, err := t.StartAlongside(context.Background())
+	var res *pairbpf.Result
+	exit, err := t.Measure(context.Background(), func(ctx context.Context) (code int, err error) {
+		if res, err = pairbpf.Run(ctx, o); err != nil {
+			return 0, err
+		}
+		return res.ExitCode, nil
+	})
 	if err != nil {
 		return nil, 0, err
-	}
-	res, err := pairbpf.Run(ctx, o)
-	exit := wait()
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(t.Command) > 0 {
-		exit = res.ExitCode
 	}
 	r.Duration, r.Lost = res.Elapsed, res.Counters.Drops+res.Counters.Full
 	r.Extra = fmt.Sprintf(", %d ends of other requests", res.Counters.Unmatched)

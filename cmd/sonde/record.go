@@ -71,20 +71,18 @@ func newRecordCmd() *cobra.Command {
 				fmt.Fprintf(os.Stderr, "\rsonde: recording %s, %d samples, %d lost ", el.Round(time.Second), n, lost)
 			}
 		}
-		ctx, wait, err := t.StartAlongside(context.Background())
-		if err != nil {
-			return err
-		}
-		res, err := record.Record(ctx, o)
-		exit := wait()
+		var res *record.Result
+		exit, err := t.Measure(context.Background(), func(ctx context.Context) (code int, err error) {
+			if res, err = record.Record(ctx, o); err != nil {
+				return 0, err
+			}
+			return res.ExitCode, nil
+		})
 		if progress {
 			fmt.Fprint(os.Stderr, "\r\033[K")
 		}
 		if err != nil {
 			return err
-		}
-		if len(t.Command) > 0 {
-			exit = res.ExitCode
 		}
 		if err := datafile.WriteFile(output, res.Profile); err != nil {
 			return err

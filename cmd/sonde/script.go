@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/view/script"
 )
@@ -36,12 +36,9 @@ func newScriptCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		w := bufio.NewWriterSize(os.Stdout, 1<<16)
-		if err := script.Write(w, p, fields, asJSON); err != nil {
+		out := cli.Stdout()
+		if err := out.Finish(script.Write(out, p, fields, asJSON)); err != nil {
 			return err
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("writing output: %w", err)
 		}
 		if p.Meta.Lost > 0 {
 			fmt.Fprintf(os.Stderr, "sonde: %d samples were lost while recording\n", p.Meta.Lost)

@@ -66,22 +66,19 @@ func newStatCmd() *cobra.Command {
 			iw := &statview.IntervalWriter{W: os.Stdout, Sep: sep, JSON: asJSON}
 			o.OnInterval = iw.Write
 		}
-		ctx, wait, err := t.StartAlongside(context.Background())
+		var runs []*stat.Result
+		exit, err := t.Measure(context.Background(), func(ctx context.Context) (int, error) {
+			for range repeat {
+				res, err := stat.Run(ctx, o)
+				if err != nil {
+					return 0, err
+				}
+				runs = append(runs, res)
+			}
+			return runs[len(runs)-1].ExitCode, nil
+		})
 		if err != nil {
 			return err
-		}
-		var runs []*stat.Result
-		for r := 0; r < repeat; r++ {
-			res, err := stat.Run(ctx, o)
-			if err != nil {
-				wait()
-				return err
-			}
-			runs = append(runs, res)
-		}
-		exit := wait()
-		if len(t.Command) > 0 {
-			exit = runs[len(runs)-1].ExitCode
 		}
 		switch {
 		case asJSON && interval == 0:

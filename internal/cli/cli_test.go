@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -82,5 +83,33 @@ func TestDidYouMean(t *testing.T) {
 		if got := didYouMean(c.in, names, ""); got != c.want {
 			t.Errorf("didYouMean(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A command run alongside ends the measurement, and its status is sonde's.
+func TestMeasureAlongside(t *testing.T) {
+	start := time.Now()
+	tg := Target{Pids: []int{os.Getpid()}, Alongside: []string{"sh", "-c", "sleep 0.3; exit 5"}}
+	code, err := tg.Measure(context.Background(), func(ctx context.Context) (int, error) {
+		<-ctx.Done() // a measurement runs until its context ends
+		return 0, nil
+	})
+	if err != nil || code != 5 {
+		t.Errorf("Measure = %d, %v; want the alongside command's 5", code, err)
+	}
+	if el := time.Since(start); el < 300*time.Millisecond || el > 3*time.Second {
+		t.Errorf("measured for %s, want about 0.3 s (the command's run)", el)
+	}
+	// A measurement that ends first (-d) stops the command.
+	start = time.Now()
+	tg.Alongside = []string{"sleep", "30"}
+	tg.Measure(context.Background(), func(context.Context) (int, error) { return 0, nil })
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("the alongside command outlived the measurement by %s", el)
+	}
+	// A measured command's status comes from the measurement.
+	tg = Target{Command: []string{"true"}}
+	if code, _ := tg.Measure(context.Background(), func(context.Context) (int, error) { return 7, nil }); code != 7 {
+		t.Errorf("Measure = %d, want the measured command's 7", code)
 	}
 }

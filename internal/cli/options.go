@@ -115,3 +115,15 @@ func (e Events) Resolve(def []string) ([]events.Spec, map[int]string, error) {
 	}
 	return specs, filters, nil
 }
+
+// Tracepoint resolves an event name that must be one tracepoint or probe.
+func Tracepoint(name string) (events.Spec, error) {
+	s, err := events.Resolve([]string{name})
+	if err != nil {
+		return events.Spec{}, Usagef("%v", err)
+	}
+	if len(s) != 1 || !s[0].Tracepoint() {
+		return events.Spec{}, Usagef("%s: want one tracepoint or probe event", name)
+	}
+	return s[0], nil
+}

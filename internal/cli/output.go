@@ -14,17 +14,22 @@ type Output struct {
 	name string
 }
 
+// Stdout is a buffered standard output.
+func Stdout() *Output {
+	return &Output{Writer: bufio.NewWriterSize(os.Stdout, 1<<16), f: os.Stdout, name: "stdout"}
+}
+
 // Create opens path for writing, or stdout when path is "".
 func Create(path string) (*Output, error) {
-	o := &Output{f: os.Stdout, name: "stdout"}
+	o := Stdout()
 	if path != "" {
 		f, err := os.Create(path)
 		if err != nil {
 			return nil, fmt.Errorf("creating output: %w", err)
 		}
 		o.f, o.name = f, path
+		o.Writer.Reset(f)
 	}
-	o.Writer = bufio.NewWriterSize(o.f, 1<<16)
 	return o, nil
 }
 

@@ -148,3 +148,18 @@ func (t Target) StartAlongside(ctx context.Context) (_ context.Context, wait fun
 		return c.ProcessState.ExitCode()
 	}, nil
 }
+
+// Measure runs measure while the Alongside command, if any, runs, and
+// returns the exit status sonde passes on: the measured command's (as
+// measure returns it) when there is one, else the Alongside command's.
+func (t Target) Measure(ctx context.Context, measure func(context.Context) (int, error)) (int, error) {
+	ctx, wait, err := t.StartAlongside(ctx)
+	if err != nil {
+		return 0, err
+	}
+	code, err := measure(ctx)
+	if alongside := wait(); len(t.Command) == 0 {
+		code = alongside
+	}
+	return code, err
+}
