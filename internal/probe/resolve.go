@@ -278,19 +278,37 @@ func symList(s []Site) string {
 	return strings.Join(n, ", ")
 }
 
-// siteList names entries with what they are: "foo.isra.0 (a clone…)".
+// siteList names entries and what the compiler made of them, e.g.
+// "mix, mix.constprop.0 (a copy with constant arguments folded in); each
+// call runs one of them".
 func siteList(s []Site) string {
 	var n []string
-	clone := false
 	for _, x := range s {
-		n = append(n, x.Symbol)
-		clone = clone || x.Kind == SiteClone
+		if x.Kind != SiteClone {
+			n = append(n, x.Symbol)
+			continue
+		}
+		_, words, _ := splitClone(x.Symbol)
+		var why []string
+		for i := len(words) - 1; i >= 0; i-- {
+			why = append(why, cloneWhy[words[i]])
+		}
+		n = append(n, x.Symbol+" ("+strings.Join(why, ", then ")+")")
 	}
 	out := strings.Join(n, ", ")
-	if clone {
-		out += " (compiler clones: each call runs one of them)"
+	if len(s) > 1 {
+		out += "; each call runs one of them"
 	}
 	return out
+}
+
+var cloneWhy = map[string]string{
+	"isra":        "a copy with arguments replaced by the fields used",
+	"constprop":   "a copy with constant arguments folded in",
+	"lto_priv":    "renamed by link-time optimization",
+	"llvm":        "renamed by ThinLTO",
+	"localalias":  "a local alias",
+	"specialized": "a specialized copy",
 }
 
 // callers names the functions holding inlined copies, at most three.

@@ -95,9 +95,9 @@ func TestResolveClones(t *testing.T) {
 	}{
 		{name: "main", kinds: []SiteKind{SiteEntry}, symbols: []string{"main"}},
 		{name: "scale_first", needReturn: true, kinds: []SiteKind{SiteClone}, symbols: []string{"scale_first.isra.0"},
-			note: []string{"scale_first: probing scale_first.isra.0", "compiler clones"}},
+			note: []string{"scale_first: probing scale_first.isra.0 (a copy with arguments replaced by the fields used)"}},
 		{name: "mix", needReturn: true, kinds: []SiteKind{SiteEntry, SiteClone}, symbols: []string{"mix", "mix.constprop.0"},
-			note: []string{"probing mix, mix.constprop.0", "each call runs one of them"}},
+			note: []string{"probing mix, mix.constprop.0 (a copy with constant arguments folded in); each call runs one of them"}},
 		{name: "slow_path", needReturn: true, kinds: []SiteKind{SitePart}, symbols: []string{"slow_path.part.0"},
 			note: []string{"probing slow_path.part.0", "split off", "not seen", "inlined copies not probed"}},
 		{name: "checked", needReturn: true, kinds: []SiteKind{SiteEntry}, symbols: []string{"checked"}},
