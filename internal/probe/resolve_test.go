@@ -208,3 +208,23 @@ func TestParseClones(t *testing.T) {
 		t.Errorf("return probe on an inlined function: %v", err)
 	}
 }
+
+// FuzzSplitClone: symbol names come from any binary; the split never
+// panics and the base is always a proper prefix followed by a dot.
+func FuzzSplitClone(f *testing.F) {
+	for _, s := range []string{"foo.isra.0", "a.part.1.cold", ".cold", "x..constprop.0", "main.main", "cold.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		base, words, ok := splitClone(name)
+		if !ok {
+			if base != name || words != nil {
+				t.Fatalf("no suffix but split %q into %q, %q", name, base, words)
+			}
+			return
+		}
+		if base == "" && !strings.HasPrefix(name, ".") || !strings.HasPrefix(name, base+".") || len(words) == 0 {
+			t.Fatalf("split %q into %q, %q", name, base, words)
+		}
+	})
+}
