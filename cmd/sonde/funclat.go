@@ -41,6 +41,11 @@ func runFunclat(args []string) (int, error) {
 	if err != nil {
 		return 2, usageError{err.Error()}
 	}
+	for _, f := range funcs {
+		if f.Note != "" {
+			fmt.Fprintln(os.Stderr, "sonde: "+f.Note)
+		}
+	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	print := func(hs []*histogram.Hist, elapsed time.Duration, drops uint64) error {
