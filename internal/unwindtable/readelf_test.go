@@ -79,6 +79,10 @@ func readelfFrames(t *testing.T, path string, raReg string) *refDump {
 			sect = m[1]
 			continue
 		}
+		if strings.Contains(line, "ZERO terminator") {
+			cur, curCIE, cols = nil, "", nil
+			continue
+		}
 		if m := reEntry.FindStringSubmatch(line); m != nil {
 			off, _ := strconv.ParseUint(m[1], 16, 64)
 			cur, curCIE, cols = nil, "", nil

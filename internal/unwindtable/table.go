@@ -175,9 +175,14 @@ func BuildELF(f *elf.File) (*Table, error) {
 		return nil, ErrNoUnwindInfo
 	}
 	if len(perr) > 0 {
-		t.Stats.ParseError = errors.Join(perr...).Error()
+		// One line per error, one line in all: errors.Join would add newlines.
+		msg := perr[0].Error()
+		for _, e := range perr[1:] {
+			msg += "; " + e.Error()
+		}
+		t.Stats.ParseError = msg
 		if len(all) == 0 {
-			return nil, fmt.Errorf("building unwind table: %w", errors.Join(perr...))
+			return nil, fmt.Errorf("building unwind table: %w", perr[0])
 		}
 	}
 
