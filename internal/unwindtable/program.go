@@ -35,10 +35,10 @@ type cfaRule struct {
 // frameState is the part of a CFA table row sonde needs: the CFA, and the rules
 // of the registers the walker recovers (return address, frame pointer, stack pointer).
 type frameState struct {
-	cfa       cfaRule
-	ra, fp    regRule
-	sp        regRule
-	raSigned  bool // AArch64 DW_CFA_AARCH64_negate_ra_state toggled: the saved RA carries a PAC
+	cfa      cfaRule
+	ra, fp   regRule
+	sp       regRule
+	raSigned bool // AArch64 DW_CFA_AARCH64_negate_ra_state toggled: the saved RA carries a PAC
 }
 
 func (a *frameState) equal(b *frameState) bool {

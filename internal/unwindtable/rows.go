@@ -57,50 +57,68 @@ const (
 	FlagFPUnknown
 )
 
-// RowSize is the encoded size of a Row in bytes (see Row.Encode).
-const RowSize = 12
-
-// Row says how to unwind from every pc in [PC, next row's PC). Offsets are in
-// 8-byte units: every CFA and save slot in the libc and python3 of x86-64 and
-// arm64 we measured is 8-byte aligned, and the unit keeps the row at 12 bytes
-// while reaching ±256 KiB. A rule that does not fit becomes KindUnsupported.
-type Row struct {
-	PC    uint32 // first pc covered, as an offset from Table.Base
-	CFA   int16  // CFA offset in 8-byte units (meaning depends on Kind)
-	FP    int16  // caller's FP saved at CFA + FP*8; 0: FP is unchanged
-	RA    int16  // return address saved at CFA + RA*8 (unless FlagRAInLR)
+// Rule says how to unwind from one pc: where the CFA is, where the return
+// address and the caller's frame pointer are. Offsets are in 8-byte units:
+// every CFA and save slot in the x86-64 and arm64 libc and python3 we measured
+// is 8-byte aligned, and the unit reaches ±256 KiB in an int16. A rule that
+// does not fit becomes KindUnsupported.
+type Rule struct {
+	CFA   int16 // CFA offset in 8-byte units (meaning depends on Kind)
+	FP    int16 // caller's FP saved at CFA + FP*8; 0: FP is unchanged
+	RA    int16 // return address saved at CFA + RA*8 (unless FlagRAInLR)
 	Kind  Kind
 	Flags uint8
 }
 
-// sameRule reports whether two rows unwind the same way (they may differ in PC).
-func (r Row) sameRule(o Row) bool {
-	r.PC = o.PC
-	return r == o
+// Row is a rule and the first pc it applies to; it holds until the next row's PC.
+type Row struct {
+	PC uint32 // first pc covered, as an offset from Table.Base
+	Rule
 }
 
-// Encode appends the row's little-endian wire form, the layout of
+// RowSize is the encoded size of a Row in bytes (see Row.Encode); RuleSize of a Rule.
+const (
+	RowSize  = 12
+	RuleSize = 8
+)
+
+// Encode appends the rule's little-endian wire form, the layout of
 //
-//	struct unwind_row { __u32 pc; __s16 cfa, fp, ra; __u8 kind, flags; };
-func (r Row) Encode(b []byte) []byte {
+//	struct unwind_rule { __s16 cfa, fp, ra; __u8 kind, flags; };
+func (r Rule) Encode(b []byte) []byte {
 	return append(b,
-		byte(r.PC), byte(r.PC>>8), byte(r.PC>>16), byte(r.PC>>24),
 		byte(r.CFA), byte(uint16(r.CFA)>>8),
 		byte(r.FP), byte(uint16(r.FP)>>8),
 		byte(r.RA), byte(uint16(r.RA)>>8),
 		byte(r.Kind), r.Flags)
 }
 
-// DecodeRow reads a row written by Encode.
+// DecodeRule reads a rule written by Rule.Encode.
+func DecodeRule(b []byte) Rule {
+	_ = b[RuleSize-1]
+	return Rule{
+		CFA:   int16(uint16(b[0]) | uint16(b[1])<<8),
+		FP:    int16(uint16(b[2]) | uint16(b[3])<<8),
+		RA:    int16(uint16(b[4]) | uint16(b[5])<<8),
+		Kind:  Kind(b[6]),
+		Flags: b[7],
+	}
+}
+
+// Encode appends the row's little-endian wire form, the layout of
+//
+//	struct unwind_row { __u32 pc; struct unwind_rule rule; };
+func (r Row) Encode(b []byte) []byte {
+	b = append(b, byte(r.PC), byte(r.PC>>8), byte(r.PC>>16), byte(r.PC>>24))
+	return r.Rule.Encode(b)
+}
+
+// DecodeRow reads a row written by Row.Encode.
 func DecodeRow(b []byte) Row {
 	_ = b[RowSize-1]
 	return Row{
-		PC:    uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24,
-		CFA:   int16(uint16(b[4]) | uint16(b[5])<<8),
-		FP:    int16(uint16(b[6]) | uint16(b[7])<<8),
-		RA:    int16(uint16(b[8]) | uint16(b[9])<<8),
-		Kind:  Kind(b[10]),
-		Flags: b[11],
+		PC:   uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24,
+		Rule: DecodeRule(b[4:]),
 	}
 }
 
@@ -127,9 +145,9 @@ var (
 	regsARM64  = archRegs{sp: 31, fp: 29, lr: 30, pc: ^uint64(0)}
 )
 
-// rowFor compiles one CFA table state into a row.
-func rowFor(st *frameState, c *CIE, a archRegs) Row {
-	var row Row
+// rowFor compiles one CFA table state into a rule.
+func rowFor(st *frameState, c *CIE, a archRegs) Rule {
+	var row Rule
 	if c.Signal {
 		row.Flags |= FlagSignal
 		if sig, ok := signalRow(st, a); ok {
@@ -140,7 +158,7 @@ func rowFor(st *frameState, c *CIE, a archRegs) Row {
 	if st.raSigned {
 		row.Flags |= FlagRASigned
 	}
-	unsupported := func() Row {
+	unsupported := func() Rule {
 		row.Kind = KindUnsupported
 		row.CFA, row.FP, row.RA = 0, 0, 0
 		return row
@@ -217,10 +235,10 @@ func rowFor(st *frameState, c *CIE, a archRegs) Row {
 // context by SP-relative addresses: CFA = *(SP+n), RA at SP+m, FP at SP+k
 // (glibc's x86-64 __restore_rt). The offsets come from the CFI itself, so the
 // row follows the kernel's rt_sigframe layout without sonde hard-coding it.
-func signalRow(st *frameState, a archRegs) (Row, bool) {
+func signalRow(st *frameState, a archRegs) (Rule, bool) {
 	n, ok := derefExpr(st.cfa.expr, a.sp)
 	if !ok || st.ra.kind != ruleExpr || st.fp.kind != ruleExpr {
-		return Row{}, false
+		return Rule{}, false
 	}
 	m, ok1 := bregExpr(st.ra.expr, a.sp)
 	k, ok2 := bregExpr(st.fp.expr, a.sp)
@@ -228,9 +246,9 @@ func signalRow(st *frameState, a archRegs) (Row, bool) {
 	ru, ok4 := units(m)
 	fu, ok5 := units(k)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
-		return Row{}, false
+		return Rule{}, false
 	}
-	return Row{Kind: KindSignal, CFA: cu, RA: ru, FP: fu}, true
+	return Rule{Kind: KindSignal, CFA: cu, RA: ru, FP: fu}, true
 }
 
 // DWARF expression opcodes the recognisers need.

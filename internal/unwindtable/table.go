@@ -62,7 +62,7 @@ func (t *Table) Bytes() int { return len(t.Rows) * RowSize }
 // row get a KindNone row.
 func (t *Table) Lookup(pc uint64) Row {
 	if pc < t.Base || pc-t.Base >= 1<<32 {
-		return Row{Kind: KindNone}
+		return Row{Rule: Rule{Kind: KindNone}}
 	}
 	rel := uint32(pc - t.Base)
 	i, found := slices.BinarySearchFunc(t.Rows, rel, func(r Row, pc uint32) int {
@@ -76,7 +76,7 @@ func (t *Table) Lookup(pc uint64) Row {
 	})
 	if !found {
 		if i == 0 {
-			return Row{Kind: KindNone}
+			return Row{Rule: Rule{Kind: KindNone}}
 		}
 		i--
 	}
@@ -259,12 +259,12 @@ func BuildELF(f *elf.File) (*Table, error) {
 			t.Stats.DebugFrameFDEs++
 		}
 		if fd.Begin > covered && covered != 0 {
-			b.add(covered, Row{Kind: KindNone})
+			b.add(covered, Rule{Kind: KindNone})
 		}
 		rows, err := run(&s.fde, s.sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn})
 		if err != nil {
 			t.Stats.BadFDEs++
-			b.add(fd.Begin, Row{Kind: KindUnsupported})
+			b.add(fd.Begin, Rule{Kind: KindUnsupported})
 		} else {
 			for i, sr := range rows {
 				start, end := sr.pc, fd.End
@@ -280,7 +280,7 @@ func BuildELF(f *elf.File) (*Table, error) {
 		}
 		covered = fd.End
 	}
-	b.add(covered, Row{Kind: KindNone})
+	b.add(covered, Rule{Kind: KindNone})
 	for _, r := range t.Rows {
 		switch r.Kind {
 		case KindUnsupported:
@@ -301,16 +301,16 @@ type builder struct {
 	t *Table
 }
 
-func (b *builder) add(pc uint64, r Row) {
+func (b *builder) add(pc uint64, rule Rule) {
 	b.t.Stats.RawRows++
-	r.PC = uint32(pc - b.t.Base)
+	r := Row{PC: uint32(pc - b.t.Base), Rule: rule}
 	rows := b.t.Rows
 	if n := len(rows); n > 0 {
 		if rows[n-1].PC == r.PC {
 			rows = rows[:n-1]
 		}
 	}
-	if n := len(rows); n > 0 && rows[n-1].sameRule(r) {
+	if n := len(rows); n > 0 && rows[n-1].Rule == r.Rule {
 		b.t.Rows = rows
 		return
 	}

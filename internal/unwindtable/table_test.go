@@ -37,17 +37,15 @@ func TestPLT(t *testing.T) {
 	tab := buildFile(t, python311)
 	for _, tc := range []struct {
 		pc   uint64
-		want Row
+		want Rule
 	}{
-		{plt.Addr, Row{Kind: KindSP, CFA: 2, RA: -1}},
-		{plt.Addr + 5, Row{Kind: KindSP, CFA: 2, RA: -1}},
-		{plt.Addr + 6, Row{Kind: KindSP, CFA: 3, RA: -1}},
-		{plt.Addr + 16, Row{Kind: KindPLT, CFA: 1, FP: 11, RA: -1}},
-		{plt.Addr + plt.Size - 1, Row{Kind: KindPLT, CFA: 1, FP: 11, RA: -1}},
+		{plt.Addr, Rule{Kind: KindSP, CFA: 2, RA: -1}},
+		{plt.Addr + 5, Rule{Kind: KindSP, CFA: 2, RA: -1}},
+		{plt.Addr + 6, Rule{Kind: KindSP, CFA: 3, RA: -1}},
+		{plt.Addr + 16, Rule{Kind: KindPLT, CFA: 1, FP: 11, RA: -1}},
+		{plt.Addr + plt.Size - 1, Rule{Kind: KindPLT, CFA: 1, FP: 11, RA: -1}},
 	} {
-		got := tab.Lookup(tc.pc)
-		got.PC = 0
-		if got != tc.want {
+		if got := tab.Lookup(tc.pc).Rule; got != tc.want {
 			t.Errorf("pc %#x (.plt+%#x): %+v, want %+v", tc.pc, tc.pc-plt.Addr, got, tc.want)
 		}
 	}
@@ -77,7 +75,7 @@ func TestSignalFrame(t *testing.T) {
 		v, _ := strconv.Atoi(m[1])
 		return int16(v / 8)
 	}
-	want := Row{
+	want := Rule{
 		Kind:  KindSignal,
 		Flags: FlagSignal,
 		CFA:   slot(`DW_CFA_def_cfa_expression \(DW_OP_breg7 \(rsp\): (\d+); DW_OP_deref\)`),
@@ -85,9 +83,7 @@ func TestSignalFrame(t *testing.T) {
 		FP:    slot(`r6 \(rbp\) \(DW_OP_breg7 \(rsp\): (\d+)\)`),
 	}
 	for _, pc := range []uint64{begin, begin + 1, end - 1} {
-		got := tab.Lookup(pc)
-		got.PC = 0
-		if got != want {
+		if got := tab.Lookup(pc).Rule; got != want {
 			t.Errorf("pc %#x: %+v, want %+v", pc, got, want)
 		}
 	}
@@ -143,7 +139,7 @@ func TestGaps(t *testing.T) {
 		if tab.Rows[i].PC <= tab.Rows[i-1].PC {
 			t.Fatalf("rows %d and %d out of order: %+v %+v", i-1, i, tab.Rows[i-1], tab.Rows[i])
 		}
-		if tab.Rows[i].sameRule(tab.Rows[i-1]) {
+		if tab.Rows[i].Rule == tab.Rows[i-1].Rule {
 			t.Fatalf("rows %d and %d not merged: %+v %+v", i-1, i, tab.Rows[i-1], tab.Rows[i])
 		}
 	}
@@ -369,4 +365,29 @@ func TestBuildID(t *testing.T) {
 	if got := BuildID(f); got != string(m[1]) {
 		t.Errorf("build-id %q, readelf says %q", got, m[1])
 	}
+}
+
+// TestCompact: the compact form names the same rule for every row, and the
+// dictionary stays small when shared by several files.
+func TestCompact(t *testing.T) {
+	var d Rules
+	rows := 0
+	for _, p := range []string{libcX86, python311} {
+		tab := buildFile(t, p)
+		pcs, idx, err := tab.Compact(&d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range tab.Rows {
+			if pcs[i] != r.PC || d.Rule(idx[i]) != r.Rule {
+				t.Fatalf("%s row %d: pc %#x rule %+v, want %+v", p, i, pcs[i], d.Rule(idx[i]), r)
+			}
+		}
+		rows += len(tab.Rows)
+	}
+	if d.Len() > 2000 || len(d.Encode()) != d.Len()*RuleSize {
+		t.Errorf("%d rules for %d rows", d.Len(), rows)
+	}
+	t.Logf("%d rows of libc and python3 share %d rules: %d bytes compact + %d of rules, %d as full rows",
+		rows, d.Len(), rows*CompactRowSize, d.Len()*RuleSize, rows*RowSize)
 }
