@@ -62,7 +62,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for i := range fr.FDEs {
 			fd := &fr.FDEs[i]
-			rows, err := run(fd, &sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn})
+			rows, err := run(fd, &sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn}, nil)
 			if err != nil && strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
 			}

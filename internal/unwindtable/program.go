@@ -67,14 +67,16 @@ const maxStateStack = 64
 
 // run executes the CIE's initial instructions and the FDE's program and returns
 // the rows of its CFA table, in pc order, each starting where the previous ends.
-func run(f *FDE, sec *Section, ar regs) ([]stateRow, error) {
+// The rows are appended to scratch[:0], so a caller looping over FDEs reuses one
+// buffer.
+func run(f *FDE, sec *Section, ar regs, scratch []stateRow) ([]stateRow, error) {
 	c := f.CIE
 	var init frameState
 	if err := execute(c.Initial, c, sec, ar, &init, nil, nil, f.Begin, f.End); err != nil {
 		return nil, fmt.Errorf("CIE initial instructions: %w", err)
 	}
 	st := init
-	var rows []stateRow
+	rows := scratch[:0]
 	if err := execute(f.Instructions, c, sec, ar, &st, &init, &rows, f.Begin, f.End); err != nil {
 		return rows, err
 	}

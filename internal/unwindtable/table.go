@@ -245,6 +245,9 @@ func BuildELF(f *elf.File) (*Table, error) {
 	}
 
 	b := &builder{t: t}
+	// Compilers emit about six rows per FDE; one allocation in the common case.
+	t.Rows = make([]Row, 0, 8*len(kept))
+	var scratch []stateRow
 	covered := uint64(0)
 	for _, s := range kept {
 		fd := s.fde
@@ -261,7 +264,8 @@ func BuildELF(f *elf.File) (*Table, error) {
 		if fd.Begin > covered && covered != 0 {
 			b.add(covered, Rule{Kind: KindNone})
 		}
-		rows, err := run(&s.fde, s.sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn})
+		rows, err := run(&s.fde, s.sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn}, scratch)
+		scratch = rows
 		if err != nil {
 			t.Stats.BadFDEs++
 			b.add(fd.Begin, Rule{Kind: KindUnsupported})
@@ -291,7 +295,7 @@ func BuildELF(f *elf.File) (*Table, error) {
 			t.Stats.Stop++
 		}
 	}
-	t.Rows = slices.Clip(t.Rows)
+	t.Rows = slices.Clone(t.Rows) // drop the spare capacity: tables live as long as the cache holds them
 	return t, nil
 }
 
