@@ -52,6 +52,7 @@ type Stats struct {
 	RawRows        int // rows before merging consecutive identical rules
 	Unsupported    int // rows of KindUnsupported
 	Signal, Stop   int // rows of KindSignal and KindStop
+	SynthPLT       bool // arm64 .plt rows made from the stub layout (ld writes no FDE for it)
 	ParseError     string
 }
 
@@ -129,9 +130,10 @@ func BuildELF(f *elf.File) (*Table, error) {
 	}
 
 	type source struct {
-		fde  FDE
-		sec  *Section
-		prio int // 0: .eh_frame wins over 1: .debug_frame for the same pcs
+		fde   FDE
+		sec   *Section
+		prio  int         // 0: .eh_frame wins over 1: .debug_frame for the same pcs, 2: synthesized
+		synth []synthRule // rows made by sonde where the linker wrote no FDE
 	}
 	var all []source
 	var perr []error
@@ -150,7 +152,7 @@ func BuildELF(f *elf.File) (*Table, error) {
 		t.Stats.CIEs += len(fr.CIEs)
 		t.Stats.FDEs += len(fr.FDEs)
 		for _, fd := range fr.FDEs {
-			all = append(all, source{fd, &s, prio})
+			all = append(all, source{fde: fd, sec: &s, prio: prio})
 		}
 	}
 	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
@@ -213,6 +215,12 @@ func BuildELF(f *elf.File) (*Table, error) {
 		}
 		kept = append(kept, s)
 	}
+	if t.Arch == ArchARM64 {
+		if b, e, rules, ok := arm64PLT(f); ok && !overlapsAny(kept, b, e, func(s source) (uint64, uint64) { return s.fde.Begin, s.fde.End }) {
+			kept = append(kept, source{fde: FDE{Begin: b, End: e}, prio: 2, synth: rules})
+			t.Stats.SynthPLT = true
+		}
+	}
 	slices.SortFunc(kept, func(a, b source) int {
 		switch {
 		case a.fde.Begin != b.fde.Begin:
@@ -263,6 +271,15 @@ func BuildELF(f *elf.File) (*Table, error) {
 		}
 		if fd.Begin > covered && covered != 0 {
 			b.add(covered, Rule{Kind: KindNone})
+		}
+		if s.synth != nil {
+			for _, r := range s.synth {
+				if r.pc >= fd.Begin {
+					b.add(r.pc, r.rule)
+				}
+			}
+			covered = fd.End
+			continue
 		}
 		rows, err := run(&s.fde, s.sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn}, scratch)
 		scratch = rows
@@ -359,4 +376,58 @@ func ehFrameFromHeader(f *elf.File) ([]byte, uint64, bool) {
 		return data, ehAddr, true
 	}
 	return nil, 0, false
+}
+
+type synthRule struct {
+	pc   uint64
+	rule Rule
+}
+
+func overlapsAny[T any](xs []T, b, e uint64, span func(T) (uint64, uint64)) bool {
+	for _, x := range xs {
+		if xb, xe := span(x); xb < e && b < xe {
+			return true
+		}
+	}
+	return false
+}
+
+// AArch64 instructions that identify the PLT header GNU ld writes.
+const (
+	arm64StpX16X30 = 0xa9bf7bf0 // stp x16, x30, [sp, #-16]!
+	arm64BTIC      = 0xd503245f // bti c
+	arm64PLT0Size  = 32
+)
+
+// arm64PLT describes the .plt of an arm64 file, for which GNU ld emits no
+// unwind information. Every stub after the 32-byte header only loads a GOT
+// entry and branches: SP is untouched and the return address is in x30. The
+// header (reached on lazy binding) first pushes x16 and x30, then jumps to the
+// resolver, which has its own FDE. The header is recognised by its first
+// instructions; an unknown layout gets no rows.
+func arm64PLT(f *elf.File) (begin, end uint64, rules []synthRule, ok bool) {
+	s := f.Section(".plt")
+	if s == nil || s.Type != elf.SHT_PROGBITS || s.Size < arm64PLT0Size {
+		return 0, 0, nil, false
+	}
+	head := make([]byte, 8)
+	if _, err := s.ReadAt(head, 0); err != nil {
+		return 0, 0, nil, false
+	}
+	w0, w1 := f.ByteOrder.Uint32(head), f.ByteOrder.Uint32(head[4:])
+	var pushed uint64 // address of the first instruction after the push
+	switch {
+	case w0 == arm64StpX16X30:
+		pushed = s.Addr + 4
+	case w0 == arm64BTIC && w1 == arm64StpX16X30:
+		pushed = s.Addr + 8
+	default:
+		return 0, 0, nil, false
+	}
+	inLR := Rule{Kind: KindSP, Flags: FlagRAInLR}
+	return s.Addr, s.Addr + s.Size, []synthRule{
+		{s.Addr, inLR},
+		{pushed, Rule{Kind: KindSP, CFA: 2, RA: -1}},
+		{s.Addr + arm64PLT0Size, inLR},
+	}, true
 }

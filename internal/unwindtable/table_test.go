@@ -391,3 +391,40 @@ func TestCompact(t *testing.T) {
 	t.Logf("%d rows of libc and python3 share %d rules: %d bytes compact + %d of rules, %d as full rows",
 		rows, d.Len(), rows*CompactRowSize, d.Len()*RuleSize, rows*RowSize)
 }
+
+// TestPLTARM64: ld writes no FDE for the arm64 .plt; its rows come from the
+// stub layout, checked here against the instructions in the file.
+func TestPLTARM64(t *testing.T) {
+	const path = "/usr/aarch64-linux-gnu/lib/libc.so.6"
+	f := openELF(t, path)
+	plt := f.Section(".plt")
+	if plt == nil {
+		t.Skip("no .plt")
+	}
+	code, err := plt.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := f.ByteOrder.Uint32(code); w != arm64StpX16X30 {
+		t.Fatalf(".plt starts with %#x, not stp x16, x30, [sp, #-16]!", w)
+	}
+	tab := buildFile(t, path)
+	if !tab.Stats.SynthPLT {
+		t.Fatal("no synthesized .plt rows")
+	}
+	inLR := Rule{Kind: KindSP, Flags: FlagRAInLR}
+	for _, tc := range []struct {
+		pc   uint64
+		want Rule
+	}{
+		{plt.Addr, inLR},
+		{plt.Addr + 4, Rule{Kind: KindSP, CFA: 2, RA: -1}},
+		{plt.Addr + 31, Rule{Kind: KindSP, CFA: 2, RA: -1}},
+		{plt.Addr + 32, inLR},
+		{plt.Addr + plt.Size - 1, inLR},
+	} {
+		if got := tab.Lookup(tc.pc).Rule; got != tc.want {
+			t.Errorf(".plt+%#x: %+v, want %+v", tc.pc-plt.Addr, got, tc.want)
+		}
+	}
+}
