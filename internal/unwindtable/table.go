@@ -45,13 +45,13 @@ type Table struct {
 
 // Stats says what went into a table and what could not be represented.
 type Stats struct {
-	CIEs, FDEs     int // entries parsed from .eh_frame and .debug_frame
-	DebugFrameFDEs int // FDEs taken from .debug_frame (not covered by .eh_frame)
-	SkippedFDEs    int // empty, outside executable segments, or overlapping an earlier FDE
-	BadFDEs        int // FDEs whose CFA program failed; their range is KindUnsupported
-	RawRows        int // rows before merging consecutive identical rules
-	Unsupported    int // rows of KindUnsupported
-	Signal, Stop   int // rows of KindSignal and KindStop
+	CIEs, FDEs     int  // entries parsed from .eh_frame and .debug_frame
+	DebugFrameFDEs int  // FDEs taken from .debug_frame (not covered by .eh_frame)
+	SkippedFDEs    int  // empty, outside executable segments, or overlapping an earlier FDE
+	BadFDEs        int  // FDEs whose CFA program failed; their range is KindUnsupported
+	RawRows        int  // rows before merging consecutive identical rules
+	Unsupported    int  // rows of KindUnsupported
+	Signal, Stop   int  // rows of KindSignal and KindStop
 	SynthPLT       bool // arm64 .plt rows made from the stub layout (ld writes no FDE for it)
 	ParseError     string
 }
