@@ -39,6 +39,7 @@ type CIE struct {
 	Signal       bool   // 'S': FDEs describe signal trampolines
 	AddrSize     uint8
 	Initial      []byte // initial CFA instructions
+	initialOff   uint64 // section offset of Initial[0], for pc-relative DW_CFA_set_loc
 }
 
 // FDE is a Frame Description Entry: the CFA program of one pc range.
@@ -47,6 +48,7 @@ type FDE struct {
 	CIE          *CIE
 	Begin, End   uint64 // [Begin, End) in the object's virtual addresses
 	Instructions []byte
+	instOff      uint64 // section offset of Instructions[0]
 }
 
 // DW_EH_PE_* pointer encodings (LSB Core, "DWARF Exception Header Encoding").
@@ -444,6 +446,7 @@ func parseCIE(r *buf, off uint64, s *Section) (*CIE, error) {
 		}
 	}
 	c.Initial = r.b[min(r.off, len(r.b)):]
+	c.initialOff = uint64(r.off)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -468,5 +471,6 @@ func parseFDE(r *buf, off uint64, c *CIE, s *Section) (FDE, error) {
 		return f, r.err
 	}
 	f.Instructions = r.b[r.off:]
+	f.instOff = uint64(r.off)
 	return f, nil
 }

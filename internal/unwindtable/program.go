@@ -72,21 +72,21 @@ const maxStateStack = 64
 func run(f *FDE, sec *Section, ar regs, scratch []stateRow) ([]stateRow, error) {
 	c := f.CIE
 	var init frameState
-	if err := execute(c.Initial, c, sec, ar, &init, nil, nil, f.Begin, f.End); err != nil {
+	if err := execute(c.Initial, c, sec, c.initialOff, ar, &init, nil, nil, f.Begin, f.End); err != nil {
 		return nil, fmt.Errorf("CIE initial instructions: %w", err)
 	}
 	st := init
 	rows := scratch[:0]
-	if err := execute(f.Instructions, c, sec, ar, &st, &init, &rows, f.Begin, f.End); err != nil {
+	if err := execute(f.Instructions, c, sec, f.instOff, ar, &st, &init, &rows, f.Begin, f.End); err != nil {
 		return rows, err
 	}
 	return rows, nil
 }
 
-// execute interprets CFA instructions. With rows == nil (the CIE's initial
-// instructions) advancing the location is an error. Rows are appended as the
-// location advances and once at the end.
-func execute(prog []byte, c *CIE, sec *Section, ar regs, st, init *frameState, rows *[]stateRow, begin, end uint64) error {
+// execute interprets CFA instructions found at section offset progOff. With
+// rows == nil (the CIE's initial instructions) advancing the location is an
+// error. Rows are appended as the location advances and once at the end.
+func execute(prog []byte, c *CIE, sec *Section, progOff uint64, ar regs, st, init *frameState, rows *[]stateRow, begin, end uint64) error {
 	r := &buf{b: prog, order: sec.Order}
 	loc := begin
 	var stack []frameState
@@ -143,13 +143,16 @@ func execute(prog []byte, c *CIE, sec *Section, ar regs, st, init *frameState, r
 			switch op {
 			case 0x00: // DW_CFA_nop
 			case 0x01: // DW_CFA_set_loc
+				// r counts from the start of prog: shift the section address so
+				// a pc-relative operand is relative to its own position.
+				ps := *sec
+				ps.Addr += progOff
 				var to uint64
 				if sec.Kind == DebugFrame {
-					ds := *sec
-					ds.PtrSize = int(c.AddrSize)
-					to = r.pointer(peAbsptr, &ds, 0)
+					ps.PtrSize = int(c.AddrSize)
+					to = r.pointer(peAbsptr, &ps, 0)
 				} else {
-					to = r.pointer(c.FDEEncoding&^peIndirect, sec, begin)
+					to = r.pointer(c.FDEEncoding&^peIndirect, &ps, begin)
 				}
 				err = emit(to)
 			case 0x02: // DW_CFA_advance_loc1
