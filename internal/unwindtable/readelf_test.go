@@ -246,8 +246,8 @@ func compareRow(row Row, r refRow, f *refFDE, n refNames) string {
 	}
 	if r.cfa == "exp" || ra == "exp" {
 		switch row.Kind {
-		case KindPLT, KindFPDeref, KindSignal, KindUnsupported:
-			return ""
+		case KindPLT, KindFPDeref, KindSPDeref, KindSignal, KindUnsupported:
+			return "" // TestCFAExpressions checks these against the expressions' text
 		}
 		return "want an expression kind"
 	}
@@ -348,6 +348,8 @@ func TestAgainstReadelf(t *testing.T) {
 		{"libc_x86_64", "/usr/lib/x86_64-linux-gnu/libc.so.6", namesX86, 3000},
 		{"python3_11", "/usr/bin/python3.11", namesX86, 9000},
 		{"libc_arm64", "/usr/aarch64-linux-gnu/lib/libc.so.6", namesARM64, 3000},
+		{"libcrypto_x86_64", "/usr/lib/x86_64-linux-gnu/libcrypto.so.3", namesX86, 10000},
+		{"ld_so_x86_64", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", namesX86, 250},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := os.Stat(tc.path); err != nil {
@@ -365,5 +367,79 @@ func TestAgainstReadelf(t *testing.T) {
 			t.Logf("%s: %d FDEs, %d row boundaries agree with readelf; %d rows (%d bytes), stats %+v",
 				tc.path, fdes, checks, len(tab.Rows), tab.Bytes(), tab.Stats)
 		})
+	}
+}
+
+var (
+	reLoc    = regexp.MustCompile(`DW_CFA_(?:advance_loc\d?|set_loc): .* to ([0-9a-f]+)$`)
+	reCFAExp = regexp.MustCompile(`DW_CFA_def_cfa_expression \((.*)\)$`)
+	rePLTExp = regexp.MustCompile(`^DW_OP_breg7 \(rsp\): (\d+); DW_OP_breg16 \(rip\): 0; DW_OP_lit15; DW_OP_and; DW_OP_lit(\d+); DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus$`)
+	reDeref  = regexp.MustCompile(`^DW_OP_breg([67]) \((?:rbp|rsp)\): (-?\d+); DW_OP_deref(?:; DW_OP_plus_uconst: (\d+))?$`)
+)
+
+// TestCFAExpressions checks every DW_CFA_def_cfa_expression readelf prints
+// for x86-64 files against the rule of the row where it takes effect: the PLT
+// expression, the deref forms (gcc's DRAP, OpenSSL's saved SP), and anything
+// else unsupported. Signal frames are TestSignalFrame's.
+func TestCFAExpressions(t *testing.T) {
+	for _, path := range []string{libcX86, python311, "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/libcrypto.so.3"} {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		tab := buildFile(t, path)
+		kinds := map[Kind]int{}
+		var loc uint64
+		sc := bufio.NewScanner(bytes.NewReader(runReadelf(t, "-wf", path)))
+		sc.Buffer(nil, 1<<20)
+		signal := false
+		for sc.Scan() {
+			line := sc.Text()
+			if m := reEntry.FindStringSubmatch(line); m != nil {
+				if m[2] == "FDE" {
+					loc, _ = strconv.ParseUint(m[4], 16, 64)
+				}
+				continue
+			}
+			if strings.HasPrefix(line, "  Augmentation:") {
+				signal = strings.Contains(line, "S")
+			}
+			if m := reLoc.FindStringSubmatch(line); m != nil {
+				loc, _ = strconv.ParseUint(m[1], 16, 64)
+				continue
+			}
+			m := reCFAExp.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			got := tab.Lookup(loc).Rule
+			var want Rule
+			switch {
+			case rePLTExp.MatchString(m[1]):
+				p := rePLTExp.FindStringSubmatch(m[1])
+				n, _ := strconv.Atoi(p[1])
+				thr, _ := strconv.Atoi(p[2])
+				want = Rule{Kind: KindPLT, CFA: int16(n / 8), FP: int16(thr), RA: -1}
+			case reDeref.MatchString(m[1]):
+				if signal {
+					continue
+				}
+				d := reDeref.FindStringSubmatch(m[1])
+				n, _ := strconv.Atoi(d[2])
+				add, _ := strconv.Atoi(d[3])
+				want = got // FP and RA slots are TestAgainstReadelf's
+				want.Kind, want.CFA = KindSPDeref, int16(n/8)
+				if d[1] == "6" {
+					want.Kind = KindFPDeref
+				}
+				want.Flags = got.Flags&0x0f | uint8(add/8)<<derefAddShift
+			default:
+				want = Rule{Kind: KindUnsupported, Flags: got.Flags & FlagSignal}
+			}
+			kinds[want.Kind]++
+			if got != want {
+				t.Errorf("%s pc %#x: %s gives %+v, want %+v", path, loc, m[1], got, want)
+			}
+		}
+		t.Logf("%s: CFA expressions by kind %v", path, kinds)
 	}
 }

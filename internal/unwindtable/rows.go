@@ -15,9 +15,12 @@ const (
 	// the 16-byte entry: CFA = SP + CFA*8 + ((PC&15) >= FP ? 8 : 0). FP holds the
 	// threshold (11 for the classic PLT) because no PLT stub saves the frame pointer.
 	KindPLT
-	// KindFPDeref: CFA = *(FP + CFA*8), the stack-realigning (DRAP) prologue
-	// gcc emits for functions that align the stack beyond 16 bytes.
+	// KindFPDeref: CFA = *(FP + CFA*8) + DerefAdd(), the stack-realigning
+	// (DRAP) prologue gcc emits for functions that align the stack beyond 16
+	// bytes, and OpenSSL's assembly that keeps the entry SP in the frame.
 	KindFPDeref
+	// KindSPDeref: CFA = *(SP + CFA*8) + DerefAdd() (OpenSSL's perlasm code).
+	KindSPDeref
 	// KindSignal: a signal trampoline (__restore_rt). The interrupted context is
 	// saved on the stack: SP at *(SP + CFA*8), RA (the interrupted pc) at
 	// *(SP + RA*8), FP at *(SP + FP*8). The next frame is not a call site, so
@@ -32,7 +35,7 @@ const (
 	KindUnsupported
 )
 
-var kindNames = [...]string{"none", "sp", "fp", "plt", "fp-deref", "signal", "stop", "unsupported"}
+var kindNames = [...]string{"none", "sp", "fp", "plt", "fp-deref", "sp-deref", "signal", "stop", "unsupported"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -56,6 +59,13 @@ const (
 	// in the caller.
 	FlagFPUnknown
 )
+
+// derefAddShift: for the deref kinds, the upper four bits of Flags hold the
+// value added after the load, in 8-byte units (0..120 bytes; OpenSSL uses 8).
+const derefAddShift = 4
+
+// DerefAdd is the byte offset added to the loaded CFA of KindFPDeref and KindSPDeref.
+func (r Rule) DerefAdd() int64 { return int64(r.Flags>>derefAddShift) * 8 }
 
 // Rule says how to unwind from one pc: where the CFA is, where the return
 // address and the caller's frame pointer are. Offsets are in 8-byte units:
@@ -192,8 +202,12 @@ func rowFor(st *frameState, c *CIE, a archRegs) Rule {
 	case st.cfa.expr != nil:
 		if off, thr, ok := pltExpr(st.cfa.expr, a); ok {
 			row.Kind, cfaOff, row.FP = KindPLT, off, int16(thr)
-		} else if off, ok := derefExpr(st.cfa.expr, a.fp); ok {
+		} else if off, add, ok := derefAddExpr(st.cfa.expr, a.fp); ok && add%8 == 0 && add>>3 < 16 {
 			row.Kind, cfaOff = KindFPDeref, off
+			row.Flags |= uint8(add>>3) << derefAddShift
+		} else if off, add, ok := derefAddExpr(st.cfa.expr, a.sp); ok && add%8 == 0 && add>>3 < 16 {
+			row.Kind, cfaOff = KindSPDeref, off
+			row.Flags |= uint8(add>>3) << derefAddShift
 		} else {
 			return unsupported()
 		}
@@ -253,14 +267,15 @@ func signalRow(st *frameState, a archRegs) (Rule, bool) {
 
 // DWARF expression opcodes the recognisers need.
 const (
-	opDeref = 0x06
-	opShl   = 0x24
-	opAnd   = 0x1a
-	opPlus  = 0x22
-	opGe    = 0x2a
-	opLit0  = 0x30
-	opBreg0 = 0x70
-	opBregx = 0x92
+	opDeref     = 0x06
+	opPlusUcons = 0x23
+	opShl       = 0x24
+	opAnd       = 0x1a
+	opPlus      = 0x22
+	opGe        = 0x2a
+	opLit0      = 0x30
+	opBreg0     = 0x70
+	opBregx     = 0x92
 )
 
 type exprOp struct {
@@ -287,6 +302,12 @@ func decodeExpr(e []byte, max int) ([]exprOp, bool) {
 			ops = append(ops, exprOp{op: opBreg0, reg: reg, off: r.sleb()})
 		case op >= opLit0 && op < opLit0+32:
 			ops = append(ops, exprOp{op: opLit0, off: int64(op - opLit0)})
+		case op == opPlusUcons:
+			v := r.uleb()
+			if v >= 1<<32 {
+				return nil, false
+			}
+			ops = append(ops, exprOp{op: op, off: int64(v)})
 		case op == opDeref, op == opShl, op == opAnd, op == opPlus, op == opGe:
 			ops = append(ops, exprOp{op: op})
 		default:
@@ -310,11 +331,24 @@ func bregExpr(e []byte, reg uint64) (int64, bool) {
 
 // derefExpr matches "DW_OP_breg<reg> n; DW_OP_deref" and returns n.
 func derefExpr(e []byte, reg uint64) (int64, bool) {
-	ops, ok := decodeExpr(e, 2)
-	if !ok || len(ops) != 2 || ops[0].op != opBreg0 || ops[0].reg != reg || ops[1].op != opDeref {
-		return 0, false
+	n, add, ok := derefAddExpr(e, reg)
+	return n, ok && add == 0
+}
+
+// derefAddExpr matches "DW_OP_breg<reg> n; DW_OP_deref[; DW_OP_plus_uconst m]"
+// and returns n and m (0 when absent).
+func derefAddExpr(e []byte, reg uint64) (n, m int64, ok bool) {
+	ops, ok := decodeExpr(e, 3)
+	if !ok || len(ops) < 2 || ops[0].op != opBreg0 || ops[0].reg != reg || ops[1].op != opDeref {
+		return 0, 0, false
 	}
-	return ops[0].off, true
+	if len(ops) == 3 {
+		if ops[2].op != opPlusUcons {
+			return 0, 0, false
+		}
+		m = ops[2].off
+	}
+	return ops[0].off, m, true
 }
 
 // pltExpr matches the x86-64 PLT CFA expression binutils emits:
