@@ -369,7 +369,11 @@ func ehFrameFromHeader(f *elf.File) ([]byte, uint64, bool) {
 		if p.Type != elf.PT_LOAD || ehAddr < p.Vaddr || ehAddr >= p.Vaddr+p.Filesz {
 			continue
 		}
-		data := make([]byte, p.Vaddr+p.Filesz-ehAddr)
+		n := p.Vaddr + p.Filesz - ehAddr
+		if n > 1<<30 {
+			return nil, 0, false // not a plausible .eh_frame: refuse the allocation
+		}
+		data := make([]byte, n)
 		if n, err := p.ReadAt(data, int64(ehAddr-p.Vaddr)); err != nil && n < len(data) {
 			return nil, 0, false
 		}
