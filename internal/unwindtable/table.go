@@ -39,8 +39,18 @@ type Table struct {
 	Base uint64
 	// Rows are sorted by PC; consecutive rows differ in rule. The last row is
 	// KindNone, ending the coverage of the last FDE.
-	Rows  []Row
+	Rows []Row
+	// Exec are the file's executable PT_LOAD segments, so a loader can turn a
+	// mapping's file offset into the virtual addresses rows use without
+	// reopening the file.
+	Exec  []Segment
 	Stats Stats
+}
+
+// Segment is an executable PT_LOAD segment: Size bytes at file offset Off are
+// mapped at virtual address Vaddr.
+type Segment struct {
+	Vaddr, Off, Size uint64
 }
 
 // Stats says what went into a table and what could not be represented.
@@ -194,6 +204,7 @@ func BuildELF(f *elf.File) (*Table, error) {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
 			exec = append(exec, [2]uint64{p.Vaddr, p.Vaddr + p.Memsz})
+			t.Exec = append(t.Exec, Segment{Vaddr: p.Vaddr, Off: p.Off, Size: p.Filesz})
 		}
 	}
 	inExec := func(b, e uint64) bool {

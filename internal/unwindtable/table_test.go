@@ -428,3 +428,47 @@ func TestPLTARM64(t *testing.T) {
 		}
 	}
 }
+
+// TestVDSO: the vDSO is an ELF image in memory only (no file to open); its
+// table is built from the bytes of this process's [vdso] mapping and agrees
+// with readelf reading the same bytes.
+func TestVDSO(t *testing.T) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	var lo, hi uint64
+	for _, line := range strings.Split(string(maps), "\n") {
+		if strings.HasSuffix(line, "[vdso]") {
+			r := strings.SplitN(strings.Fields(line)[0], "-", 2)
+			lo, _ = strconv.ParseUint(r[0], 16, 64)
+			hi, _ = strconv.ParseUint(r[1], 16, 64)
+		}
+	}
+	if lo == 0 {
+		t.Skip("no [vdso] mapping")
+	}
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer mem.Close()
+	image := make([]byte, hi-lo)
+	if _, err := mem.ReadAt(image, int64(lo)); err != nil {
+		t.Skipf("reading [vdso]: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "vdso.so")
+	if err := os.WriteFile(path, image, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := buildFile(t, path)
+	names := namesX86
+	if tab.Arch == ArchARM64 {
+		names = namesARM64
+	}
+	fdes, checks := checkAgainstReadelf(t, tab, readelfFrames(t, path, names.raReg), names, ".eh_frame")
+	if fdes < 2 {
+		t.Errorf("%d vDSO FDEs checked", fdes)
+	}
+	t.Logf("vDSO: %d FDEs, %d row boundaries, %d rows, exec segments %+v", fdes, checks, len(tab.Rows), tab.Exec)
+}
