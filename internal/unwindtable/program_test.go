@@ -96,7 +96,6 @@ func TestPrograms(t *testing.T) {
 	}
 }
 
-
 // TestProgramErrors: malformed programs fail with one line and no panic.
 func TestProgramErrors(t *testing.T) {
 	for _, tc := range []struct {
