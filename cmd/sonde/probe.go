@@ -49,6 +49,9 @@ func newProbeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if p.Note != "" {
+				fmt.Fprintln(os.Stderr, "sonde: "+p.Note)
+			}
 			if err := probe.Add(p); err != nil {
 				return err
 			}

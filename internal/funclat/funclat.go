@@ -28,6 +28,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -36,6 +37,12 @@ import (
 type Func struct {
 	Binary string // "" for kernel functions
 	Name   string
+	// Symbols are where Name's code starts when the compiler renamed it
+	// (clones such as Name.isra.0); nil means the symbol Name itself.
+	Symbols []string
+	// Note says which symbols a source name resolved to ("" when simply
+	// its own); one line for stderr.
+	Note string
 }
 
 // String is how reports name it.
@@ -66,6 +73,18 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 				return nil, fmt.Errorf("kernel function patterns need an exact name, not %q", glob)
 			}
 			out = append(out, Func{Name: glob})
+			continue
+		}
+		if !strings.ContainsAny(glob, "*?[") {
+			// A source name: the compiler's clones count as the function.
+			r, err := probe.ResolveFile(bin, glob, true)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", bin, err)
+			}
+			if k := bin + ":" + glob; !seen[k] {
+				seen[k] = true
+				out = append(out, Func{Binary: bin, Name: glob, Symbols: r.Symbols(), Note: r.Note})
+			}
 			continue
 		}
 		names, err := matchSymbols(bin, glob)
@@ -260,16 +279,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				return nil, fmt.Errorf("opening %s: %w", f.Binary, err)
 			}
 			opts := &link.UprobeOptions{PID: o.Pid, Cookie: uint64(i)}
-			l, err := ex.Uprobe(f.Name, objs.Entry, opts)
-			if err != nil {
-				return nil, fmt.Errorf("uprobe on %s: %w", f, err)
+			syms := f.Symbols
+			if len(syms) == 0 {
+				syms = []string{f.Name}
 			}
-			links = append(links, l)
-			l, err = ex.Uretprobe(f.Name, objs.Return, opts)
-			if err != nil {
-				return nil, fmt.Errorf("uretprobe on %s: %w", f, err)
+			for _, sym := range syms {
+				l, err := ex.Uprobe(sym, objs.Entry, opts)
+				if err != nil {
+					return nil, fmt.Errorf("uprobe on %s (%s): %w", f, sym, err)
+				}
+				links = append(links, l)
+				l, err = ex.Uretprobe(sym, objs.Return, opts)
+				if err != nil {
+					return nil, fmt.Errorf("uretprobe on %s (%s): %w", f, sym, err)
+				}
+				links = append(links, l)
 			}
-			links = append(links, l)
 		}
 	} else {
 		var why []string

@@ -84,7 +84,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Key) > 0 {
 		fmt.Fprintf(w, " by %s", strings.Join(r.Key, ","))
 	}
-	pairs := 0
+	var pairs uint64
 	for _, h := range res.Groups {
 		pairs += h.Count()
 	}
