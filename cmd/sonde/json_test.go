@@ -5,6 +5,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/annotate"
 	"github.com/sonde-dev/sonde/internal/diff"
+	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/report"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
@@ -25,7 +26,7 @@ var jsonDocs = map[string]any{
 	"stat":                    statview.Doc{},
 	"stat -I":                 statview.Interval{},
 	"latency":                 latencyview.Doc{},
-	"probe -l":                []probeJSON{},
+	"probe -l":                []probe.Listed{},
 }
 
 func TestJSONVocabulary(t *testing.T) {

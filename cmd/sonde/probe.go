@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 func newProbeCmd() *cobra.Command {
@@ -61,16 +60,7 @@ func newProbeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				out := []probeJSON{}
-				for _, p := range ps {
-					out = append(out, probeJSON{Name: p.Name(), Binary: p.Binary, Function: p.Func, Return: p.Return, Definition: p.Definition()})
-				}
-				return jsonout.Write(os.Stdout, out)
-			}
-			for _, p := range ps {
-				fmt.Printf("  %-40s (%s)\n", p.Name(), strings.SplitN(p.Definition(), " ", 2)[1])
-			}
+			return probe.WriteList(os.Stdout, ps, asJSON)
 		case del != "":
 			if err := probe.Del(del); err != nil {
 				return err
@@ -86,13 +76,4 @@ func newProbeCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// probeJSON is one probe in probe -l --json.
-type probeJSON struct {
-	Name       string `json:"name"` // group:event, the name -e takes
-	Binary     string `json:"binary,omitempty"`
-	Function   string `json:"function"`
-	Return     bool   `json:"return"`
-	Definition string `json:"definition"` // the line written to tracefs
 }

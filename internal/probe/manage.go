@@ -1,7 +1,9 @@
 package probe
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -42,4 +44,33 @@ func DelOwn() (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Listed is one probe as probe -l --json writes it (keys in docs/json.md).
+type Listed struct {
+	Name       string `json:"name"` // group:event, the name -e takes
+	Binary     string `json:"binary,omitempty"`
+	Function   string `json:"function"`
+	Return     bool   `json:"return"`
+	Definition string `json:"definition"` // the line written to tracefs
+}
+
+// WriteList writes probes as perf probe -l does, or as a JSON array.
+func WriteList(w io.Writer, ps []Probe, asJSON bool) error {
+	if asJSON {
+		out := []Listed{}
+		for _, p := range ps {
+			out = append(out, Listed{Name: p.Name(), Binary: p.Binary, Function: p.Func, Return: p.Return, Definition: p.Definition()})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	for _, p := range ps {
+		_, def, _ := strings.Cut(p.Definition(), " ")
+		if _, err := fmt.Fprintf(w, "  %-40s (%s)\n", p.Name(), def); err != nil {
+			return err
+		}
+	}
+	return nil
 }
