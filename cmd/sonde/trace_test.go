@@ -151,9 +151,10 @@ func TestStatAgainstPerf(t *testing.T) {
 	}
 	p := perfStatCSV(t, dir, "-e", evs, "--", "./statwork", "20000", "300")
 	within(t, "page-faults (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "page-faults"), p["page-faults"], 5)
-	within(t, "context-switches (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "context-switches"), p["context-switches"], 5)
 	// task-clock of separate runs varies from 133 to 201 ms on this VM for
-	// both tools alike, so it is compared on the same run above.
+	// both tools alike, and context-switches from 438 to 3002 (they follow
+	// the load of the shared machine), so both are compared on the same
+	// run above.
 }
 
 func TestStatRepeatAndInterval(t *testing.T) {
