@@ -10,6 +10,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
+	"github.com/sonde-dev/sonde/internal/view/dist"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
@@ -28,9 +29,8 @@ type Report struct {
 
 // Group is one distribution in JSON.
 type Group struct {
-	Group   string             `json:"group,omitempty"`
-	Stats   histogram.Stats    `json:"stats"`
-	Buckets []histogram.Bucket `json:"buckets"`
+	Group string `json:"group,omitempty"`
+	dist.Dist
 }
 
 // Doc is the JSON document.
@@ -49,11 +49,8 @@ type Doc struct {
 	Lost          uint64         `json:"lost"`
 }
 
-func (r *Report) buckets(h *histogram.Hist) []histogram.Bucket {
-	if r.Linear > 0 {
-		return h.Linear(r.Unit, r.Linear)
-	}
-	return h.Log2(r.Unit)
+func (r *Report) dist(h *histogram.Hist) dist.Dist {
+	return dist.Options{Unit: r.Unit, Linear: r.Linear}.Of(h)
 }
 
 // WriteJSON writes one document.
@@ -64,7 +61,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		UnmatchedEnds: res.Unmatched, OpenStarts: res.Pending, Lost: r.Lost}
 	for _, g := range res.GroupNames() {
 		h := res.Groups[g]
-		d.Groups = append(d.Groups, Group{Group: g, Stats: h.Stats(), Buckets: r.buckets(h)})
+		d.Groups = append(d.Groups, Group{Group: g, Dist: r.dist(h)})
 	}
 	return jsonout.Write(w, d)
 }
@@ -95,8 +92,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if g != "" {
 			fmt.Fprintf(w, "%s\n", g)
 		}
-		histogram.WriteBars(w, r.buckets(h), r.Unit.Name)
-		histogram.WriteSummary(w, h.Stats(), r.Unit)
+		r.dist(h).WriteText(w, r.Unit)
 		fmt.Fprintln(w)
 	}
 	return nil
