@@ -1,0 +1,48 @@
+package bpfskel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// Ring reads a BPF ring buffer on its own goroutine, one reused record at
+// a time (no allocation per event).
+type Ring struct {
+	rd   *ringbuf.Reader
+	done chan struct{}
+}
+
+// ReadRing starts reading m; each record's bytes go to fn, which must not
+// keep them.
+func ReadRing(m *ebpf.Map, fn func([]byte)) (*Ring, error) {
+	rd, err := ringbuf.NewReader(m)
+	if err != nil {
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	r := &Ring{rd: rd, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		var rec ringbuf.Record
+		for {
+			err := rd.ReadInto(&rec)
+			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			if err == nil {
+				fn(rec.RawSample)
+			}
+		}
+	}()
+	return r, nil
+}
+
+// Stop delivers what is left in the ring, then stops the reader. Call it
+// after the programs are detached, so nothing is written behind it.
+func (r *Ring) Stop() {
+	r.rd.Flush()
+	<-r.done
+	r.rd.Close()
+}
