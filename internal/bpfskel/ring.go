@@ -3,6 +3,7 @@ package bpfskel
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -45,4 +46,17 @@ func (r *Ring) Stop() {
 	r.rd.Flush()
 	<-r.done
 	r.rd.Close()
+}
+
+// View returns a ring record as the C struct T it holds (bpf2go's -type
+// struct, laid out as on this host), without copying; nil when raw is too
+// short. The pointer is valid only until fn returns (the ring reuses the
+// record).
+func View[T any](raw []byte) *T {
+	var zero T
+	if len(raw) < int(unsafe.Sizeof(zero)) {
+		return nil
+	}
+	// Ring records are 8-byte aligned, enough for any of our structs.
+	return (*T)(unsafe.Pointer(&raw[0]))
 }

@@ -8,6 +8,7 @@
  * functions use uprobes; kernel functions fentry/fexit, else kprobes. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include "sonde_maps.h"
 #include "funclat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -36,12 +37,7 @@ struct {
 } events SEC(".maps");
 
 /* key: 0; value: calls lost because the ring buffer was full (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 1);
-} drops SEC(".maps");
+PERCPU_COUNTERS(drops, 1);
 
 static __always_inline int entry(void *ctx)
 {
@@ -63,10 +59,7 @@ static __always_inline int ret(void *ctx)
 		return 0;
 	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *d = bpf_map_lookup_elem(&drops, &zero);
-		if (d)
-			(*d)++;
+		counter_inc(&drops, 0);
 	} else {
 		e->latency_ns = bpf_ktime_get_ns() - *ts;
 		e->fn = k.fn;
@@ -90,7 +83,8 @@ int kprobe_entry(void *ctx) { return entry(ctx); }
 SEC("kretprobe")
 int kprobe_return(void *ctx) { return ret(ctx); }
 
-/* The attach target is set before load (one program pair per function). */
+/* The attach target is set before load (the skeleton loads a copy of
+ * each program per function). */
 SEC("fentry/vfs_read")
 int fentry_entry(void *ctx) { return entry(ctx); }
 

@@ -5,9 +5,14 @@
  * per process and syscall, from the raw_syscalls tracepoints. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include "sonde_maps.h"
 #include "syscount.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Keep the shared types in BTF for bpf2go -type. */
+const struct syscount_key *unused_syscount_key __attribute__((unused));
+const struct syscount_val *unused_syscount_val __attribute__((unused));
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool per_process = false;
@@ -49,12 +54,7 @@ struct {
 } starts SEC(".maps");
 
 /* key: 0; value: syscalls lost to a full map (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 1);
-} lost SEC(".maps");
+PERCPU_COUNTERS(lost, 1);
 
 static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr)
 {
@@ -62,17 +62,13 @@ static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr)
 	struct syscount_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (v)
 		return v;
+	/* The name is copied once, when the entry is made. */
 	struct syscount_val zero = {};
 	if (per_process)
 		bpf_get_current_comm(&zero.comm, sizeof(zero.comm));
-	bpf_map_update_elem(&counts, &k, &zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(&counts, &k);
-	if (!v) {
-		__u32 z = 0;
-		__u64 *l = bpf_map_lookup_elem(&lost, &z);
-		if (l)
-			(*l)++;
-	}
+	v = lookup_or_init(&counts, &k, &zero);
+	if (!v)
+		counter_inc(&lost, 0);
 	return v;
 }
 
