@@ -1,7 +1,11 @@
 package bpfskel
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -27,8 +31,36 @@ func (k *kernelFeatures) once(key string, probe func() error) error {
 		return err
 	}
 	err := probe()
+	if err != nil && errors.Is(err, os.ErrPermission) && privileged() {
+		// Refused although we hold the capabilities: the kernel does not
+		// allow this kind of program here (no trampolines, lockdown), which
+		// is a missing feature, not a permission to ask the user for.
+		msg, _, _ := strings.Cut(firstLine(err), " (MEMLOCK")
+		err = fmt.Errorf("%s (refused to a privileged process)", msg)
+	}
 	k.cache[key] = err
 	return err
+}
+
+// privileged says whether this process holds CAP_SYS_ADMIN or CAP_BPF.
+func privileged() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	return hasBPFCaps(string(b))
+}
+
+// hasBPFCaps reads CapEff from a /proc/PID/status text.
+func hasBPFCaps(status string) bool {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			const capSysAdmin, capBPF = 21, 39
+			return err == nil && (caps&(1<<capSysAdmin) != 0 || caps&(1<<capBPF) != 0)
+		}
+	}
+	return false
 }
 
 var retZero = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}

@@ -154,3 +154,20 @@ func TestPermissionIsOneLine(t *testing.T) {
 		t.Errorf("err %q", err)
 	}
 }
+
+func TestHasBPFCaps(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		want   bool
+	}{
+		{"Name:\tx\nCapEff:\t000001ffffffffff\n", true},
+		{"CapEff:\t0000008000000000\n", true}, // CAP_BPF alone
+		{"CapEff:\t0000000000200000\n", true}, // CAP_SYS_ADMIN alone
+		{"CapEff:\t0000000000000000\n", false},
+		{"Name:\tx\n", false},
+	} {
+		if got := hasBPFCaps(tc.status); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.status, got, tc.want)
+		}
+	}
+}
