@@ -46,4 +46,12 @@ static __always_inline void counter_inc(void *map, __u32 which)
 		(*v)++;
 }
 
+/* A ring buffer of size bytes (a power of two, a multiple of the page
+ * size) carrying records to user space (bpfskel.ReadRing). */
+#define RINGBUF(name, size)                       \
+	struct {                                      \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);       \
+		__uint(max_entries, size);                \
+	} name SEC(".maps")
+
 #endif

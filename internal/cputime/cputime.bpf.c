@@ -15,9 +15,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-const struct cputime_val *unused_cputime_val __attribute__((unused));
-const struct cputime_curr *unused_cputime_curr __attribute__((unused));
-const enum cputime_counter *unused_cputime_counter __attribute__((unused));
+KEEP_TYPE(enum cputime_counter, cputime_counter);
 
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
 struct {

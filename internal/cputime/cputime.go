@@ -58,7 +58,7 @@ func Start() (*Tracer, error) {
 	t := &Tracer{ncpu: n}
 	t.sess, err = bpfskel.Open(bpfskel.Tool{
 		Name: "CPU time accounting", Spec: loadCputime, Maps: &t.maps,
-		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", "tp_btf_switch", "raw_switch")},
+		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", cputimeProgTpBtfSwitch, cputimeProgRawSwitch)},
 	})
 	if err != nil {
 		return nil, err

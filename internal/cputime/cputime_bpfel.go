@@ -49,8 +49,6 @@ const (
 	cputimeProgRawSwitch           = "raw_switch"
 	cputimeProgTpBtfSwitch         = "tp_btf_switch"
 	cputimeVarUnusedCputimeCounter = "unused_cputime_counter"
-	cputimeVarUnusedCputimeCurr    = "unused_cputime_curr"
-	cputimeVarUnusedCputimeVal     = "unused_cputime_val"
 )
 
 // loadCputime returns the embedded CollectionSpec for cputime.
@@ -114,8 +112,6 @@ type cputimeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type cputimeVariableSpecs struct {
 	UnusedCputimeCounter *ebpf.VariableSpec `ebpf:"unused_cputime_counter"`
-	UnusedCputimeCurr    *ebpf.VariableSpec `ebpf:"unused_cputime_curr"`
-	UnusedCputimeVal     *ebpf.VariableSpec `ebpf:"unused_cputime_val"`
 }
 
 // cputimeObjects contains all objects after they have been loaded into the kernel.
@@ -158,8 +154,6 @@ func (m *cputimeMaps) Close() error {
 // It can be passed to loadCputimeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cputimeVariables struct {
 	UnusedCputimeCounter *ebpf.Variable `ebpf:"unused_cputime_counter"`
-	UnusedCputimeCurr    *ebpf.Variable `ebpf:"unused_cputime_curr"`
-	UnusedCputimeVal     *ebpf.Variable `ebpf:"unused_cputime_val"`
 }
 
 // cputimePrograms contains all programs after they have been loaded into the kernel.

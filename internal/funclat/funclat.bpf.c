@@ -13,7 +13,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const struct funclat_event *unused_funclat_event __attribute__((unused));
+KEEP_TYPE(struct funclat_event, funclat_event);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 
@@ -31,10 +31,7 @@ struct {
 } starts SEC(".maps");
 
 /* Completed calls (struct funclat_event), 4 MiB. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
-} events SEC(".maps");
+RINGBUF(events, 4 << 20);
 
 /* key: 0; value: calls lost because the ring buffer was full (u64), per CPU. */
 PERCPU_COUNTERS(drops, 1);

@@ -192,17 +192,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var hooks []bpfskel.Hook
 	for i, f := range o.Funcs {
 		if kernel {
-			hooks = append(hooks, bpfskel.KernelFunc(f.Name, "fentry_entry", "kprobe_entry", false, uint64(i)),
-				bpfskel.KernelFunc(f.Name, "fexit_return", "kprobe_return", true, uint64(i)))
+			hooks = append(hooks, bpfskel.KernelFunc(f.Name, funclatProgFentryEntry, funclatProgKprobeEntry, false, uint64(i)),
+				bpfskel.KernelFunc(f.Name, funclatProgFexitReturn, funclatProgKprobeReturn, true, uint64(i)))
 		} else {
-			hooks = append(hooks, bpfskel.UprobeHook(f.Binary, f.Name, "uprobe_entry", false, o.Pid, uint64(i)),
-				bpfskel.UprobeHook(f.Binary, f.Name, "uprobe_return", true, o.Pid, uint64(i)))
+			hooks = append(hooks, bpfskel.UprobeHook(f.Binary, f.Name, funclatProgUprobeEntry, false, o.Pid, uint64(i)),
+				bpfskel.UprobeHook(f.Binary, f.Name, funclatProgUprobeReturn, true, o.Pid, uint64(i)))
 		}
 	}
 	var maps funclatMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "function latency", Spec: loadFunclat, Maps: &maps, Hooks: hooks,
-		Consts: map[string]any{"target_pid": uint32(o.Pid)},
+		Consts: map[string]any{funclatVarTargetPid: uint32(o.Pid)},
 	})
 	if err != nil {
 		return nil, err

@@ -19,8 +19,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-const struct offcpu_key *unused_offcpu_key __attribute__((unused));
-const enum offcpu_error *unused_offcpu_error __attribute__((unused));
+KEEP_TYPE(enum offcpu_error, offcpu_error);
 
 const volatile __u32 target_pid = 0;    /* 0: every process */
 const volatile bool per_thread = false;

@@ -83,42 +83,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if maxB == 0 {
 		maxB = ^uint64(0)
 	}
-	hooks := []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", "tp_btf_sched_switch", "raw_sched_switch")}
+	hooks := []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", offcpuProgTpBtfSchedSwitch, offcpuProgRawSchedSwitch)}
 	if o.Wakers {
-		hooks = append(hooks, bpfskel.BTFTracepoint("sched_waking", "tp_btf_sched_waking", "raw_sched_waking"))
+		hooks = append(hooks, bpfskel.BTFTracepoint("sched_waking", offcpuProgTpBtfSchedWaking, offcpuProgRawSchedWaking))
 	}
 	var maps offcpuMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "off-CPU analysis", Spec: loadOffcpu, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{
-			"target_pid": uint32(o.Pid), "per_thread": o.PerThread, "user_stacks": o.User, "kernel_stacks": o.Kernel,
-			"track_wakers": o.Wakers, "min_block_ns": uint64(o.MinBlock), "max_block_ns": maxB, "state_mask": o.States,
+			offcpuVarTargetPid: uint32(o.Pid), offcpuVarPerThread: o.PerThread, offcpuVarUserStacks: o.User, offcpuVarKernelStacks: o.Kernel,
+			offcpuVarTrackWakers: o.Wakers, offcpuVarMinBlockNs: uint64(o.MinBlock), offcpuVarMaxBlockNs: maxB, offcpuVarStateMask: o.States,
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	last := time.Now()
-	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
-		now := time.Now()
-		r, err := collect(&maps, o, s.Mode(), last, now.Sub(last))
-		if err != nil {
-			return err
-		}
-		if err := bpfmaps.Clear[offcpuOffcpuKey](maps.Blocked); err != nil {
-			return fmt.Errorf("starting a new interval: %w", err)
-		}
-		last = now
-		if o.OnInterval != nil {
-			o.OnInterval(r)
-		}
-		return nil
-	}})
-	if err != nil {
+	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
+		return collect(&maps, o, s.Mode(), start, d)
+	}, bpfskel.ClearMap[offcpuOffcpuKey](maps.Blocked), o.OnInterval)
+	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
 		return nil, err
 	}
-	return collect(&maps, o, s.Mode(), last, time.Since(last))
+	return iv.Final()
 }
 
 func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {

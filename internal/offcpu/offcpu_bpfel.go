@@ -71,7 +71,6 @@ const (
 	offcpuVarTargetPid         = "target_pid"
 	offcpuVarTrackWakers       = "track_wakers"
 	offcpuVarUnusedOffcpuError = "unused_offcpu_error"
-	offcpuVarUnusedOffcpuKey   = "unused_offcpu_key"
 	offcpuVarUserStacks        = "user_stacks"
 )
 
@@ -147,7 +146,6 @@ type offcpuVariableSpecs struct {
 	TargetPid         *ebpf.VariableSpec `ebpf:"target_pid"`
 	TrackWakers       *ebpf.VariableSpec `ebpf:"track_wakers"`
 	UnusedOffcpuError *ebpf.VariableSpec `ebpf:"unused_offcpu_error"`
-	UnusedOffcpuKey   *ebpf.VariableSpec `ebpf:"unused_offcpu_key"`
 	UserStacks        *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
@@ -201,7 +199,6 @@ type offcpuVariables struct {
 	TargetPid         *ebpf.Variable `ebpf:"target_pid"`
 	TrackWakers       *ebpf.Variable `ebpf:"track_wakers"`
 	UnusedOffcpuError *ebpf.Variable `ebpf:"unused_offcpu_error"`
-	UnusedOffcpuKey   *ebpf.Variable `ebpf:"unused_offcpu_key"`
 	UserStacks        *ebpf.Variable `ebpf:"user_stacks"`
 }
 

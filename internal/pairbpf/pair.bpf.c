@@ -13,8 +13,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-const struct pair_event *unused_pair_event __attribute__((unused));
-const enum pair_counter *unused_pair_counter __attribute__((unused));
+KEEP_TYPE(struct pair_event, pair_event);
+KEEP_TYPE(enum pair_counter, pair_counter);
 
 /* Options set before load: field offsets and sizes in bytes, from the
  * events' format files; nkeys == 0 pairs by thread id. */
@@ -47,10 +47,7 @@ struct {
 } starts SEC(".maps");
 
 /* Matched pairs (struct pair_event), 4 MiB. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
-} events SEC(".maps");
+RINGBUF(events, 4 << 20);
 
 /* key: enum pair_counter; value: count (u64), per CPU. */
 PERCPU_COUNTERS(counters, PAIR_NCOUNTERS);

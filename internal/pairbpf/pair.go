@@ -108,12 +108,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "pairing", Spec: loadPair, Maps: &maps, Command: o.Command,
 		Consts: map[string]any{
-			"nkeys": uint32(len(sk)), "start_off": so, "start_size": ss, "end_off": eo, "end_size": es,
-			"group_off": uint32(groupField.Offset), "group_size": readSize(groupField), "target_pid": uint32(o.Pid),
-			"aux_off": uint32(auxField.Offset), "aux_size": readSize(auxField),
+			pairVarNkeys: uint32(len(sk)), pairVarStartOff: so, pairVarStartSize: ss, pairVarEndOff: eo, pairVarEndSize: es,
+			pairVarGroupOff: uint32(groupField.Offset), pairVarGroupSize: readSize(groupField), pairVarTargetPid: uint32(o.Pid),
+			pairVarAuxOff: uint32(auxField.Offset), pairVarAuxSize: readSize(auxField),
 		},
 		// The end first: a start without its end program could fill the map.
-		Hooks: []bpfskel.Hook{tp(o.End, "on_end"), tp(o.Start, "on_start")},
+		Hooks: []bpfskel.Hook{tp(o.End, pairProgOnEnd), tp(o.Start, pairProgOnStart)},
 	})
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ type Live struct {
 func StartLive(hz uint64) (*Live, error) {
 	l := &Live{}
 	var err error
-	if l.sess, err = open(&l.maps, hz, nil, map[string]any{"user_stacks": true, "kernel_stacks": true}); err != nil {
+	if l.sess, err = open(&l.maps, hz, nil, map[string]any{profileVarUserStacks: true, profileVarKernelStacks: true}); err != nil {
 		return nil, err
 	}
 	return l, nil

@@ -14,8 +14,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-const struct profile_key *unused_profile_key __attribute__((unused));
-const enum profile_error *unused_profile_error __attribute__((unused));
+KEEP_TYPE(enum profile_error, profile_error);
 
 /* Options set before load. */
 const volatile __u32 target_pid = 0;     /* 0: every process */

@@ -60,34 +60,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var maps profileMaps
 	s, err := open(&maps, o.Freq, o.CPUs, map[string]any{
-		"target_pid": uint32(o.Pid), "per_thread": o.PerThread,
-		"user_stacks": o.User, "kernel_stacks": o.Kernel, "include_idle": o.Idle,
+		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
+		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	last := time.Now()
-	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
-		now := time.Now()
-		r, err := collect(&maps, o, now.Sub(last), last)
-		if err != nil {
-			return err
-		}
-		// Stack ids may still be in use by later samples: the stack map is kept.
-		if err := bpfmaps.Clear[profileProfileKey](maps.Counts); err != nil {
-			return fmt.Errorf("starting a new interval: %w", err)
-		}
-		last = now
-		if o.OnInterval != nil {
-			o.OnInterval(r)
-		}
-		return nil
-	}})
-	if err != nil {
+	// Stack ids may still be in use by later samples: only counts are reset.
+	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
+		return collect(&maps, o, d, start)
+	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
+	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
 		return nil, err
 	}
-	return collect(&maps, o, time.Since(last), last)
+	return iv.Final()
 }
 
 // open loads the sampler and attaches it to a cpu-clock event at hz on
@@ -117,7 +104,7 @@ func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpf
 	}
 	return bpfskel.Open(bpfskel.Tool{
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
-		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook("do_sample", events)},
+		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
 	})
 }
 

@@ -44,7 +44,6 @@ const (
 	profileVarPerThread          = "per_thread"
 	profileVarTargetPid          = "target_pid"
 	profileVarUnusedProfileError = "unused_profile_error"
-	profileVarUnusedProfileKey   = "unused_profile_key"
 	profileVarUserStacks         = "user_stacks"
 )
 
@@ -111,7 +110,6 @@ type profileVariableSpecs struct {
 	PerThread          *ebpf.VariableSpec `ebpf:"per_thread"`
 	TargetPid          *ebpf.VariableSpec `ebpf:"target_pid"`
 	UnusedProfileError *ebpf.VariableSpec `ebpf:"unused_profile_error"`
-	UnusedProfileKey   *ebpf.VariableSpec `ebpf:"unused_profile_key"`
 	UserStacks         *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
@@ -157,7 +155,6 @@ type profileVariables struct {
 	PerThread          *ebpf.Variable `ebpf:"per_thread"`
 	TargetPid          *ebpf.Variable `ebpf:"target_pid"`
 	UnusedProfileError *ebpf.Variable `ebpf:"unused_profile_error"`
-	UnusedProfileKey   *ebpf.Variable `ebpf:"unused_profile_key"`
 	UserStacks         *ebpf.Variable `ebpf:"user_stacks"`
 }
 

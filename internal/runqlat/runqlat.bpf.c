@@ -17,9 +17,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-const struct runqlat_key *unused_runqlat_key __attribute__((unused));
-const enum runqlat_split *unused_runqlat_split __attribute__((unused));
-const enum runqlat_counter *unused_runqlat_counter __attribute__((unused));
+KEEP_TYPE(enum runqlat_split, runqlat_split);
+KEEP_TYPE(enum runqlat_counter, runqlat_counter);
 
 const volatile __u32 target_pid = 0;
 const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */

@@ -61,11 +61,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps runqlatMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "run-queue latency", Spec: loadRunqlat, Maps: &maps,
-		Consts: map[string]any{"target_pid": uint32(o.Pid), "split": uint32(o.Split)},
+		Consts: map[string]any{runqlatVarTargetPid: uint32(o.Pid), runqlatVarSplit: uint32(o.Split)},
 		Hooks: []bpfskel.Hook{
-			bpfskel.BTFTracepoint("sched_wakeup", "tp_btf_wakeup", "raw_wakeup"),
-			bpfskel.BTFTracepoint("sched_wakeup_new", "tp_btf_wakeup_new", "raw_wakeup_new"),
-			bpfskel.BTFTracepoint("sched_switch", "tp_btf_switch", "raw_switch"),
+			bpfskel.BTFTracepoint("sched_wakeup", runqlatProgTpBtfWakeup, runqlatProgRawWakeup),
+			bpfskel.BTFTracepoint("sched_wakeup_new", runqlatProgTpBtfWakeupNew, runqlatProgRawWakeupNew),
+			bpfskel.BTFTracepoint("sched_switch", runqlatProgTpBtfSwitch, runqlatProgRawSwitch),
 		},
 	})
 	if err != nil {

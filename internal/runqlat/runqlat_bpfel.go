@@ -51,7 +51,6 @@ const (
 	runqlatVarSplit                = "split"
 	runqlatVarTargetPid            = "target_pid"
 	runqlatVarUnusedRunqlatCounter = "unused_runqlat_counter"
-	runqlatVarUnusedRunqlatKey     = "unused_runqlat_key"
 	runqlatVarUnusedRunqlatSplit   = "unused_runqlat_split"
 )
 
@@ -121,7 +120,6 @@ type runqlatVariableSpecs struct {
 	Split                *ebpf.VariableSpec `ebpf:"split"`
 	TargetPid            *ebpf.VariableSpec `ebpf:"target_pid"`
 	UnusedRunqlatCounter *ebpf.VariableSpec `ebpf:"unused_runqlat_counter"`
-	UnusedRunqlatKey     *ebpf.VariableSpec `ebpf:"unused_runqlat_key"`
 	UnusedRunqlatSplit   *ebpf.VariableSpec `ebpf:"unused_runqlat_split"`
 }
 
@@ -165,7 +163,6 @@ type runqlatVariables struct {
 	Split                *ebpf.Variable `ebpf:"split"`
 	TargetPid            *ebpf.Variable `ebpf:"target_pid"`
 	UnusedRunqlatCounter *ebpf.Variable `ebpf:"unused_runqlat_counter"`
-	UnusedRunqlatKey     *ebpf.Variable `ebpf:"unused_runqlat_key"`
 	UnusedRunqlatSplit   *ebpf.Variable `ebpf:"unused_runqlat_split"`
 }
 

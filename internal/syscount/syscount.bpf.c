@@ -10,10 +10,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Keep the shared types in BTF for bpf2go -type. */
-const struct syscount_key *unused_syscount_key __attribute__((unused));
-const struct syscount_val *unused_syscount_val __attribute__((unused));
-
 const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool per_process = false;
 const volatile bool latency = false;

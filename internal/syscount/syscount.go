@@ -51,12 +51,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps syscountMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "syscall counter", Spec: loadSyscount, Maps: &maps,
-		Consts: map[string]any{"target_pid": uint32(o.Pid), "per_process": o.PerProcess, "latency": o.Latency},
+		Consts: map[string]any{syscountVarTargetPid: uint32(o.Pid), syscountVarPerProcess: o.PerProcess, syscountVarLatency: o.Latency},
 		// The command is held before its exec, so its pid can be the filter.
-		Command: o.Command, PidConst: "target_pid",
+		Command: o.Command, PidConst: syscountVarTargetPid,
 		Hooks: []bpfskel.Hook{
-			bpfskel.TracepointHook("raw_syscalls", "sys_enter", "sys_enter"),
-			bpfskel.TracepointHook("raw_syscalls", "sys_exit", "sys_exit"),
+			bpfskel.TracepointHook("raw_syscalls", "sys_enter", syscountProgSysEnter),
+			bpfskel.TracepointHook("raw_syscalls", "sys_exit", syscountProgSysExit),
 		},
 	})
 	if err != nil {

@@ -39,16 +39,14 @@ type syscountSyscountVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	syscountMapCounts            = "counts"
-	syscountMapLost              = "lost"
-	syscountMapStarts            = "starts"
-	syscountProgSysEnter         = "sys_enter"
-	syscountProgSysExit          = "sys_exit"
-	syscountVarLatency           = "latency"
-	syscountVarPerProcess        = "per_process"
-	syscountVarTargetPid         = "target_pid"
-	syscountVarUnusedSyscountKey = "unused_syscount_key"
-	syscountVarUnusedSyscountVal = "unused_syscount_val"
+	syscountMapCounts     = "counts"
+	syscountMapLost       = "lost"
+	syscountMapStarts     = "starts"
+	syscountProgSysEnter  = "sys_enter"
+	syscountProgSysExit   = "sys_exit"
+	syscountVarLatency    = "latency"
+	syscountVarPerProcess = "per_process"
+	syscountVarTargetPid  = "target_pid"
 )
 
 // loadSyscount returns the embedded CollectionSpec for syscount.
@@ -110,11 +108,9 @@ type syscountMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type syscountVariableSpecs struct {
-	Latency           *ebpf.VariableSpec `ebpf:"latency"`
-	PerProcess        *ebpf.VariableSpec `ebpf:"per_process"`
-	TargetPid         *ebpf.VariableSpec `ebpf:"target_pid"`
-	UnusedSyscountKey *ebpf.VariableSpec `ebpf:"unused_syscount_key"`
-	UnusedSyscountVal *ebpf.VariableSpec `ebpf:"unused_syscount_val"`
+	Latency    *ebpf.VariableSpec `ebpf:"latency"`
+	PerProcess *ebpf.VariableSpec `ebpf:"per_process"`
+	TargetPid  *ebpf.VariableSpec `ebpf:"target_pid"`
 }
 
 // syscountObjects contains all objects after they have been loaded into the kernel.
@@ -154,11 +150,9 @@ func (m *syscountMaps) Close() error {
 //
 // It can be passed to loadSyscountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type syscountVariables struct {
-	Latency           *ebpf.Variable `ebpf:"latency"`
-	PerProcess        *ebpf.Variable `ebpf:"per_process"`
-	TargetPid         *ebpf.Variable `ebpf:"target_pid"`
-	UnusedSyscountKey *ebpf.Variable `ebpf:"unused_syscount_key"`
-	UnusedSyscountVal *ebpf.Variable `ebpf:"unused_syscount_val"`
+	Latency    *ebpf.Variable `ebpf:"latency"`
+	PerProcess *ebpf.Variable `ebpf:"per_process"`
+	TargetPid  *ebpf.Variable `ebpf:"target_pid"`
 }
 
 // syscountPrograms contains all programs after they have been loaded into the kernel.
