@@ -8,11 +8,12 @@
  * functions use uprobes; kernel functions fentry/fexit, else kprobes. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include "sonde_maps.h"
 #include "funclat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const struct funclat_event *unused_funclat_event __attribute__((unused));
+KEEP_TYPE(struct funclat_event, funclat_event);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 
@@ -30,18 +31,10 @@ struct {
 } starts SEC(".maps");
 
 /* Completed calls (struct funclat_event), 4 MiB. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
-} events SEC(".maps");
+RINGBUF(events, 4 << 20);
 
 /* key: 0; value: calls lost because the ring buffer was full (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 1);
-} drops SEC(".maps");
+PERCPU_COUNTERS(drops, 1);
 
 static __always_inline int entry(void *ctx)
 {
@@ -63,10 +56,7 @@ static __always_inline int ret(void *ctx)
 		return 0;
 	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *d = bpf_map_lookup_elem(&drops, &zero);
-		if (d)
-			(*d)++;
+		counter_inc(&drops, 0);
 	} else {
 		e->latency_ns = bpf_ktime_get_ns() - *ts;
 		e->fn = k.fn;
@@ -90,7 +80,8 @@ int kprobe_entry(void *ctx) { return entry(ctx); }
 SEC("kretprobe")
 int kprobe_return(void *ctx) { return ret(ctx); }
 
-/* The attach target is set before load (one program pair per function). */
+/* The attach target is set before load (the skeleton loads a copy of
+ * each program per function). */
 SEC("fentry/vfs_read")
 int fentry_entry(void *ctx) { return entry(ctx); }
 

@@ -1,6 +1,6 @@
 // Package funclat measures the latency distribution of functions: user
 // functions through uprobes and uretprobes, kernel functions through
-// fentry/fexit or else kprobes. Each call's latency reaches user space
+// fentry/fexit or else kprobes (chosen by probing the kernel). Each call's latency reaches user space
 // through a ring buffer, so percentiles are exact (seed 004: getnameinfo()
 // took 32–134 ms per call).
 package funclat
@@ -8,8 +8,6 @@ package funclat
 import (
 	"context"
 	"debug/elf"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,15 +16,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
-
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/procfs"
@@ -204,24 +197,6 @@ type Result struct {
 	Attach  string
 }
 
-type uprobeObjs struct {
-	Entry  *ebpf.Program `ebpf:"uprobe_entry"`
-	Return *ebpf.Program `ebpf:"uprobe_return"`
-	funclatMaps
-}
-
-type kprobeObjs struct {
-	Entry  *ebpf.Program `ebpf:"kprobe_entry"`
-	Return *ebpf.Program `ebpf:"kprobe_return"`
-	funclatMaps
-}
-
-type fentryObjs struct {
-	Entry  *ebpf.Program `ebpf:"fentry_entry"`
-	Return *ebpf.Program `ebpf:"fexit_return"`
-	funclatMaps
-}
-
 // Run measures until the duration passes, ctx ends or a signal arrives.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Funcs) == 0 {
@@ -233,197 +208,68 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("measure user and kernel functions in separate runs")
 		}
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
-	res := &Result{Hists: make([]*histogram.Hist, len(o.Funcs))}
-	for i := range res.Hists {
-		res.Hists[i] = &histogram.Hist{}
-	}
-	var links []link.Link
-	defer func() {
-		for _, l := range links {
-			l.Close()
-		}
-	}()
-	var maps *funclatMaps
-	var closers []func() error
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	loadInto := func(objs any, prep func(*ebpf.CollectionSpec)) error {
-		spec, err := loadFunclat()
-		if err != nil {
-			return err
-		}
-		if err := spec.Variables["target_pid"].Set(uint32(o.Pid)); err != nil {
-			return err
-		}
-		if prep != nil {
-			prep(spec)
-		}
-		return spec.LoadAndAssign(objs, nil)
-	}
-	if !kernel {
-		var objs uprobeObjs
-		if err := loadInto(&objs, nil); err != nil {
-			return nil, fmt.Errorf("loading the uprobe programs: %w", err)
-		}
-		closers = append(closers, objs.Entry.Close, objs.Return.Close, objs.funclatMaps.Close)
-		maps, res.Attach = &objs.funclatMaps, "uprobe"
-		for i, f := range o.Funcs {
-			ex, err := link.OpenExecutable(f.Binary)
-			if err != nil {
-				return nil, fmt.Errorf("opening %s: %w", f.Binary, err)
-			}
-			opts := &link.UprobeOptions{PID: o.Pid, Cookie: uint64(i)}
+	var hooks []bpfskel.Hook
+	for i, f := range o.Funcs {
+		if kernel {
+			hooks = append(hooks, bpfskel.KernelFunc(f.Name, funclatProgFentryEntry, funclatProgKprobeEntry, false, uint64(i)),
+				bpfskel.KernelFunc(f.Name, funclatProgFexitReturn, funclatProgKprobeReturn, true, uint64(i)))
+		} else {
+			// A function the compiler cloned is probed in every clone.
 			syms := f.Symbols
 			if len(syms) == 0 {
 				syms = []string{f.Name}
 			}
 			for _, sym := range syms {
-				l, err := ex.Uprobe(sym, objs.Entry, opts)
-				if err != nil {
-					return nil, fmt.Errorf("uprobe on %s (%s): %w", f, sym, err)
-				}
-				links = append(links, l)
-				l, err = ex.Uretprobe(sym, objs.Return, opts)
-				if err != nil {
-					return nil, fmt.Errorf("uretprobe on %s (%s): %w", f, sym, err)
-				}
-				links = append(links, l)
-			}
-		}
-	} else {
-		var why []string
-		ok := false
-		// fentry/fexit: a BPF trampoline per function.
-		for i, f := range o.Funcs {
-			var objs fentryObjs
-			err := loadInto(&objs, func(s *ebpf.CollectionSpec) {
-				s.Programs["fentry_entry"].AttachTo = f.Name
-				s.Programs["fexit_return"].AttachTo = f.Name
-			})
-			if err == nil {
-				var l1, l2 link.Link
-				l1, err = link.AttachTracing(link.TracingOptions{Program: objs.Entry, Cookie: uint64(i)})
-				if err == nil {
-					links = append(links, l1)
-					l2, err = link.AttachTracing(link.TracingOptions{Program: objs.Return, Cookie: uint64(i)})
-					if err == nil {
-						links = append(links, l2)
-					}
-				}
-				closers = append(closers, objs.Entry.Close, objs.Return.Close, objs.funclatMaps.Close)
-				if i == 0 {
-					maps = &objs.funclatMaps
-				}
-			}
-			if err != nil {
-				why = append(why, "fentry: "+firstLine(err))
-				break
-			}
-			if len(o.Funcs) > 1 {
-				why = append(why, "fentry: one function per run")
-				err = errors.New("several")
-				break
-			}
-			ok, res.Attach = true, "fentry"
-		}
-		if !ok {
-			for _, l := range links {
-				l.Close()
-			}
-			links = nil
-			var objs kprobeObjs
-			err := loadInto(&objs, nil)
-			if err == nil {
-				closers = append(closers, objs.Entry.Close, objs.Return.Close, objs.funclatMaps.Close)
-				maps, res.Attach = &objs.funclatMaps, "kprobe"
-				for i, f := range o.Funcs {
-					var l link.Link
-					l, err = link.Kprobe(f.Name, objs.Entry, &link.KprobeOptions{Cookie: uint64(i)})
-					if err != nil {
-						break
-					}
-					links = append(links, l)
-					if l, err = link.Kretprobe(f.Name, objs.Return, &link.KprobeOptions{Cookie: uint64(i)}); err != nil {
-						break
-					}
-					links = append(links, l)
-				}
-			}
-			if err != nil {
-				why = append(why, "kprobe: "+firstLine(err))
-				return nil, fmt.Errorf("cannot measure kernel function %s: this kernel permits neither fentry (BPF trampolines) nor kprobes (%s)", o.Funcs[0].Name, strings.Join(why, "; "))
+				hooks = append(hooks, bpfskel.UprobeHook(f.Binary, sym, funclatProgUprobeEntry, false, o.Pid, uint64(i)),
+					bpfskel.UprobeHook(f.Binary, sym, funclatProgUprobeReturn, true, o.Pid, uint64(i)))
 			}
 		}
 	}
-	rd, err := ringbuf.NewReader(maps.Events)
+	var maps funclatMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "function latency", Spec: loadFunclat, Maps: &maps, Hooks: hooks,
+		Consts: map[string]any{funclatVarTargetPid: uint32(o.Pid)},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+		return nil, err
 	}
-	var mu sync.Mutex
-	var stopping atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var rec ringbuf.Record
-		for {
-			rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
-			if err := rd.ReadInto(&rec); err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) && !stopping.Load() {
-					continue
-				}
-				if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrClosed) {
-					return
-				}
-				continue
-			}
-			b := rec.RawSample
-			if len(b) < 24 {
-				continue
-			}
-			lat := binary.LittleEndian.Uint64(b)
-			fn := int(binary.LittleEndian.Uint32(b[8:]))
-			if fn < len(res.Hists) {
-				mu.Lock()
-				res.Hists[fn].Add(lat)
-				mu.Unlock()
-			}
+	defer s.Close()
+	newHists := func() []*histogram.Hist {
+		h := make([]*histogram.Hist, len(o.Funcs))
+		for i := range h {
+			h[i] = &histogram.Hist{}
 		}
-	}()
-	start := time.Now()
-	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
+		return h
+	}
+	res := &Result{Hists: newHists(), Attach: s.Mode()}
+	var mu sync.Mutex // the reader adds while an interval swaps
+	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
+		e := bpfskel.View[funclatFunclatEvent](raw)
+		if e == nil || int(e.Fn) >= len(o.Funcs) {
+			return
+		}
+		mu.Lock()
+		res.Hists[e.Fn].Add(e.LatencyNs)
+		mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
 		mu.Lock()
 		cur := res.Hists
-		res.Hists = make([]*histogram.Hist, len(cur))
-		for i := range res.Hists {
-			res.Hists[i] = &histogram.Hist{}
-		}
+		res.Hists = newHists()
 		mu.Unlock()
 		if o.OnInterval != nil {
 			o.OnInterval(cur)
 		}
-	})
-	for _, l := range links {
-		l.Close()
+		return nil
+	}})
+	ring.Stop()
+	if err != nil {
+		return nil, err
 	}
-	links = nil
-	stopping.Store(true)
-	<-done
-	rd.Close()
 	res.Drops = bpfmaps.SumPerCPU(maps.Drops, 0)
-	res.Elapsed = time.Since(start)
+	res.Elapsed = run.Elapsed
 	return res, nil
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
