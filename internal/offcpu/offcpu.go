@@ -19,9 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -211,7 +212,7 @@ func clearMap(m *ebpf.Map) {
 }
 
 func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed time.Duration) (*Result, error) {
-	b := record.NewBuilder()
+	b := builder.New()
 	var key offcpuOffcpuKey
 	var ns uint64
 	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
@@ -262,7 +263,7 @@ func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed tim
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	record.HostMeta(&meta)
+	host.Fill(&meta)
 	if res.Errors.StackFailures > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/tracefs"
 )
@@ -181,9 +180,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}()
 
-	var child *record.Child
+	var child *runctl.Child
 	if len(o.Command) > 0 {
-		if child, err = record.StartChild(o.Command); err != nil {
+		if child, err = runctl.StartChild(o.Command); err != nil {
 			return nil, err
 		}
 	}
@@ -206,7 +205,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if child != nil {
 		<-childDone
-		res.ExitCode = record.ExitCode(waitErr, child.Cmd.ProcessState)
+		res.ExitCode = runctl.ExitCode(waitErr, child.Cmd.ProcessState)
 	}
 	res.Elapsed = time.Since(start)
 	ls.Close()

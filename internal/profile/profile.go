@@ -17,9 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -149,7 +150,7 @@ func clearCounts(objs *profileObjects) {
 }
 
 func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
-	b := record.NewBuilder()
+	b := builder.New()
 	res := &Result{}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
@@ -183,7 +184,7 @@ func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	record.HostMeta(&meta)
+	host.Fill(&meta)
 	if res.Errors.UserStack+res.Errors.KernelStack > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("stack walks failed: %d user, %d kernel (stack map full or no frame pointers)", res.Errors.UserStack, res.Errors.KernelStack))
 	}

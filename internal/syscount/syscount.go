@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/syscalls"
 )
@@ -55,11 +54,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
 	}
-	var child *record.Child
+	var child *runctl.Child
 	var err error
 	if len(o.Command) > 0 {
 		// The command is held before its exec, so its pid can be the filter.
-		if child, err = record.StartChild(o.Command); err != nil {
+		if child, err = runctl.StartChild(o.Command); err != nil {
 			return nil, err
 		}
 		o.Pid = child.Cmd.Process.Pid
@@ -113,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if child != nil {
 		<-done
-		res.ExitCode = record.ExitCode(waitErr, child.Cmd.ProcessState)
+		res.ExitCode = runctl.ExitCode(waitErr, child.Cmd.ProcessState)
 	}
 	l1.Close()
 	l2.Close()
