@@ -128,7 +128,8 @@ func Default() *Symbolizer {
 }
 
 // Open returns obj's symbols from the first resolver that has them. When
-// none has, the error is the first one that was not ErrNotMine.
+// none has, the error is the first real failure, else the first ErrAbsent,
+// else ErrNotMine.
 func (s *Symbolizer) Open(obj Object) (*Opened, error) {
 	k := obj.key()
 	s.mu.Lock()
@@ -136,16 +137,24 @@ func (s *Symbolizer) Open(obj Object) (*Opened, error) {
 	if r, ok := s.cache[k]; ok {
 		return r.o, r.err
 	}
-	var first error
+	var first, absent error
 	for _, r := range s.resolvers {
 		o, err := r.Open(obj)
-		if err == nil {
+		switch {
+		case err == nil:
 			s.cache[k] = openResult{o: o}
 			return o, nil
-		}
-		if first == nil && !errors.Is(err, ErrNotMine) {
+		case errors.Is(err, ErrNotMine):
+		case errors.Is(err, ErrAbsent):
+			if absent == nil {
+				absent = fmt.Errorf("%s: %w", r.Name(), err)
+			}
+		case first == nil:
 			first = fmt.Errorf("%s: %w", r.Name(), err)
 		}
+	}
+	if first == nil {
+		first = absent
 	}
 	if first == nil {
 		first = ErrNotMine
