@@ -36,7 +36,15 @@ func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, d := range ids {
 		obj := objs[d]
-		o, err := s.Open(obj)
+		// Each object comes up once in a pass: it is opened without being
+		// cached, so its symbols and line tables are freed once named.
+		s.mu.Lock()
+		c, cached := s.cache[obj.key()]
+		s.mu.Unlock()
+		o, err := c.o, c.err
+		if !cached {
+			o, err = s.open(obj)
+		}
 		if err != nil {
 			if !Quiet(err) {
 				p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%s: frames unnamed: %v", p.DSOs[d].Name, err))

@@ -137,12 +137,18 @@ func (s *Symbolizer) Open(obj Object) (*Opened, error) {
 	if r, ok := s.cache[k]; ok {
 		return r.o, r.err
 	}
+	o, err := s.open(obj)
+	s.cache[k] = openResult{o: o, err: err}
+	return o, err
+}
+
+// open asks the resolvers, without the cache.
+func (s *Symbolizer) open(obj Object) (*Opened, error) {
 	var first, absent error
 	for _, r := range s.resolvers {
 		o, err := r.Open(obj)
 		switch {
 		case err == nil:
-			s.cache[k] = openResult{o: o}
 			return o, nil
 		case errors.Is(err, ErrNotMine):
 		case errors.Is(err, ErrAbsent):
@@ -159,7 +165,6 @@ func (s *Symbolizer) Open(obj Object) (*Opened, error) {
 	if first == nil {
 		first = ErrNotMine
 	}
-	s.cache[k] = openResult{err: first}
 	return nil, first
 }
 
