@@ -17,9 +17,9 @@ import (
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
-// Builder turns the kernel's records (samples and side-band) into a
-// model.Profile. While recording it only tracks address spaces and
-// deduplicates; names are looked up once, in Finish.
+// Builder turns the kernel's records (samples and side-band) or stacks read
+// from BPF maps into a model.Profile. While data arrives it only tracks
+// address spaces and deduplicates; names are looked up once, in Finish.
 type Builder struct {
 	prof         model.Profile
 	procs        map[uint32]*process
