@@ -16,7 +16,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // version is set by the Makefile (-ldflags -X main.version=...).
@@ -25,7 +25,7 @@ var version = "dev"
 func init() {
 	// `sonde record -- CMD` re-executes sonde as a child that waits, then
 	// execs CMD; the events follow the main thread, so stay on it.
-	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
 		runtime.LockOSThread()
 	}
 }
@@ -79,8 +79,8 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
-		record.RunChild(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
+		runctl.RunChild(os.Args[2:])
 		return
 	}
 	if len(os.Args) < 2 {

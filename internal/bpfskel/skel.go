@@ -21,7 +21,6 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -55,7 +54,7 @@ type Session struct {
 	coll    *ebpf.Collection
 	maps    io.Closer
 	links   []io.Closer
-	child   *record.Child
+	child   *runctl.Child
 }
 
 // Open loads and attaches t. On error everything opened so far is closed
@@ -80,7 +79,7 @@ func Open(t Tool) (s *Session, err error) {
 	}()
 	consts := t.Consts
 	if len(t.Command) > 0 {
-		if s.child, err = record.StartChild(t.Command); err != nil {
+		if s.child, err = runctl.StartChild(t.Command); err != nil {
 			return s, err
 		}
 		if t.PidConst != "" {

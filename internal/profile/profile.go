@@ -15,9 +15,10 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -109,7 +110,7 @@ func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpf
 }
 
 func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
-	b := record.NewBuilder()
+	b := builder.New()
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
@@ -144,7 +145,7 @@ func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Tim
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	record.HostMeta(&meta)
+	host.Fill(&meta)
 	if res.Errors.UserStack+res.Errors.KernelStack > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("stack walks failed: %d user, %d kernel (stack map full or no frame pointers)", res.Errors.UserStack, res.Errors.KernelStack))
 	}
