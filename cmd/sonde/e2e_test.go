@@ -338,13 +338,13 @@ func TestFoldedRoundTrip(t *testing.T) {
 	if again != folded {
 		t.Errorf("folded stacks changed in a round trip:\n%s\nvs\n%s", folded, again)
 	}
-	root, err := flamegraph.ParseFolded(strings.NewReader(folded))
+	root, err := flamegraph.ParseFolded(strings.NewReader(folded), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := reportJSON(t, dir, "-i", "w.data")
 	if int(root.Value) != rep.Samples {
-		t.Errorf("folded total %d, report samples %d", root.Value, rep.Samples)
+		t.Errorf("folded total %g, report samples %d", root.Value, rep.Samples)
 	}
 }
 

@@ -22,7 +22,7 @@ work;__libc_start_call_main;main;write;do_syscall_64_[k];ksys_write_[k] 20
 	if buf.String() != want {
 		t.Errorf("folded:\n%s\nwant:\n%s", buf.String(), want)
 	}
-	again, err := ParseFolded(strings.NewReader(buf.String()))
+	again, err := ParseFolded(strings.NewReader(buf.String()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +32,13 @@ work;__libc_start_call_main;main;write;do_syscall_64_[k];ksys_write_[k] 20
 		t.Errorf("round trip:\n%s", buf2.String())
 	}
 	if again.Value != 830 {
-		t.Errorf("total %d, want 830", again.Value)
+		t.Errorf("total %g, want 830", again.Value)
 	}
 }
 
 func TestParseFoldedErrors(t *testing.T) {
 	for _, in := range []string{"a;b;c\n", "a;b x\n"} {
-		if _, err := ParseFolded(strings.NewReader(in)); err == nil {
+		if _, err := ParseFolded(strings.NewReader(in), nil); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}
