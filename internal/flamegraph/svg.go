@@ -124,7 +124,7 @@ func flatten(root *Node, diff map[*Node]float64, minValue float64) *flat {
 		off := start
 		for c := n.first; c != nil; c = c.next {
 			if c.Value < minValue {
-				f.pruned += count(c)
+				f.pruned += int(c.size)
 				f.prunedWeight += c.Value
 			} else {
 				walk(c, depth+1, off)
@@ -134,15 +134,6 @@ func flatten(root *Node, diff map[*Node]float64, minValue float64) *flat {
 	}
 	walk(root, 0, 0)
 	return f
-}
-
-// count is the number of frames in n's subtree.
-func count(n *Node) int {
-	k := 1
-	for c := n.first; c != nil; c = c.next {
-		k += count(c)
-	}
-	return k
 }
 
 // writeJSON writes f as the object flame.js reads as FG_DATA. Names go

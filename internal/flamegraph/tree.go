@@ -41,12 +41,13 @@ const (
 // garbage would double the memory.
 type Node struct {
 	Name  string
-	Kind  Kind
 	Value float64 // weight of this frame and all below it (samples, or the input's unit)
 	self  float64 // weight of stacks that end in this frame
 	first *Node   // first child
 	next  *Node   // next sibling
-	nkids int32
+	nkids int32   // children
+	size  int32   // frames in this subtree, counted when the tree is complete
+	Kind  Kind
 }
 
 // Self is the weight of the stacks that end in this frame.
@@ -75,14 +76,17 @@ const wideAt = 8
 // slabSize nodes are allocated at once: one allocation instead of millions.
 const slabSize = 1 << 14
 
+// childKey finds a child of a wide node. Within one tree a symbol stands
+// for one (name, kind) at any depth below the first, and for one at the
+// first, so the pair names a child; it hashes and compares faster than the
+// name itself.
 type childKey struct {
 	parent *Node
-	name   string
-	kind   Kind
+	sym    *symbol
 }
 
-// symbol is one distinct frame token of folded input, interned: every node
-// of that frame shares the name's bytes.
+// symbol is one distinct frame, interned: every node of that frame shares
+// the name's bytes, and the tree's lookups compare symbols.
 type symbol struct {
 	tok  string // as written, with any _[k]/_[j] suffix
 	name string
@@ -94,7 +98,8 @@ type builder struct {
 	root *Node
 	slab []Node
 	wide map[childKey]*Node
-	syms map[string]*symbol
+	syms map[string]*symbol // folded tokens
+	fsym map[frame]*symbol  // FromProfile's frames
 	// The previous stack's path: consecutive stacks usually share a prefix
 	// (folded files are sorted), found again without hashing.
 	prevTok  []string
@@ -106,6 +111,7 @@ func newBuilder() *builder {
 		root: &Node{Name: "all", Kind: KindOther},
 		wide: map[childKey]*Node{},
 		syms: map[string]*symbol{},
+		fsym: map[frame]*symbol{},
 	}
 }
 
@@ -119,32 +125,48 @@ func (b *builder) newNode(name string, kind Kind) *Node {
 	return n
 }
 
-// child finds or adds parent's child (name, kind).
-func (b *builder) child(parent *Node, name string, kind Kind) *Node {
+// child finds or adds parent's child s, of kind (s.kind, but for the first
+// level).
+func (b *builder) child(parent *Node, s *symbol, kind Kind) *Node {
 	if parent.nkids >= wideAt {
-		if c := b.wide[childKey{parent, name, kind}]; c != nil {
+		if c := b.wide[childKey{parent, s}]; c != nil {
 			return c
 		}
 	} else {
 		for c := parent.first; c != nil; c = c.next {
-			if c.Name == name && c.Kind == kind {
+			if c.Name == s.name && c.Kind == kind {
 				return c
 			}
 		}
 	}
-	c := b.newNode(name, kind)
+	c := b.newNode(s.name, kind)
 	c.next = parent.first
 	parent.first = c
 	parent.nkids++
 	switch {
 	case parent.nkids == wideAt:
+		// The symbols of the children so far: interned names share their
+		// bytes, so comparing them is cheap.
 		for x := parent.first; x != nil; x = x.next {
-			b.wide[childKey{parent, x.Name, x.Kind}] = x
+			b.wide[childKey{parent, b.symOf(x, s)}] = x
 		}
 	case parent.nkids > wideAt:
-		b.wide[childKey{parent, name, kind}] = c
+		b.wide[childKey{parent, s}] = c
 	}
 	return c
+}
+
+// symOf finds the symbol a node was made from: the one for its token in
+// folded input (s is a symbol of the same level), or for its frame.
+func (b *builder) symOf(n *Node, s *symbol) *symbol {
+	if n.Name == s.name && n.Kind == s.kind {
+		return s
+	}
+	if len(b.fsym) > 0 {
+		return b.fsym[frame{n.Name, n.Kind}]
+	}
+	tok := n.Name + suffix(n.Kind)
+	return b.syms[tok]
 }
 
 // addPath adds v along the path in prevNode.
@@ -170,7 +192,12 @@ func (b *builder) addFrames(frames []frame, v float64) {
 			continue
 		}
 		same = false
-		n = b.child(n, f.Name, f.Kind)
+		sym := b.fsym[f]
+		if sym == nil {
+			sym = &symbol{name: f.Name, kind: f.Kind}
+			b.fsym[f] = sym
+		}
+		n = b.child(n, sym, f.Kind)
 		b.prevNode = append(b.prevNode[:d], n)
 	}
 	b.prevNode = b.prevNode[:len(frames)]
@@ -221,7 +248,7 @@ func (b *builder) addFolded(line []byte) error {
 			if d == 0 && kind == KindUser {
 				kind = KindOther // the first frame is the process name
 			}
-			n = b.child(n, s.name, kind)
+			n = b.child(n, s, kind)
 			b.prevTok = append(b.prevTok[:d], s.tok)
 			b.prevNode = append(b.prevNode[:d], n)
 		}
@@ -267,11 +294,12 @@ func parseCount(s []byte) (float64, error) {
 	return v, nil
 }
 
-// finish sorts the tree and drops the lookup structures.
+// finish sorts the tree, counts the frames of each subtree and drops the
+// lookup structures.
 func (b *builder) finish() *Node {
 	var buf []*Node
-	var walk func(n *Node)
-	walk = func(n *Node) {
+	var walk func(n *Node) int32
+	walk = func(n *Node) int32 {
 		if n.nkids > 1 {
 			buf = buf[:0]
 			for c := n.first; c != nil; c = c.next {
@@ -293,9 +321,11 @@ func (b *builder) finish() *Node {
 			}
 			n.first = buf[0]
 		}
+		n.size = 1
 		for c := n.first; c != nil; c = c.next {
-			walk(c)
+			n.size += walk(c)
 		}
+		return n.size
 	}
 	walk(b.root)
 	root := b.root
