@@ -47,6 +47,7 @@ type Node struct {
 	next  *Node   // next sibling
 	nkids int32   // children
 	size  int32   // frames in this subtree, counted when the tree is complete
+	id    uint32  // number in the tree, for the builder's child lookup
 	Kind  Kind
 }
 
@@ -76,14 +77,12 @@ const wideAt = 8
 // slabSize nodes are allocated at once: one allocation instead of millions.
 const slabSize = 1 << 14
 
-// childKey finds a child of a wide node. Within one tree a symbol stands
-// for one (name, kind) at any depth below the first, and for one at the
-// first, so the pair names a child; it hashes and compares faster than the
-// name itself.
-type childKey struct {
-	parent *Node
-	sym    *symbol
-}
+// childKey finds a child of a wide node: the parent's id and the child's
+// symbol's. Within one tree a symbol stands for one (name, kind) at any
+// depth below the first, and for one at the first, so the pair names a
+// child; one integer hashes and compares faster than the name, and keeps
+// the map's slots small (the map is the builder's main cost in cache misses).
+func childKey(parent *Node, s *symbol) uint64 { return uint64(parent.id)<<32 | uint64(s.id) }
 
 // symbol is one distinct frame, interned: every node of that frame shares
 // the name's bytes, and the tree's lookups compare symbols.
@@ -91,13 +90,16 @@ type symbol struct {
 	tok  string // as written, with any _[k]/_[j] suffix
 	name string
 	kind Kind
+	id   uint32
 }
 
 // builder grows a tree one stack at a time.
 type builder struct {
-	root *Node
-	slab []Node
-	wide map[childKey]*Node
+	root  *Node
+	slab  []Node
+	wide  map[uint64]*Node
+	nodes uint32 // ids given out
+
 	syms map[string]*symbol // folded tokens
 	fsym map[frame]*symbol  // FromProfile's frames
 	// The previous stack's path: consecutive stacks usually share a prefix
@@ -109,7 +111,7 @@ type builder struct {
 func newBuilder() *builder {
 	return &builder{
 		root: &Node{Name: "all", Kind: KindOther},
-		wide: map[childKey]*Node{},
+		wide: map[uint64]*Node{},
 		syms: map[string]*symbol{},
 		fsym: map[frame]*symbol{},
 	}
@@ -121,7 +123,8 @@ func (b *builder) newNode(name string, kind Kind) *Node {
 	}
 	n := &b.slab[0]
 	b.slab = b.slab[1:]
-	n.Name, n.Kind = name, kind
+	b.nodes++
+	n.Name, n.Kind, n.id = name, kind, b.nodes
 	return n
 }
 
@@ -129,7 +132,7 @@ func (b *builder) newNode(name string, kind Kind) *Node {
 // level).
 func (b *builder) child(parent *Node, s *symbol, kind Kind) *Node {
 	if parent.nkids >= wideAt {
-		if c := b.wide[childKey{parent, s}]; c != nil {
+		if c := b.wide[childKey(parent, s)]; c != nil {
 			return c
 		}
 	} else {
@@ -148,10 +151,10 @@ func (b *builder) child(parent *Node, s *symbol, kind Kind) *Node {
 		// The symbols of the children so far: interned names share their
 		// bytes, so comparing them is cheap.
 		for x := parent.first; x != nil; x = x.next {
-			b.wide[childKey{parent, b.symOf(x, s)}] = x
+			b.wide[childKey(parent, b.symOf(x, s))] = x
 		}
 	case parent.nkids > wideAt:
-		b.wide[childKey{parent, s}] = c
+		b.wide[childKey(parent, s)] = c
 	}
 	return c
 }
@@ -194,7 +197,7 @@ func (b *builder) addFrames(frames []frame, v float64) {
 		same = false
 		sym := b.fsym[f]
 		if sym == nil {
-			sym = &symbol{name: f.Name, kind: f.Kind}
+			sym = &symbol{name: f.Name, kind: f.Kind, id: uint32(len(b.fsym))}
 			b.fsym[f] = sym
 		}
 		n = b.child(n, sym, f.Kind)
@@ -210,7 +213,7 @@ func (b *builder) symbol(tok []byte) *symbol {
 		return s
 	}
 	t := string(tok)
-	s := &symbol{tok: t, name: t, kind: KindUser}
+	s := &symbol{tok: t, name: t, kind: KindUser, id: uint32(len(b.syms))}
 	if n, ok := strings.CutSuffix(t, "_[k]"); ok {
 		s.name, s.kind = n, KindKernel
 	} else if n, ok := strings.CutSuffix(t, "_[j]"); ok {
