@@ -22,7 +22,7 @@ func runFlamegraph(args []string) (int, error) {
 	format := fs.String("format", "", "svg, html or folded (default from -o's extension)")
 	diffMode := fs.Bool("diff", false, "differential flame graph of BASE NEW: red grew, blue shrank")
 	var minWidth flamegraph.MinWidth
-	fs.Var(&minWidth, "minwidth", "leave out of the drawing frames narrower than this: pixels, or a percentage of the total with % (0 draws all; folded output is always exact)")
+	fs.Var(&minWidth, "minwidth", "leave out of the drawing frames narrower than this: pixels (default 0.1, as FlameGraph) or a percentage of the total with % (0 draws all; folded output stays exact)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2, err
