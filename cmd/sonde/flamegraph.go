@@ -28,6 +28,8 @@ func newFlamegraphCmd() *cobra.Command {
 	f.BoolVar(&inverted, "inverted", false, "icicle graph: roots at the top")
 	f.StringVar(&format, "format", "", "svg, html or folded (default from -o's extension)")
 	f.BoolVar(&diffMode, "diff", false, "differential flame graph of BASE NEW: red grew, blue shrank")
+	var minWidth flamegraph.MinWidth
+	f.Var(&minWidth, "minwidth", "leave out of the drawing frames narrower than this: pixels (default 0.1, as FlameGraph) or a percentage of the total with % (0 draws all; folded output stays exact)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		if diffMode && len(pos) != 2 {
 			return usagef("--diff takes two inputs: BASE NEW")
@@ -39,22 +41,25 @@ func newFlamegraphCmd() *cobra.Command {
 		if format, err = flamegraph.FormatOf(format, output); err != nil {
 			return usagef("--format %v", err)
 		}
-		o := flamegraph.Options{Title: title, Inverted: inverted}
+		o := flamegraph.Options{Title: title, Inverted: inverted, MinWidth: minWidth}
+		warn := func(path string) func(string) {
+			return func(w string) { fmt.Fprintf(os.Stderr, "sonde: warning: %s: %s\n", path, w) }
+		}
 		var root *flamegraph.Node
 		if diffMode {
 			if format == "folded" {
 				return usagef("--diff draws a graph: use -o FILE.svg or .html")
 			}
-			base, _, err := flamegraph.Load(pos[0])
+			base, _, err := flamegraph.Load(pos[0], warn(pos[0]))
 			if err != nil {
 				return err
 			}
-			if root, o.Subtitle, err = flamegraph.Load(pos[1]); err != nil {
+			if root, o.Subtitle, err = flamegraph.Load(pos[1], warn(pos[1])); err != nil {
 				return err
 			}
 			o.Diff = flamegraph.DiffTree(base, root)
 			o.Subtitle = "change from " + pos[0] + " to " + pos[1] + " (" + o.Subtitle + ")"
-		} else if root, o.Subtitle, err = flamegraph.Load(input); err != nil {
+		} else if root, o.Subtitle, err = flamegraph.Load(input, warn(input)); err != nil {
 			return err
 		}
 		if output == "" && format != "folded" {

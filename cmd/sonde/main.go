@@ -15,7 +15,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // version is set by the Makefile (-ldflags -X main.version=...).
@@ -24,7 +24,7 @@ var version = "dev"
 func init() {
 	// `sonde record -- CMD` re-executes sonde as a child that waits, then
 	// execs CMD; the events follow the main thread, so stay on it.
-	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
 		runtime.LockOSThread()
 	}
 }
@@ -83,8 +83,8 @@ func newVersionCmd() *cobra.Command {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
-		record.RunChild(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
+		runctl.RunChild(os.Args[2:])
 		return
 	}
 	code := cli.Execute(newRoot(), os.Args[1:])

@@ -15,8 +15,8 @@ import (
 
 // Load reads a sonde data file, or collapsed stacks when the file does not
 // start with sonde's magic, and returns the tree with a subtitle saying
-// what was recorded.
-func Load(path string) (*Node, string, error) {
+// what was recorded. warn hears about folded lines skipped (a cut file).
+func Load(path string, warn func(string)) (*Node, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, "", fmt.Errorf("opening input: %w", err)
@@ -35,7 +35,7 @@ func Load(path string) (*Node, string, error) {
 		}
 		return FromProfile(p), sub, nil
 	}
-	root, err := ParseFolded(br)
+	root, err := ParseFolded(br, warn)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: not a sonde data file, and not collapsed stacks: %w", path, err)
 	}
