@@ -334,13 +334,16 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	bio := testutil.RequireTool(t, "biolatency", "libbpf-tools")
 	dir := t.TempDir()
+	// Build sonde first: linking it while biolatency runs would write the
+	// binary (I/O only biolatency sees) and delay sonde's start.
+	sonde := testutil.Sonde(t)
 	bc := exec.Command(bio, "5", "1")
 	var bout strings.Builder
 	bc.Stdout = &bout
 	if err := bc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := exec.Command(testutil.Sonde(t), "latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "--key", "dev,sector", "--duration", "4500ms", "--json")
+	sc := exec.Command(sonde, "latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "--key", "dev,sector", "--duration", "4500ms", "--json")
 	var sout strings.Builder
 	sc.Stdout = &sout
 	if err := sc.Start(); err != nil {
