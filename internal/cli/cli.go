@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/perf"
 )
 
 // UsageError marks a bad command line: one line saying what is wrong and
@@ -141,7 +143,7 @@ func unknownCommand(root *cobra.Command, name string) error {
 func didYouMean(name string, names []string, prefix string) string {
 	var near []string
 	for _, n := range names {
-		if d := distance(name, n); strings.HasPrefix(n, name) || d <= 1+len(name)/4 {
+		if d := perf.Distance(name, n); strings.HasPrefix(n, name) || d <= 1+len(name)/4 {
 			near = append(near, prefix+n)
 		}
 	}
@@ -150,27 +152,6 @@ func didYouMean(name string, names []string, prefix string) string {
 	}
 	sort.Strings(near)
 	return "; did you mean " + strings.Join(near, " or ") + "?"
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // unknownSubcommand explains a word after a command that only groups

@@ -70,12 +70,7 @@ func (d *millisValue) Set(s string) error {
 
 func (d *millisValue) Type() string { return "ms" }
 
-func (d *millisValue) String() string {
-	if *d == 0 {
-		return ""
-	}
-	return time.Duration(*d).String()
-}
+func (d *millisValue) String() string { return (*durationValue)(d).String() }
 
 // MillisVarP defines a duration flag whose bare numbers are milliseconds.
 func MillisVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, usage string) {
