@@ -46,7 +46,7 @@ func newBiolatCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return l.out(bio.NewLatency(do, list, res))
+		return l.w.Final(bio.NewLatency(do, list, res))
 	}
 	return cmd
 }
@@ -73,7 +73,7 @@ func newBiosnoopCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return l.out(bio.NewSnoop(res, bio.Filter{Pid: l.pid, Comm: comm}))
+		return l.w.Final(bio.NewSnoop(res, bio.Filter{Pid: l.pid, Comm: comm}))
 	}
 	return cmd
 }

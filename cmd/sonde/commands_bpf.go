@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/procfs"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
 // bpfCommands are the live BPF tools. They take bcc's habits as well as
@@ -36,7 +34,7 @@ type live struct {
 	asJSON             bool
 	minInterval        time.Duration // 0: the tool has no -i
 	durationArg        bool          // a bare argument is the duration
-	w                  *bufio.Writer
+	w                  *emit.Writer
 }
 
 // newLive makes a live tool's command with the shared flags; pidUsage
@@ -75,7 +73,7 @@ func (l *live) start(cmd *cobra.Command, args []string, what string) (ctx contex
 		}
 		fmt.Fprintf(os.Stderr, "sonde: %s, %s\n", what, how)
 	}
-	l.w = bufio.NewWriter(os.Stdout)
+	l.w = emit.New(os.Stdout, l.asJSON)
 	ctx, stop = interruptible()
 	return ctx, target, stop, nil
 }
@@ -109,34 +107,6 @@ func pidTarget(pid int) (string, error) {
 		return "", err
 	}
 	return target{Pids: []int{pid}}.String(), nil
-}
-
-// view is a report that writes itself as text or JSON.
-type view interface {
-	WriteText(io.Writer)
-	WriteJSON(io.Writer) error
-}
-
-// out writes the run's final report: one JSON document, or text.
-func (l *live) out(v view) error {
-	if l.asJSON {
-		if err := v.WriteJSON(l.w); err != nil {
-			return err
-		}
-	} else {
-		v.WriteText(l.w)
-	}
-	return l.w.Flush()
-}
-
-// each writes one interval's report now: a line of JSON, or text.
-func (l *live) each(v view) {
-	if l.asJSON {
-		jsonout.Line(l.w, v)
-	} else {
-		v.WriteText(l.w)
-	}
-	l.w.Flush()
 }
 
 // interruptible returns a context that ends on Ctrl-C or SIGTERM: the one

@@ -55,12 +55,12 @@ func newFunclatCmd() *cobra.Command {
 		}
 		o := funclat.Options{Funcs: funcs, Pid: l.pid, Duration: l.duration, Interval: l.interval}
 		start := time.Now()
-		o.OnInterval = func(hs []*histogram.Hist) { l.each(dist.NewFunctions(do, tgt, names, hs, 0, time.Since(start))) }
+		o.OnInterval = func(hs []*histogram.Hist) { l.w.Interval(dist.NewFunctions(do, tgt, names, hs, 0, time.Since(start))) }
 		res, err := funclat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.out(dist.NewFunctions(do, tgt, names, res.Hists, res.Drops, res.Elapsed))
+		return l.w.Final(dist.NewFunctions(do, tgt, names, res.Hists, res.Drops, res.Elapsed))
 	}
 	return cmd
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/offcpu"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
-	"github.com/sonde-dev/sonde/internal/view/stackprof"
+	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
 // newOffcpuCmd is offcpu, or with name "wakeup" the same tool following
@@ -52,17 +52,17 @@ func newOffcpuCmd(name string) *cobra.Command {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.pid, sf.perThread, !sf.kernel, !sf.user, l.duration, l.interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		vo.Target, vo.Comms = tgt, sf.comms
-		report := func(r *offcpu.Result) view {
+		report := func(r *offcpu.Result) emit.Report {
 			return blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
 		}
 		if l.interval > 0 && !sf.folded {
-			o.OnInterval = func(r *offcpu.Result) { l.each(report(r)) }
+			o.OnInterval = func(r *offcpu.Result) { l.w.Interval(report(r)) }
 		}
 		res, err := offcpu.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return sf.finish(l, res.Profile, stackprof.Files{Title: "sonde " + name, What: "blocked time in µs"}, report(res))
+		return sf.files("sonde "+name, "blocked time in µs").Finish(l.w, res.Profile, report(res))
 	}
 	return cmd
 }

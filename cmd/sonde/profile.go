@@ -7,10 +7,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/sonde-dev/sonde/internal/flamegraph"
-	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/profile"
+	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
@@ -53,18 +52,18 @@ func newProfileCmd() *cobra.Command {
 		}
 		defer stop()
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.pid, sf.perThread, !sf.kernel, !sf.user, l.duration, l.interval
-		report := func(r *profile.Result) view {
+		report := func(r *profile.Result) emit.Report {
 			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
 			return stackprof.New(r.Profile, e, tgt, sf.comms)
 		}
 		if l.interval > 0 && !sf.folded {
-			o.OnInterval = func(r *profile.Result) { l.each(report(r)) }
+			o.OnInterval = func(r *profile.Result) { l.w.Interval(report(r)) }
 		}
 		res, err := profile.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return sf.finish(l, res.Profile, stackprof.Files{Title: "sonde profile", What: fmt.Sprintf("%d samples", len(res.Profile.Samples))}, report(res))
+		return sf.files("sonde profile", fmt.Sprintf("%d samples", len(res.Profile.Samples))).Finish(l.w, res.Profile, report(res))
 	}
 	return cmd
 }
@@ -94,17 +93,7 @@ func (s *stackFlags) check() error {
 	return nil
 }
 
-// finish writes the files asked for, then the folded stacks or the report.
-func (s *stackFlags) finish(l *live, p *model.Profile, files stackprof.Files, report view) error {
-	files.Data, files.Flame = s.output, s.flame
-	if err := files.Write(p); err != nil {
-		return err
-	}
-	if !s.folded {
-		return l.out(report)
-	}
-	if err := flamegraph.WriteFolded(l.w, flamegraph.FromProfile(p)); err != nil {
-		return err
-	}
-	return l.w.Flush()
+// files are the outputs asked for beside the report.
+func (s *stackFlags) files(title, what string) stackprof.Files {
+	return stackprof.Files{Data: s.output, Flame: s.flame, Folded: s.folded, Title: title, What: what}
 }

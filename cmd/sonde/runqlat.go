@@ -56,13 +56,13 @@ func newRunqlatCmd() *cobra.Command {
 		comm := func(id uint32) string { return procfs.Comm(int(id), int(id)) }
 		start := time.Now()
 		o.OnInterval = func(g map[uint32]*histogram.Hist) {
-			l.each(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, time.Since(start)))
+			l.w.Interval(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, time.Since(start)))
 		}
 		res, err := runqlat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.out(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, res.Elapsed))
+		return l.w.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, res.Elapsed))
 	}
 	return cmd
 }

@@ -50,7 +50,7 @@ func newSyscountCmd() *cobra.Command {
 			exit = res.ExitCode
 		}
 		so.Target, so.Command = tgt, len(args) > 0
-		if err := l.out(syscounts.New(res, so)); err != nil {
+		if err := l.w.Final(syscounts.New(res, so)); err != nil {
 			return err
 		}
 		return exitWith(exit)

@@ -53,9 +53,9 @@ func TestFunctionsJSON(t *testing.T) {
 		Unit      string `json:"unit"`
 		Duration  int64  `json:"duration_ns"`
 		Functions []struct {
-			Name     string             `json:"name"`
-			Stats    histogram.Stats    `json:"stats"`
-			Buckets  []histogram.Bucket `json:"buckets"`
+			Name    string             `json:"name"`
+			Stats   histogram.Stats    `json:"stats"`
+			Buckets []histogram.Bucket `json:"buckets"`
 		} `json:"functions"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {

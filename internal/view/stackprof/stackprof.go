@@ -15,6 +15,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
@@ -50,10 +51,12 @@ func (r *Report) WriteText(w io.Writer) {
 // WriteJSON writes the report as one document.
 func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }
 
-// Files are the files a run writes beside its report.
+// Files are the files a run writes beside its report, and whether the
+// report gives way to collapsed stacks.
 type Files struct {
-	Data  string // data file for report and flamegraph ("" for none)
-	Flame string // flame graph, .svg or else HTML ("" for none)
+	Data   string // data file for report and flamegraph ("" for none)
+	Flame  string // flame graph, .svg or else HTML ("" for none)
+	Folded bool   // print collapsed stacks instead of the report
 	// Title and What head the flame graph: "sonde offcpu", "blocked time in µs".
 	Title, What string
 }
@@ -70,6 +73,21 @@ func (f Files) Write(p *model.Profile) error {
 	}
 	sub := fmt.Sprintf("%s, %s", f.What, time.Duration(p.Meta.DurationNS).Round(time.Millisecond))
 	return writeFlame(f.Flame, flamegraph.FromProfile(p), flamegraph.Options{Title: f.Title, Subtitle: sub})
+}
+
+// Finish writes the files asked for, then the report or the collapsed
+// stacks of p to w.
+func (f Files) Finish(w *emit.Writer, p *model.Profile, report emit.Report) error {
+	if err := f.Write(p); err != nil {
+		return err
+	}
+	if !f.Folded {
+		return w.Final(report)
+	}
+	if err := flamegraph.WriteFolded(w, flamegraph.FromProfile(p)); err != nil {
+		return fmt.Errorf("writing collapsed stacks: %w", err)
+	}
+	return w.Flush()
 }
 
 func writeFlame(path string, root *flamegraph.Node, o flamegraph.Options) error {
