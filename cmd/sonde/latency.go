@@ -13,6 +13,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/pairbpf"
+	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/latencyview"
 )
 
@@ -74,12 +75,7 @@ func newLatencyCmd() *cobra.Command {
 				return err
 			}
 		}
-		if asJSON {
-			err = r.WriteJSON(os.Stdout)
-		} else {
-			err = r.WriteText(os.Stdout)
-		}
-		if err != nil {
+		if err := emit.New(os.Stdout, asJSON).Final(&r); err != nil {
 			return err
 		}
 		return exitWith(exit)

@@ -58,7 +58,7 @@ func newRoot() *cobra.Command {
 		{"record", "Recording, counting and reports:", []*cobra.Command{newListCmd(), newRecordCmd(), newReportCmd(), newScriptCmd(),
 			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd()}},
 		{"bpf", "Live BPF tools:", bpfCommands()},
-		{"setup", "Other commands:", []*cobra.Command{newVersionCmd(), cli.NewManCmd(root, "sonde "+version)}},
+		{"setup", "Other commands:", []*cobra.Command{cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
 	}
 	for _, g := range groups {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
@@ -71,15 +71,6 @@ func newRoot() *cobra.Command {
 	root.SetCompletionCommandGroupID("setup")
 	cli.Setup(root)
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "print the version",
-		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "sonde", version) },
-	}
 }
 
 func main() {

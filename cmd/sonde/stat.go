@@ -12,8 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/statview"
 )
 
-var defaultStatEvents = []string{"task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions", "branches", "branch-misses"}
-
 func newStatCmd() *cobra.Command {
 	var (
 		tf       targetFlags
@@ -55,11 +53,7 @@ func newStatCmd() *cobra.Command {
 			return usagef("-I/--interval-print: at least 10 ms")
 		}
 		o := stat.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command, Duration: duration, Interval: interval}
-		def := defaultStatEvents
-		if o.All {
-			def = append([]string{"cpu-clock"}, defaultStatEvents[1:]...)
-		}
-		if o.Specs, o.Filters, err = ev.Resolve(def); err != nil {
+		if o.Specs, o.Filters, err = ev.Resolve(stat.DefaultEvents(o.All)); err != nil {
 			return err
 		}
 		if interval > 0 {

@@ -32,3 +32,13 @@ func NewManCmd(root *cobra.Command, source string) *cobra.Command {
 	cmd.Flags().StringVarP(&dir, "output", "o", "man", "directory to write the pages into")
 	return cmd
 }
+
+// NewVersionCmd prints the version line, as --version does.
+func NewVersionCmd(line string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), line) },
+	}
+}

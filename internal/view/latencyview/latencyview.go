@@ -68,7 +68,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes the pairs (with Events), a summary line and one
 // histogram per group.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) {
 	res := r.Result
 	if r.Events {
 		fmt.Fprintf(w, "%-18s %-16s %7s %-24s %12s\n", "START(s)", "COMM", "PID", "KEY", "LAT("+r.Unit.Name+")")
@@ -95,5 +95,4 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.dist(h).WriteText(w, r.Unit)
 		fmt.Fprintln(w)
 	}
-	return nil
 }
