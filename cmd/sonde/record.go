@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
@@ -134,14 +133,12 @@ func runRecord(args []string) (int, error) {
 	// Ctrl-C, SIGTERM and SIGHUP end the recording, which is then written.
 	ctx, stop := runctl.WithSignals(context.Background())
 	defer stop()
+	o.Output = *output
 	res, err := record.Record(ctx, o)
 	if progress {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
 	if err != nil {
-		return 1, err
-	}
-	if err := datafile.WriteFile(*output, res.Profile); err != nil {
 		return 1, err
 	}
 	if !*quiet {
@@ -152,7 +149,7 @@ func runRecord(args []string) (int, error) {
 		}
 		p := res.Profile
 		fmt.Fprintf(os.Stderr, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
-			len(p.Samples), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), *output, humanBytes(size))
+			res.Samples, p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), *output, humanBytes(size))
 		for _, w := range p.Meta.Warnings {
 			fmt.Fprintf(os.Stderr, "sonde: warning: %s\n", w)
 		}
