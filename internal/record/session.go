@@ -56,7 +56,7 @@ type Result struct {
 	// on disk only (Profile.Samples holds the last chunk's).
 	Profile  *model.Profile
 	Samples  int // samples recorded
-	ExitCode int  // the command's, when one ran
+	ExitCode int // the command's, when one ran
 	// Old is where an existing file at Options.Output was moved.
 	Old string
 }
