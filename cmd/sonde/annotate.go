@@ -24,6 +24,7 @@ func newAnnotateCmd() *cobra.Command {
 	f.StringVarP(&input, "input", "i", "sonde.data", "data file to read")
 	f.StringVarP(&sym, "symbol", "s", "", "annotate this function (default: the hottest ones); also the positional SYMBOL")
 	f.IntVar(&top, "top", 3, "how many hot functions without a symbol")
+	cli.AtLeast(f, 1, "top")
 	f.Bool("stdio", true, "plain text (the only mode; accepted for perf compatibility)")
 	f.BoolVar(&noSource, "no-source", false, "no source lines")
 	f.BoolVar(&raw, "asm-raw", false, "show instruction bytes")

@@ -68,7 +68,7 @@ func TestCLIHabits(t *testing.T) {
 		{name: "freq_and_count", args: []string{"record", "-F99", "-c", "1000", "true"}, code: 2, stderr: `-F/--freq and -c/--count conflict`},
 		{name: "bad_freq", args: []string{"record", "-Ffast", "true"}, code: 2, stderr: `-F/--freq "fast": want a positive number`},
 		{name: "call_graph_dwarf_not_yet", args: []string{"record", "--call-graph", "dwarf", "true"}, code: 2, stderr: `--call-graph dwarf: not available yet.*--call-graph fp`},
-		{name: "bad_duration", args: []string{"record", "-a", "-d", "soon"}, code: 2, stderr: `"soon": want seconds \(5\) or a duration`},
+		{name: "bad_duration", args: []string{"record", "-a", "-d", "soon"}, code: 2, stderr: `-d/--duration soon: want seconds \(5\) or a duration`},
 		{name: "negative_duration", args: []string{"stat", "-a", "-d", "-1"}, code: 2, stderr: `negative`},
 		{name: "no_target", args: []string{"record"}, code: 2, stderr: `nothing to record: give a command, -p PID, -t TID or -a`},
 		{name: "missing_pid", args: []string{"record", "-p", "999999999"}, code: 1, stderr: `pid 999999999: no such process`},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 )
@@ -43,10 +44,12 @@ func newLive(l *live, c *cobra.Command, pidUsage string) *cobra.Command {
 	f := c.Flags()
 	if pidUsage != "" {
 		f.IntVarP(&l.pid, "pid", "p", 0, pidUsage)
+		cli.AtLeast(f, 1, "pid")
 	}
 	addDurationFlag(f, &l.duration, "tracing")
 	if l.minInterval > 0 {
 		durationVarP(f, &l.interval, "interval", "i", 0, "print a report every interval: seconds (1) or a duration (500ms)")
+		cli.AtLeast(f, l.minInterval, "interval")
 	}
 	addJSONFlag(f, &l.asJSON)
 	return c
@@ -59,9 +62,6 @@ func (l *live) start(cmd *cobra.Command, args []string, what string) (ctx contex
 		if err := l.bareDuration(cmd, args); err != nil {
 			return nil, "", nil, err
 		}
-	}
-	if l.interval != 0 && l.interval < l.minInterval {
-		return nil, "", nil, usagef("-i/--interval %s: at least %s", l.interval, l.minInterval)
 	}
 	if target, err = pidTarget(l.pid); err != nil {
 		return nil, "", nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/stream"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
@@ -42,6 +43,9 @@ func newCputimeCmd() *cobra.Command {
 	f.Uint64VarP(&freq, "freq", "F", 100, "sampling rate for --compare-sampled")
 	addDurationFlag(f, &o.Duration, "reporting")
 	f.BoolVar(&o.JSON, "json", false, "write JSON Lines, one report a line (keys in docs/json.md)")
+	cli.AtLeast(f, 1, "count", "top", "pid")
+	cli.Between(f, "freq", 1, 100000)
+	cli.AtLeast(f, 10*time.Millisecond, "interval")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 { // vmstat's INTERVAL [COUNT]
 			iv, err := parseDuration(args[0])
@@ -60,9 +64,7 @@ func newCputimeCmd() *cobra.Command {
 		if o.Interval < 10*time.Millisecond {
 			return usagef("-i/--interval %s: at least 10ms", o.Interval)
 		}
-		if compare && (freq == 0 || freq > 100000) {
-			return usagef("-F/--freq %d: between 1 and 100000 Hz", freq)
-		} else if compare {
+		if compare {
 			o.SampleHz = freq
 		}
 		if _, err := pidTarget(o.Pid); err != nil {

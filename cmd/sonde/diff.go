@@ -32,6 +32,7 @@ func newDiffCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&sortKeys, "sort", "s", "dso,sym", "compare by dso, sym or both")
 	f.Float64Var(&minPct, "min", 0, "hide entries below this percent in both profiles")
+	cli.Between(f, "min", 0.0, 100.0)
 	addJSONFlag(f, &asJSON)
 	cmd.RunE = func(cmd *cobra.Command, files []string) error {
 		keys := splitList(sortKeys)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/funclat"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/view/dist"
@@ -74,6 +75,7 @@ type distFlags struct {
 func (d *distFlags) add(f *pflag.FlagSet) {
 	f.StringVarP(&d.unit, "unit", "u", "us", "histogram unit: ns, us, ms or s")
 	f.Uint64Var(&d.linear, "linear", 0, "linear buckets of this width (in --unit) instead of powers of two")
+	cli.AtLeast(f, 1, "linear")
 }
 
 func (d *distFlags) options() (dist.Options, error) {

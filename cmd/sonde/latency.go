@@ -49,6 +49,7 @@ func newLatencyCmd() *cobra.Command {
 	addDurationFlag(f, &duration, "tracing")
 	f.StringVar(&filter, "filter", "", "kernel-side filter for both events (recordings only: record --filter, then latency -i)")
 	addJSONFlag(f, &asJSON)
+	cli.AtLeast(f, 1, "linear")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if start == "" || end == "" {
 			return usagef("--start and --end are required")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/offcpu"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -36,10 +37,14 @@ func newOffcpuCmd(name string) *cobra.Command {
 	f.Uint64VarP(&maxBlock, "max-block", "M", 0, "ignore blocks longer than this many microseconds (0: no limit)")
 	f.StringVar(&state, "state", "", "only blocks in these task states: S (sleeping), D (uninterruptible), R (preempted), T, I")
 	f.IntVar(&vo.Top, "top", 20, "stacks to print")
+	cli.AtLeast(f, 1, "top")
 	sf.add(f, "microseconds")
 	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
 		if err := sf.check(); err != nil {
 			return err
+		}
+		if maxBlock > 0 && minBlock > maxBlock {
+			return usagef("-m/--min-block %d is above -M/--max-block %d: no block could be counted", minBlock, maxBlock)
 		}
 		if o.States, err = offcpu.ParseStates(state); err != nil {
 			return usagef("--state: %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/probe"
 )
 
@@ -28,6 +29,7 @@ func newProbeCmd() *cobra.Command {
 	f.BoolVarP(&add, "add", "a", false, "create a probe from the spec")
 	f.StringVarP(&bin, "exec", "x", "", "binary (executable or library) for user probes")
 	f.IntVarP(&pid, "pid", "p", 0, "probe the executable of this process")
+	cli.AtLeast(f, 1, "pid")
 	f.BoolVarP(&list, "list", "l", false, "list probes")
 	f.StringVarP(&del, "del", "d", "", "remove a probe (group:event or event)")
 	f.BoolVar(&delAll, "del-all", false, "remove every probe sonde created (probe_* and sonde_* groups)")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/profile"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -30,13 +31,11 @@ func newProfileCmd() *cobra.Command {
 	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")
 	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
 	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
+	cli.AtLeast(f, 1, "freq")
 	sf.add(f, "samples")
 	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
 		if all && l.pid != 0 {
 			return usagef("-a/--all-cpus and -p/--pid conflict: choose one target")
-		}
-		if o.Freq == 0 {
-			return usagef("-F/--freq: want a positive number of Hz")
 		}
 		if cpus != "" {
 			if o.CPUs, err = perf.ParseCPUList(cpus); err != nil {

@@ -43,6 +43,7 @@ func newRecordCmd() *cobra.Command {
 	f.StringVarP(&output, "output", "o", "sonde.data", "data file to write")
 	f.IntVarP(&pages, "mmap-pages", "m", 128, "ring buffer pages per CPU (a power of two)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress or summary on stderr")
+	cli.AtLeast(f, 1, "count", "mmap-pages")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		t, err := tf.Resolve(args)
 		if err != nil {

@@ -39,6 +39,7 @@ func newReportCmd() *cobra.Command {
 	f.StringVar(&dso, "dso", "", "only these objects (base names)")
 	f.StringVar(&sym, "sym", "", "only these symbols")
 	f.Float64Var(&limit, "percent-limit", 0, "hide entries below this percent")
+	cli.Between(f, "percent-limit", 0.0, 100.0)
 	f.Bool("stdio", true, "plain text output (the only mode; accepted for perf compatibility)")
 	addJSONFlag(f, &asJSON)
 	f.StringVar(&format, "format", "text", "text, json or pprof")

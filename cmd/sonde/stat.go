@@ -38,6 +38,8 @@ func newStatCmd() *cobra.Command {
 	f.StringVarP(&sep, "field-separator", "x", "", "CSV output with this separator")
 	addJSONFlag(f, &asJSON)
 	addDurationFlag(f, &duration, "counting")
+	cli.AtLeast(f, 1, "repeat")
+	cli.AtLeast(f, 10*time.Millisecond, "interval-print")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		t, err := tf.Resolve(args)
 		if err != nil {
@@ -48,9 +50,6 @@ func newStatCmd() *cobra.Command {
 		}
 		if repeat < 1 || (repeat > 1 && len(t.Command) == 0) {
 			return usagef("-r/--repeat needs a command and N ≥ 1")
-		}
-		if interval > 0 && interval < 10*time.Millisecond {
-			return usagef("-I/--interval-print: at least 10 ms")
 		}
 		o := stat.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command, Duration: duration, Interval: interval}
 		if o.Specs, o.Filters, err = ev.Resolve(stat.DefaultEvents(o.All)); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
+
 	"github.com/sonde-dev/sonde/internal/syscount"
 	"github.com/sonde-dev/sonde/internal/view/syscounts"
 )
@@ -22,6 +24,7 @@ func newSyscountCmd() *cobra.Command {
 	f.BoolVarP(&so.PerProcess, "per-process", "P", false, "count per process and syscall")
 	f.StringVar(&so.Comm, "comm", "", "only processes with this name")
 	f.IntVarP(&so.Top, "top", "T", 20, "rows to print (0: all)")
+	cli.AtLeast(f, 0, "top")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, tgt, stop, err := l.start(cmd, nil, "counting syscalls")
 		if err != nil {

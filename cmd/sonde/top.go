@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 
@@ -30,13 +31,10 @@ func newTopCmd() *cobra.Command {
 	f.IntVarP(&o.Frames, "batch", "b", 0, "print N plain-text frames and exit (for pipes)")
 	durationVarP(f, &o.Interval, "interval", "i", time.Second, "refresh interval: seconds (1) or a duration (500ms)")
 	f.IntVar(&o.Rows, "rows", 15, "rows per table")
+	cli.AtLeast(f, 0, "batch")
+	cli.AtLeast(f, 1, "freq", "rows")
+	cli.AtLeast(f, 100*time.Millisecond, "interval")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if o.Interval < 100*time.Millisecond {
-			return usagef("-i/--interval %s: at least 100ms", o.Interval)
-		}
-		if o.Frames < 0 || o.Rows <= 0 || o.Hz == 0 {
-			return usagef("-b/--batch, --rows and -F/--freq want positive numbers")
-		}
 		if o.Frames == 0 && !isTerminal(1) {
 			o.Frames = 1 // a pipe gets one frame, not a screen
 		}

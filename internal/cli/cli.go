@@ -52,6 +52,7 @@ func Setup(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	argsAreUsage(root)
+	checkBoundsFirst(root)
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "help":
@@ -170,7 +171,18 @@ func unknownSubcommand(root *cobra.Command, args []string) error {
 	return fmt.Errorf("%s: unknown argument %q; choose one of %s", cmd.CommandPath(), rest[0], strings.Join(names, ", "))
 }
 
-var unknownFlag = regexp.MustCompile(`^unknown flag: --(\S+)`)
+var (
+	unknownFlag = regexp.MustCompile(`^unknown flag: --(\S+)`)
+	// badValue is pflag's message for a value its type rejects.
+	badValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-(\S), )?--(\S+)" flag: (.*)$`)
+)
+
+// valueWants says, per pflag type, what a value must look like, in place
+// of strconv's messages.
+var valueWants = map[string]string{
+	"int": "want a whole number", "uint": "want a whole number, 0 or more", "uint64": "want a whole number, 0 or more",
+	"float64": "want a number", "bool": "want true or false", "intSlice": "want comma-separated whole numbers",
+}
 
 // FlagError turns pflag's parse errors into one line with the fix: the
 // nearest flag for a misspelt one, and where to read the options.
@@ -184,6 +196,18 @@ func FlagError(cmd *cobra.Command, err error) error {
 			}
 		})
 		msg += didYouMean(m[1], names, "--")
+	} else if m := badValue.FindStringSubmatch(msg); m != nil {
+		// One shape for every bad value: -F/--freq x: want a whole number.
+		name, why := "--"+m[3], m[4]
+		if m[2] != "" {
+			name = "-" + m[2] + "/" + name
+		}
+		if f := cmd.Flags().Lookup(m[3]); f != nil && strings.Contains(why, "strconv.") {
+			if w, ok := valueWants[f.Value.Type()]; ok {
+				why = w
+			}
+		}
+		msg = fmt.Sprintf("%s %s: %s", name, m[1], why)
 	}
 	return Usagef("%s (see %s -h)", msg, cmd.CommandPath())
 }

@@ -14,16 +14,16 @@ import (
 func ParseDuration(s string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f < 0 {
-			return 0, fmt.Errorf("%q is negative", s)
+			return 0, fmt.Errorf("negative: want seconds (5) or a duration (500ms, 1m30s)")
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q: want seconds (5) or a duration (500ms, 1m30s)", s)
+		return 0, fmt.Errorf("want seconds (5) or a duration (500ms, 1m30s)")
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
+		return 0, fmt.Errorf("negative: want seconds (5) or a duration (500ms, 1m30s)")
 	}
 	return d, nil
 }
@@ -62,7 +62,7 @@ func (d *millisValue) Set(s string) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil || v < 0 {
-		return fmt.Errorf("%q: want milliseconds (1000) or a duration (1s)", s)
+		return fmt.Errorf("want milliseconds (1000) or a duration (1s), 0 or more")
 	}
 	*d = millisValue(v)
 	return nil
@@ -80,6 +80,7 @@ func MillisVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, usage s
 // AddDurationFlag is the common -d/--duration: how long to measure.
 func AddDurationFlag(fs *pflag.FlagSet, p *time.Duration, what string) {
 	DurationVarP(fs, p, "duration", "d", 0, "stop "+what+" after this long: seconds (5) or a duration (500ms, 1m)")
+	AtLeast(fs, time.Nanosecond, "duration")
 }
 
 // AddJSONFlag is the common --json (keys in docs/json.md).
