@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -64,6 +65,9 @@ func (l *live) start(cmd *cobra.Command, args []string, what string) (ctx contex
 		}
 	}
 	if target, err = pidTarget(l.pid); err != nil {
+		return nil, "", nil, err
+	}
+	if err := bpfskel.CheckPrivileges(); err != nil {
 		return nil, "", nil, err
 	}
 	if isTerminal(2) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/stream"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
@@ -68,6 +69,9 @@ func newCputimeCmd() *cobra.Command {
 			o.SampleHz = freq
 		}
 		if _, err := pidTarget(o.Pid); err != nil {
+			return err
+		}
+		if err := bpfskel.CheckPrivileges(); err != nil {
 			return err
 		}
 		ctx, stop := interruptible()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/histogram"
@@ -96,6 +97,9 @@ func traceLatency(r *latencyview.Report, lo latency.Options, tf targetFlags, arg
 	}
 	if filter != "" {
 		return nil, 0, usagef("--filter works on recordings (sonde record --filter, then latency -i)")
+	}
+	if err := bpfskel.CheckPrivileges(); err != nil {
+		return nil, 0, err
 	}
 	o := pairbpf.Options{Key: lo.Key, Per: lo.Per, Events: lo.Events, Command: t.Command, Duration: d}
 	if len(t.Pids) == 1 {

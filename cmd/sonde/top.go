@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
@@ -37,6 +38,9 @@ func newTopCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if o.Frames == 0 && !isTerminal(1) {
 			o.Frames = 1 // a pipe gets one frame, not a screen
+		}
+		if err := bpfskel.CheckPrivileges(); err != nil {
+			return err
 		}
 		ctx, stop := interruptible()
 		defer stop()

@@ -51,6 +51,51 @@ func privileged() bool {
 	return hasBPFCaps(string(b))
 }
 
+// ErrNoPrivilege is what CheckPrivileges returns (wrapped) when this
+// process may not load tracing BPF programs.
+var ErrNoPrivilege = errors.New("permission denied")
+
+// CheckPrivileges says, before anything is tried, whether this process
+// may load and attach tracing BPF programs: root (CAP_SYS_ADMIN), or
+// CAP_BPF with CAP_PERFMON. Without them the first failure would be an
+// unrelated one (raising RLIMIT_MEMLOCK, reading tracefs), naming the
+// wrong cause.
+func CheckPrivileges() error {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil // let the kernel decide
+	}
+	if missing := missingCaps(string(b)); missing != "" {
+		return fmt.Errorf("%w: BPF tools need root, or CAP_BPF and CAP_PERFMON (this process lacks %s; run with sudo, or setcap cap_bpf,cap_perfmon+ep on the binary)", ErrNoPrivilege, missing)
+	}
+	return nil
+}
+
+// missingCaps reads CapEff from a /proc/PID/status text and names the
+// capabilities BPF tracing lacks ("" when none).
+func missingCaps(status string) string {
+	const capSysAdmin, capPerfmon, capBPF = 21, 38, 39
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil || caps&(1<<capSysAdmin) != 0 {
+				return ""
+			}
+			var miss []string
+			for _, c := range []struct {
+				bit  uint
+				name string
+			}{{capBPF, "CAP_BPF"}, {capPerfmon, "CAP_PERFMON"}} {
+				if caps&(1<<c.bit) == 0 {
+					miss = append(miss, c.name)
+				}
+			}
+			return strings.Join(miss, " and ")
+		}
+	}
+	return ""
+}
+
 // hasBPFCaps reads CapEff from a /proc/PID/status text.
 func hasBPFCaps(status string) bool {
 	for _, line := range strings.Split(status, "\n") {

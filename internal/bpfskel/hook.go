@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -154,8 +155,29 @@ func choose(h Hook, f Features) (Choice, error) {
 	if errors.Is(e2, os.ErrPermission) {
 		return Choice{}, permissionError(fmt.Sprintf("probing %s for %s", second, h), e2)
 	}
-	return Choice{}, fmt.Errorf("cannot attach to %s: this kernel supports neither %s (%s) nor %s (%s)",
-		h, first, firstLine(e1), second, firstLine(e2))
+	what := "attach to " + h.String()
+	if h.kind == kindKernelFunc {
+		what = "trace kernel function " + h.event
+	}
+	return Choice{}, fmt.Errorf("cannot %s: this kernel supports neither %s (%s) nor %s (%s)",
+		what, first, brief(e1), second, brief(e2))
+}
+
+// brief is the cause at the end of a probe's error chain, for a one-line
+// message: "no kprobe_events in tracefs" rather than every step that led
+// to the open that failed.
+func brief(err error) string {
+	if errors.Is(err, os.ErrNotExist) {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return "no " + filepath.Base(pe.Path) + " in " + filepath.Dir(pe.Path)
+		}
+	}
+	msg := firstLine(err)
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg
 }
 
 func permissionError(doing string, err error) error {

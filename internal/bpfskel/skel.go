@@ -63,6 +63,9 @@ func Open(t Tool) (s *Session, err error) {
 	if t.Spec == nil {
 		return nil, fmt.Errorf("%s is not built for %s", t.Name, runtime.GOARCH)
 	}
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
 	}

@@ -171,3 +171,21 @@ func TestHasBPFCaps(t *testing.T) {
 		}
 	}
 }
+
+func TestMissingCaps(t *testing.T) {
+	for _, tc := range []struct {
+		status, want string
+	}{
+		{"Name:\tx\nCapEff:\t000001ffffffffff\n", ""},
+		{"CapEff:\t0000000000200000\n", ""},                        // CAP_SYS_ADMIN covers both
+		{"CapEff:\t000000c000000000\n", ""},                        // CAP_BPF + CAP_PERFMON
+		{"CapEff:\t0000008000000000\n", "CAP_PERFMON"},             // CAP_BPF alone
+		{"CapEff:\t0000004000000000\n", "CAP_BPF"},                 // CAP_PERFMON alone
+		{"CapEff:\t0000000000000000\n", "CAP_BPF and CAP_PERFMON"}, // nobody
+		{"Name:\tx\n", ""},                                         // unknown: let the kernel say
+	} {
+		if got := missingCaps(tc.status); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.status, got, tc.want)
+		}
+	}
+}

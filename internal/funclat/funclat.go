@@ -6,9 +6,11 @@
 package funclat
 
 import (
+	"bufio"
 	"context"
 	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -23,6 +25,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/funcexit"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
@@ -67,6 +70,9 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 			if strings.ContainsAny(glob, "*?[") {
 				return nil, fmt.Errorf("kernel function patterns need an exact name, not %q", glob)
 			}
+			if err := kernelFunction(glob); err != nil {
+				return nil, err
+			}
 			out = append(out, Func{Name: glob})
 			continue
 		}
@@ -74,7 +80,7 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 			// A source name: the compiler's clones count as the function.
 			r, err := probe.ResolveFile(bin, glob, true)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", bin, err)
+				return nil, probe.InBinary(bin, err)
 			}
 			if k := bin + ":" + glob; !seen[k] {
 				seen[k] = true
@@ -125,15 +131,56 @@ func findObject(name string, pid int) (string, error) {
 	}
 	for _, dir := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
 		m, _ := filepath.Glob(filepath.Join(dir, base+".so*"))
-		if len(m) > 0 {
-			sort.Strings(m)
-			return m[0], nil
+		sort.Strings(m)
+		for _, p := range m {
+			// libc.so itself is often a linker script, not the library.
+			if f, err := elf.Open(p); err == nil {
+				f.Close()
+				return p, nil
+			}
 		}
 	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("no binary or library %q found (give a path)", name)
+}
+
+// kernelFunction checks that the kernel has a function called name (from
+// /proc/kallsyms, whose names anyone may read), so a misspelt one is named
+// as such rather than as a missing attach mechanism.
+func kernelFunction(name string) error {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil // let the attach say what is wrong
+	}
+	defer f.Close()
+	found, all, err := scanKallsyms(f, name)
+	if err != nil || found {
+		return nil
+	}
+	return fmt.Errorf("no kernel function %q in /proc/kallsyms (nearest: %s)", name, strings.Join(perf.NearestOf(name, all, 3), ", "))
+}
+
+// scanKallsyms reads /proc/kallsyms text: whether name is a function in
+// it, and the function names sharing name's first three letters (for
+// suggestions).
+func scanKallsyms(r io.Reader, name string) (found bool, near []string, err error) {
+	sc := bufio.NewScanner(r)
+	prefix := name[:min(3, len(name))]
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || (f[1] != "t" && f[1] != "T") {
+			continue
+		}
+		if f[2] == name {
+			return true, nil, nil
+		}
+		if strings.HasPrefix(f[2], prefix) && len(f) == 3 { // built-in, not a module's
+			near = append(near, f[2])
+		}
+	}
+	return false, near, sc.Err()
 }
 
 func matchSymbols(bin, glob string) ([]string, error) {
@@ -160,6 +207,9 @@ func matchSymbols(bin, glob string) ([]string, error) {
 				names = append(names, n)
 			}
 		}
+	}
+	if len(names) == 0 && f.Section(".symtab") == nil {
+		return nil, probe.InBinary(bin, probe.Stripped(glob, len(all)))
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no function matches %q in %s (nearest: %s)", glob, bin, strings.Join(nearest(glob, all), ", "))

@@ -129,7 +129,7 @@ func Parse(spec, binary, group string) (Probe, error) {
 	defer ef.Close()
 	res, err := Resolve(ef, fn, p.Return)
 	if err != nil {
-		return p, fmt.Errorf("%s: %w", binary, err)
+		return p, InBinary(binary, err)
 	}
 	p.Offset, p.Note = res.Sites[0].Offset, res.Note
 	for _, s := range res.Sites[1:] {

@@ -27,6 +27,7 @@ package probe
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -266,8 +267,33 @@ func Resolve(ef *elf.File, name string, needReturn bool) (*Resolution, error) {
 		return nil, fmt.Errorf("no entry of %s: %s holds only its unlikely blocks (not an entry), and the function itself was inlined%s",
 			name, strings.Join(cold, ", "), map[bool]string{true: " (build with -g to probe the inlined copies)", false: ""}[ef.Section(".debug_info") == nil])
 	}
+	if ef.Section(".symtab") == nil {
+		return nil, Stripped(name, len(all))
+	}
 	sort.Strings(all)
 	return nil, fmt.Errorf("no function %q (nearest: %s)", name, strings.Join(perf.NearestOf(name, all, 3), ", "))
+}
+
+// ErrStripped is why a function is not found in a binary without a symbol
+// table: a suggestion list would be empty or only its exports.
+var ErrStripped = errors.New("has no symbol table (stripped)")
+
+// Stripped is the error for name missing from a stripped binary with
+// exported functions.
+func Stripped(name string, exported int) error {
+	if exported == 0 {
+		return fmt.Errorf("%w: install its debug symbols, or use a build without strip/-s, to find %q", ErrStripped, name)
+	}
+	return fmt.Errorf("%w: %q is not one of its %d exported functions; install its debug symbols, or use a build without strip/-s", ErrStripped, name, exported)
+}
+
+// InBinary names the binary an error of Resolve happened in: "BIN has no
+// symbol table (stripped): …", "BIN: no function …".
+func InBinary(bin string, err error) error {
+	if errors.Is(err, ErrStripped) {
+		return fmt.Errorf("%s %w", bin, err)
+	}
+	return fmt.Errorf("%s: %w", bin, err)
 }
 
 func symList(s []Site) string {
