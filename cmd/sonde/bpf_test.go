@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -330,28 +332,28 @@ func TestRunqlat(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	// stat counts sched_switch (not to the idle task) over runqlat's whole
 	// run; rates are compared, stat's window being runqlat's plus start-up.
-	r := testutil.MustRun(t, dir, "stat", "-a", "-e", "sched:sched_switch", "--filter", "next_pid != 0", "--json", "--",
+	// runqlat's report is the command's stdout; stat's counts go to its
+	// own file, never mixed in.
+	r := testutil.MustRun(t, dir, "stat", "-a", "-e", "sched:sched_switch", "--filter", "next_pid != 0", "--json", "-o", "stat.json", "--",
 		testutil.Sonde(t), "runqlat", "-d", "3s", "--json")
-	dec := json.NewDecoder(strings.NewReader(r.Stdout))
 	var rqOut json.RawMessage
 	var s statJSON
-	if err := dec.Decode(&rqOut); err != nil {
+	var stMeta struct {
+		Duration float64 `json:"duration_ns"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rqOut); err != nil {
 		t.Fatalf("runqlat JSON: %v\n%s", err, r.Stdout)
 	}
-	if err := dec.Decode(&s); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	b, err := os.ReadFile(filepath.Join(dir, "stat.json"))
+	if err != nil || json.Unmarshal(b, &s) != nil || json.Unmarshal(b, &stMeta) != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, b)
 	}
 	count, busyMean := parse(string(rqOut))
 	var rqMeta struct {
 		Duration float64 `json:"duration_ns"`
 	}
 	json.Unmarshal(rqOut, &rqMeta)
-	var stMeta struct {
-		Elapsed float64 `json:"elapsed_s"`
-	}
-	stRaw := r.Stdout[len(rqOut):]
-	json.Unmarshal([]byte(strings.TrimSpace(stRaw)), &stMeta)
-	switchRate := statValue(t, s, "sched:sched_switch") / stMeta.Elapsed
+	switchRate := statValue(t, s, "sched:sched_switch") / (stMeta.Duration / 1e9)
 	waitRate := float64(count) / (rqMeta.Duration / 1e9)
 	t.Logf("idle mean %.0f ns, busy mean %.0f ns; %.0f waits/s vs %.0f switches/s", idleMean, busyMean, waitRate, switchRate)
 	if busyMean <= idleMean {

@@ -107,8 +107,8 @@ func TestBPFBadCommandLines(t *testing.T) {
 		{"bad_state", "wakeup --state X 1", "unknown state"},
 		{"short_interval", "offcpu -i 10ms 1", "at least 100ms"},
 		{"all_and_pid", "profile -a -p 1 1", "-a/--all-cpus and -p/--pid conflict"},
-		{"zero_freq", "profile -F 0 1", "positive number of Hz"},
-		{"bad_pid", "offcpu -p abc", `invalid argument "abc"`},
+		{"zero_freq", "profile -F 0 1", "-F/--freq 0: want a positive number"},
+		{"bad_pid", "offcpu -p abc", "-p/--pid abc: want a whole number"},
 		{"funclat_nothing", "funclat -d 1", "give functions"},
 		{"funclat_unit", "funclat -u parsecs -d 1 libc:malloc", "unknown unit"},
 		{"bcc_runqlat_interval_count", "runqlat 1 10", "-i 1s -d 10s"},
@@ -118,7 +118,7 @@ func TestBPFBadCommandLines(t *testing.T) {
 		{"cputime_short_interval", "cputime 0.001", "at least 10ms"},
 		{"cputime_three_args", "cputime 1 2 3", "INTERVAL [COUNT]"},
 		{"top_argument", "top 5", "top takes no arguments"},
-		{"top_bad_batch", "top -b -1", "positive"},
+		{"top_bad_batch", "top -b -1", "-b/--batch -1: want 0 or more"},
 		{"listen_nothing", "listen", "give one address"},
 	}
 	for _, c := range cases {

@@ -73,7 +73,7 @@ func TestCLIHabits(t *testing.T) {
 		{name: "no_target", args: []string{"record"}, code: 2, stderr: `nothing to record: give a command, -p PID, -t TID or -a`},
 		{name: "missing_pid", args: []string{"record", "-p", "999999999"}, code: 1, stderr: `pid 999999999: no such process`},
 		{name: "missing_command", args: []string{"stat", "--", "/nonexistent/cmd"}, code: 1, stderr: `command not found: /nonexistent/cmd`},
-		{name: "stat_interval_too_short", args: []string{"stat", "-a", "-I", "5"}, code: 2, stderr: `-I/--interval-print: at least 10 ms`},
+		{name: "stat_interval_too_short", args: []string{"stat", "-a", "-I", "5"}, code: 2, stderr: `-I/--interval-print 5ms: want at least 10ms`},
 		// report -g takes an optional argument, so these parse and get as
 		// far as opening the (missing) data file: exit 1, not a usage error.
 		{name: "report_g_no_argument", args: []string{"report", "-g", "-i", "none.data"}, code: 1, stderr: `no such file`},
@@ -133,17 +133,17 @@ func TestCLIRecordHabits(t *testing.T) {
 		{name: "report_g_alone", args: []string{"report", "-i", "p.data", "-g", "--stdio"}, stdout: `# Samples: \d+`},
 		{name: "report_g_callee", args: []string{"report", "-i", "p.data", "-g", "callee,1", "-s", "comm,sym"}, stdout: `sh`},
 		{name: "report_flags_anywhere", args: []string{"report", "--no-children", "-i", "p.data", "--percent-limit", "1"}, stdout: `sh`},
-		{name: "stat_d_seconds", args: []string{"stat", "-a", "-e", "cpu-clock", "-d", "1"}, stdout: `cpu-clock`},
-		{name: "stat_pid_sleep", args: []string{"stat", "-e", "task-clock", "-p", pid, "sleep", "0.5"}, stdout: `process id '` + pid + `'`},
+		{name: "stat_d_seconds", args: []string{"stat", "-a", "-e", "cpu-clock", "-d", "1"}, stderr: `cpu-clock`},
+		{name: "stat_pid_sleep", args: []string{"stat", "-e", "task-clock", "-p", pid, "sleep", "0.5"}, stderr: `process id '` + pid + `'`},
 	})
 	// stat -d 1 lasts one second (bare seconds, as bcc).
 	r := testutil.MustRun(t, dir, "stat", "-a", "-e", "cpu-clock", "-d", "1", "--json")
 	var el float64
-	if m := regexp.MustCompile(`"duration_ns": (\d+)`).FindStringSubmatch(r.Stdout); m != nil {
+	if m := regexp.MustCompile(`"duration_ns": (\d+)`).FindStringSubmatch(r.Stderr); m != nil {
 		el, _ = strconv.ParseFloat(m[1], 64)
 	}
 	if el < 0.9e9 || el > 2e9 {
-		t.Errorf("stat -d 1 measured for %.0f ns, want about 1 s\n%s", el, r.Stdout)
+		t.Errorf("stat -d 1 measured for %.0f ns, want about 1 s\n%s", el, r.Stderr)
 	}
 }
 

@@ -6,7 +6,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,10 +27,10 @@ func TestClonedFunctionCalls(t *testing.T) {
 	// n+1 times.
 
 	// stat -e u:BIN:FUNC counts the entries of every clone and inlined copy.
-	r := testutil.MustRun(t, dir, "stat", "--json", "-e", "u:"+bin+":mix", "-e", "u:"+bin+":square", "--", bin, strconv.Itoa(n))
+	r := testutil.MustRun(t, dir, "stat", "--json", "-o", "stat.json", "-e", "u:"+bin+":mix", "-e", "u:"+bin+":square", "--", bin, strconv.Itoa(n))
 	var s statJSON
-	if err := json.NewDecoder(strings.NewReader(r.Stdout)).Decode(&s); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	if b, err := os.ReadFile(filepath.Join(dir, "stat.json")); err != nil || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, b)
 	}
 	got := map[string]float64{}
 	for _, c := range s.Counts {
@@ -39,7 +41,7 @@ func TestClonedFunctionCalls(t *testing.T) {
 		}
 	}
 	if got["mix"] != n+1 || got["square"] != n+1 {
-		t.Errorf("stat counted mix %v, square %v; want %d each\n%s", got["mix"], got["square"], n+1, r.Stdout)
+		t.Errorf("stat counted mix %v, square %v; want %d each\n%+v", got["mix"], got["square"], n+1, s.Counts)
 	}
 	for _, want := range []string{"sonde: mix: probing mix, mix.constprop.0", "sonde: square was inlined by the compiler (DWARF): probing its 2 inlined copies (in main)"} {
 		if !strings.Contains(r.Stderr, want) {
@@ -57,7 +59,7 @@ func TestClonedFunctionCalls(t *testing.T) {
 		bin+":scale_first", bin+":mix", bin+":slow_path")
 	var fl struct {
 		Functions []struct {
-			Function string `json:"function"`
+			Function string `json:"name"`
 			Stats    struct {
 				Count uint64 `json:"count"`
 			} `json:"stats"`

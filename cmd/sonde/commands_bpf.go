@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
@@ -103,11 +101,8 @@ func pidTarget(pid int) (string, error) {
 	if pid == 0 {
 		return target{All: true}.String(), nil
 	}
-	if err := procfs.CheckPid(pid); err != nil {
-		if errors.Is(err, procfs.ErrNotProcess) {
-			// These tools filter on the process in the kernel: no -t.
-			return "", usagef("-p/--pid %d is a thread, not a process: give its process's id", pid)
-		}
+	// These tools filter on the process in the kernel: no -t.
+	if err := cli.CheckPid(pid); err != nil {
 		return "", err
 	}
 	return target{Pids: []int{pid}}.String(), nil

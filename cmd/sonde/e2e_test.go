@@ -7,6 +7,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -248,17 +249,45 @@ func TestUnprivilegedError(t *testing.T) {
 		t.Skipf("perf_event_paranoid=%d lets everyone record system-wide", v)
 	}
 	dir := t.TempDir()
+	// nobody must reach the binary and the output directory (t.TempDir's
+	// parent is private to root).
+	os.Chmod(filepath.Dir(dir), 0o755)
 	os.Chmod(dir, 0o777)
 	bin := filepath.Join(dir, "sonde")
 	data, _ := os.ReadFile(testutil.Sonde(t))
 	os.WriteFile(bin, data, 0o755)
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin, "record", "-a", "--duration", "1s", "-o", filepath.Join(dir, "x.data"))
-	out, err := cmd.CombinedOutput()
+	nobody := func(args ...string) (string, error) {
+		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}, args...)...)
+		cmd.Dir = dir
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		return stderr.String(), err
+	}
+	out, err := nobody("record", "-a", "--duration", "1s", "-o", filepath.Join(dir, "x.data"))
 	if err == nil {
 		t.Fatalf("unprivileged system-wide record succeeded: %s", out)
 	}
-	if !strings.Contains(string(out), "CAP_PERFMON") || !strings.Contains(string(out), "perf_event_paranoid") {
+	if !strings.Contains(out, "CAP_PERFMON") || !strings.Contains(out, "perf_event_paranoid") {
 		t.Errorf("error does not name the capability and sysctl: %s", out)
+	}
+	// Every BPF tool names what it lacks, before anything else fails
+	// (RLIMIT_MEMLOCK, tracefs) and says something beside the point.
+	for _, args := range [][]string{
+		{"profile", "-d", "1"}, {"offcpu", "-d", "1"}, {"wakeup", "-d", "1"}, {"syscount", "-d", "1"},
+		{"runqlat", "-d", "1"}, {"biolat", "-d", "1"}, {"biosnoop", "-d", "1"}, {"cputime", "-d", "1"},
+		{"top", "-b", "1"}, {"funclat", "-d", "1", "vfs_read"},
+		{"latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "-d", "1"},
+	} {
+		out, err := nobody(args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("%s: %v, want exit status 1: %s", args[0], err, out)
+		}
+		if !strings.Contains(out, "CAP_BPF") || !strings.Contains(out, "CAP_PERFMON") || strings.Contains(out, "memlock") ||
+			strings.Count(strings.TrimSpace(out), "\n") > 0 {
+			t.Errorf("%s: want one line naming CAP_BPF and CAP_PERFMON, got %q", args[0], out)
+		}
 	}
 }
 

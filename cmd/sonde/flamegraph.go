@@ -69,8 +69,11 @@ func newFlamegraphCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := out.Finish(flamegraph.Write(out, root, format, o)); err != nil {
-			return fmt.Errorf("writing flame graph: %w", err)
+		if err := flamegraph.Write(out, root, format, o); err != nil {
+			return out.Finish(fmt.Errorf("writing flame graph: %w", err))
+		}
+		if err := out.Close(); err != nil {
+			return err
 		}
 		if output != "" {
 			fmt.Fprintf(os.Stderr, "sonde: flame graph written to %s\n", output)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,13 +20,15 @@ func newStatCmd() *cobra.Command {
 		sep      string
 		asJSON   bool
 		duration time.Duration
+		output   string
 	)
 	cmd := acceptsCommand(&cobra.Command{
 		Use:   "stat [flags] [--] [COMMAND [ARGS…]]",
 		Short: "count events (software, hardware, tracepoints, probes) for a command, processes or the system",
 		Long: "Count events as perf stat does, for a command, existing processes (-p), threads (-t)\n" +
 			"or the whole system (-a). A command after the options is counted; with -p or -t it only\n" +
-			"sets how long (stat -p PID sleep 5).",
+			"sets how long (stat -p PID sleep 5). The counts go to stderr, as perf's do, so they never\n" +
+			"mix with the command's output; -o FILE writes them to a file instead.",
 		Example: "  sonde stat ./myprog\n  sonde stat -e 'sched:*' -a -d 2\n  sonde stat -r 5 -x, -- ./bench\n  sonde stat -p 1234 -I 1000 sleep 10",
 	})
 	f := cmd.Flags()
@@ -38,6 +39,7 @@ func newStatCmd() *cobra.Command {
 	f.StringVarP(&sep, "field-separator", "x", "", "CSV output with this separator")
 	addJSONFlag(f, &asJSON)
 	addDurationFlag(f, &duration, "counting")
+	f.StringVarP(&output, "output", "o", "", "write the counts to this file instead of stderr")
 	cli.AtLeast(f, 1, "repeat")
 	cli.AtLeast(f, 10*time.Millisecond, "interval-print")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -55,9 +57,18 @@ func newStatCmd() *cobra.Command {
 		if o.Specs, o.Filters, err = ev.Resolve(stat.DefaultEvents(o.All)); err != nil {
 			return err
 		}
+		// The file is checked (and opened) before counting starts, not
+		// discovered unwritable after it.
+		out, err := cli.CreateOr(output, cli.Stderr())
+		if err != nil {
+			return err
+		}
 		if interval > 0 {
-			iw := &statview.IntervalWriter{W: os.Stdout, Sep: sep, JSON: asJSON}
-			o.OnInterval = iw.Write
+			iw := &statview.IntervalWriter{W: out, Sep: sep, JSON: asJSON}
+			o.OnInterval = func(el time.Duration, c []stat.Count) {
+				iw.Write(el, c)
+				out.Flush() // each interval as it ends; an error is kept for Close
+			}
 		}
 		var runs []*stat.Result
 		exit, err := t.Measure(context.Background(), func(ctx context.Context) (int, error) {
@@ -71,17 +82,17 @@ func newStatCmd() *cobra.Command {
 			return runs[len(runs)-1].ExitCode, nil
 		})
 		if err != nil {
-			return err
+			return out.Finish(err)
 		}
 		switch {
 		case asJSON && interval == 0:
-			err = statview.WriteJSON(os.Stdout, runs, t.String())
+			err = statview.WriteJSON(out, runs, t.String())
 		case sep != "":
-			statview.WriteCSV(os.Stdout, runs, sep)
+			statview.WriteCSV(out, runs, sep)
 		case interval == 0:
-			statview.WriteText(os.Stdout, runs, t.String())
+			statview.WriteText(out, runs, t.String())
 		}
-		if err != nil {
+		if err := out.Finish(err); err != nil {
 			return err
 		}
 		return exitWith(exit)

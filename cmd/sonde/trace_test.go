@@ -104,9 +104,8 @@ func TestStatAgainstPerf(t *testing.T) {
 	pc := exec.Command(perfBin, "stat", "-x", ",", "-e", evs, "-p", pid)
 	var pout strings.Builder
 	pc.Stderr = &pout
-	sc := exec.Command(testutil.Sonde(t), "stat", "--json", "-e", evs, "-p", pid)
-	var sout strings.Builder
-	sc.Stdout = &sout
+	statOut := filepath.Join(dir, "stat-p.json")
+	sc := exec.Command(testutil.Sonde(t), "stat", "--json", "-o", statOut, "-e", evs, "-p", pid)
 	if err := pc.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +125,9 @@ func TestStatAgainstPerf(t *testing.T) {
 		t.Fatal("perf stat -p or sonde stat -p did not stop when the target exited")
 	}
 	var s statJSON
-	if err := json.Unmarshal([]byte(sout.String()), &s); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, sout.String())
+	sout, _ := os.ReadFile(statOut)
+	if err := json.Unmarshal(sout, &s); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, sout)
 	}
 	ref := map[string]float64{}
 	for _, l := range strings.Split(pout.String(), "\n") {
@@ -144,10 +144,10 @@ func TestStatAgainstPerf(t *testing.T) {
 	within(t, "context-switches (same run)", statValue(t, s, "context-switches"), ref["context-switches"], 5)
 
 	// The command form: the deterministic counts agree run to run.
-	r := testutil.MustRun(t, dir, "stat", "--json", "-e", evs, "--", "./statwork", "20000", "300")
+	testutil.MustRun(t, dir, "stat", "--json", "-o", "stat.json", "-e", evs, "--", "./statwork", "20000", "300")
 	var c statJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &c); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	if b, _ := os.ReadFile(filepath.Join(dir, "stat.json")); json.Unmarshal(b, &c) != nil {
+		t.Fatalf("stat JSON:\n%s", b)
 	}
 	p := perfStatCSV(t, dir, "-e", evs, "--", "./statwork", "20000", "300")
 	within(t, "page-faults (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "page-faults"), p["page-faults"], 5)
@@ -162,17 +162,18 @@ func TestStatRepeatAndInterval(t *testing.T) {
 	dir := t.TempDir()
 	testutil.BuildC(t, dir, "work", []string{"work.c"})
 	r := testutil.MustRun(t, dir, "stat", "-r", "5", "-e", "task-clock,page-faults", "--", "./work", "20")
-	if !strings.Contains(r.Stdout, "(5 runs)") || strings.Count(r.Stdout, "( +-") < 3 {
-		t.Errorf("-r 5 output lacks run count or stddev:\n%s", r.Stdout)
+	// The counts are on stderr, as perf's are.
+	if !strings.Contains(r.Stderr, "(5 runs)") || strings.Count(r.Stderr, "( +-") < 3 {
+		t.Errorf("-r 5 output lacks run count or stddev:\n%s", r.Stderr)
 	}
 	r = testutil.MustRun(t, dir, "stat", "-I", "200", "-e", "task-clock", "--", "./work", "700")
-	rows := regexp.MustCompile(`(?m)^\s+\d+\.\d{9}\s+[\d.,]+\s+msec\s+task-clock$`).FindAllString(r.Stdout, -1)
+	rows := regexp.MustCompile(`(?m)^\s+\d+\.\d{9}\s+[\d.,]+\s+msec\s+task-clock$`).FindAllString(r.Stderr, -1)
 	if len(rows) < 3 {
-		t.Errorf("-I 200 over ~1 s printed %d interval rows:\n%s", len(rows), r.Stdout)
+		t.Errorf("-I 200 over ~1 s printed %d interval rows:\n%s", len(rows), r.Stderr)
 	}
 	r = testutil.MustRun(t, dir, "stat", "-x", ";", "-e", "page-faults", "--", "./work", "1")
-	if !regexp.MustCompile(`^\d+;;page-faults;`).MatchString(r.Stdout) {
-		t.Errorf("-x output: %q", r.Stdout)
+	if !regexp.MustCompile(`(?m)^\d+;;page-faults;`).MatchString(r.Stderr) {
+		t.Errorf("-x output: %q", r.Stderr)
 	}
 	// The command's exit code is sonde's.
 	if r := testutil.Run(t, dir, "stat", "--", "sh", "-c", "exit 5"); r.Code != 5 {
@@ -202,9 +203,8 @@ func TestStatTracepointsAgainstPerf(t *testing.T) {
 	if err := pc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := exec.Command(testutil.Sonde(t), "stat", "-e", "block:*", "-a", "--json", "--", "sleep", "5")
-	var sout strings.Builder
-	sc.Stdout = &sout
+	statOut := filepath.Join(dir, "stat.json")
+	sc := exec.Command(testutil.Sonde(t), "stat", "-e", "block:*", "-a", "--json", "-o", statOut, "--", "sleep", "5")
 	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +217,9 @@ func TestStatTracepointsAgainstPerf(t *testing.T) {
 		t.Fatalf("sonde stat: %v", err)
 	}
 	var s statJSON
-	if err := json.Unmarshal([]byte(sout.String()), &s); err != nil {
-		t.Fatalf("%v: %s", err, sout.String())
+	sout, _ := os.ReadFile(statOut)
+	if err := json.Unmarshal(sout, &s); err != nil {
+		t.Fatalf("%v: %s", err, sout)
 	}
 	ref := map[string]float64{}
 	for _, l := range strings.Split(pout.String(), "\n") {
@@ -397,9 +398,10 @@ func TestProbes(t *testing.T) {
 		t.Errorf("--list:\n%s", r.Stdout)
 	}
 	// Exact call counts.
-	r := testutil.MustRun(t, dir, "stat", "--json", "-e", "probe_calls:compute,probe_calls:compute__return", "--", "./calls", "1234")
+	testutil.MustRun(t, dir, "stat", "--json", "-o", "stat.json", "-e", "probe_calls:compute,probe_calls:compute__return", "--", "./calls", "1234")
 	var s statJSON
-	json.Unmarshal([]byte(r.Stdout[strings.Index(r.Stdout, "{"):]), &s)
+	b, _ := os.ReadFile(filepath.Join(dir, "stat.json"))
+	json.Unmarshal(b, &s)
 	if v := statValue(t, s, "probe_calls:compute"); v != 1234 {
 		t.Errorf("uprobe counted %.0f calls, the program made 1234", v)
 	}
@@ -408,7 +410,7 @@ func TestProbes(t *testing.T) {
 	}
 	// Arguments by DWARF name and return values.
 	testutil.MustRun(t, dir, "record", "-q", "-e", "probe_calls:compute,probe_calls:compute__return", "-o", "p.data", "--", "./calls", "5")
-	r = testutil.MustRun(t, dir, "script", "-i", "p.data", "--fields", "event,trace")
+	r := testutil.MustRun(t, dir, "script", "-i", "p.data", "--fields", "event,trace")
 	var ns, rets []string
 	for _, m := range regexp.MustCompile(`compute: \S+ n=(-?\d+) scale=(\d+)`).FindAllStringSubmatch(r.Stdout, -1) {
 		ns = append(ns, m[1])

@@ -2,58 +2,89 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+
+	"github.com/sonde-dev/sonde/internal/outfile"
 )
 
-// Output is where a command writes its result: a file (-o) or stdout,
-// buffered. Close flushes, and closes the file.
+// Output is where a command writes its result: a file (-o), written
+// atomically (outfile: it appears complete or not at all), or a standard
+// stream, buffered. Every write error is kept and returned by Close, so a
+// full disk or a closed pipe ends the command with an error, never exit 0
+// with a short output.
 type Output struct {
 	*bufio.Writer
-	f    *os.File
+	file *outfile.File // nil for a standard stream
 	name string
 }
 
 // Stdout is a buffered standard output.
-func Stdout() *Output {
-	return &Output{Writer: bufio.NewWriterSize(os.Stdout, 1<<16), f: os.Stdout, name: "stdout"}
+func Stdout() *Output { return stream(os.Stdout, "stdout") }
+
+// Stderr is a buffered standard error (stat's counters go there, as perf
+// stat's do, so they never mix with the command's output).
+func Stderr() *Output { return stream(os.Stderr, "stderr") }
+
+func stream(f *os.File, name string) *Output {
+	return &Output{Writer: bufio.NewWriterSize(f, 1<<16), name: name}
 }
 
 // Create opens path for writing, or stdout when path is "".
-func Create(path string) (*Output, error) {
-	o := Stdout()
-	if path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, fmt.Errorf("creating output: %w", err)
-		}
-		o.f, o.name = f, path
-		o.Writer.Reset(f)
+func Create(path string) (*Output, error) { return CreateOr(path, Stdout()) }
+
+// CreateOr opens path for writing, or returns std when path is "".
+func CreateOr(path string, std *Output) (*Output, error) {
+	if path == "" {
+		return std, nil
 	}
-	return o, nil
+	f, err := outfile.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating output: %w", err)
+	}
+	return &Output{Writer: bufio.NewWriterSize(f, 1<<16), file: f, name: path}, nil
 }
 
-// Close flushes the buffer and closes the file (not stdout).
+// Close flushes the buffer and puts a file in place.
 func (o *Output) Close() error {
 	err := o.Flush()
-	if o.f != os.Stdout {
-		if cerr := o.f.Close(); err == nil {
-			err = cerr
+	if o.file != nil {
+		if err != nil {
+			o.file.Abort()
+		} else {
+			err = o.file.Commit()
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", o.name, err)
+		return fmt.Errorf("writing %s: %w", o.name, unwrapPath(err))
 	}
 	return nil
 }
 
-// Finish closes the output and returns err, or the error of closing when
-// err is nil: `return out.Finish(write(out))`.
-func (o *Output) Finish(err error) error {
-	if cerr := o.Close(); err == nil {
-		err = cerr
+// unwrapPath drops a path error's own path, which Close names already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
 	return err
+}
+
+// Finish closes the output and returns err, or the error of closing when
+// err is nil: `return out.Finish(write(out))`. A file is dropped when err
+// is set, so a failed command leaves no partial output.
+func (o *Output) Finish(err error) error {
+	if err != nil {
+		if o.file != nil {
+			o.file.Abort()
+		} else {
+			o.Flush() // what a stream has shown so far stays shown
+		}
+		return err
+	}
+	return o.Close()
 }
 
 // FileSize is a file's size for humans (KiB, MiB, GiB), "?" when unknown.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -115,6 +116,24 @@ func (f *TargetFlags) Resolve(args []string) (Target, error) {
 		}
 	}
 	return t, nil
+}
+
+// CheckPid is the pid check of the commands that follow whole processes
+// and have no -t (the live BPF tools): procfs.CheckPid's rule, as record
+// and stat apply it through Resolve, with a thread's process named as the
+// fix.
+func CheckPid(pid int) error {
+	err := procfs.CheckPid(pid)
+	if errors.Is(err, procfs.ErrNotProcess) {
+		if f, ferr := os.Open(fmt.Sprintf("/proc/%d/status", pid)); ferr == nil {
+			st, serr := procfs.ParseStatus(f)
+			f.Close()
+			if serr == nil {
+				return fmt.Errorf("pid %d (%s) %w: give its process, -p %d", pid, st.Name, procfs.ErrNotProcess, st.Tgid)
+			}
+		}
+	}
+	return err
 }
 
 // StartAlongside runs t.Alongside, if any, with sonde's standard streams.

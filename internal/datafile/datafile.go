@@ -18,9 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/outfile"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
@@ -252,41 +251,13 @@ func table[T any](e *enc, from int, all []T, put func(T)) {
 	}
 }
 
-// WriteFile writes p to path atomically (a unique temporary file renamed
-// into place), so a reader never sees half a file.
+// WriteFile writes p to path atomically (outfile: a unique temporary
+// file renamed into place), so a reader never sees half a file.
 func WriteFile(path string, p *model.Profile) error {
 	if err := CheckPath(path); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := Write(bw, p); err != nil {
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(fmt.Errorf("writing %s: %w", path, err))
-	}
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("writing %s: %w", path, err))
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("renaming %s: %w", tmp, err)
-	}
-	return nil
+	return outfile.Write(path, func(w io.Writer) error { return Write(w, p) })
 }
 
 // CheckPath says whether a data file can be written at path, before a
@@ -298,18 +269,7 @@ func CheckPath(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory: give a file name (-o %s)", path, filepath.Join(path, "sonde.data"))
 	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
-	}
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("cannot write %s: directory %s: %w", path, dir, err)
-	}
-	return nil
+	return outfile.Check(path)
 }
 
 // File is a data file written while a recording runs.

@@ -4,16 +4,15 @@
 package stackprof
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/outfile"
 	"github.com/sonde-dev/sonde/internal/report"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
@@ -91,22 +90,12 @@ func (f Files) Finish(w *emit.Writer, p *model.Profile, report emit.Report) erro
 }
 
 func writeFlame(path string, root *flamegraph.Node, o flamegraph.Options) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("creating flame graph: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	if strings.HasSuffix(path, ".svg") {
-		err = flamegraph.WriteSVG(w, root, o)
-	} else {
-		err = flamegraph.WriteHTML(w, root, o)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
+	err := outfile.Write(path, func(w io.Writer) error {
+		if strings.HasSuffix(path, ".svg") {
+			return flamegraph.WriteSVG(w, root, o)
+		}
+		return flamegraph.WriteHTML(w, root, o)
+	})
 	if err != nil {
 		return fmt.Errorf("writing flame graph %s: %w", path, err)
 	}

@@ -1,0 +1,141 @@
+// Package outfile writes the files sonde's commands produce (data files,
+// flame graphs, pprof profiles, stat -o, reports) atomically: into a
+// unique temporary file in the destination's directory, synced and then
+// renamed over the destination. A full disk, a failed render or a killed
+// writer therefore never leaves a 0-byte or half-written file under the
+// name asked for, and an existing file there stays as it was until the new
+// one is complete. (record streams its data file instead, so a recording
+// cut short still holds what it had: see datafile.Create.)
+package outfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mode is the permission of the files written (os.CreateTemp's 0600 is
+// too narrow for outputs meant to be shared, as perf's and pprof's are).
+const Mode = 0o644
+
+// Check says whether a file can be written at path, before any work is
+// done rather than after.
+func Check(path string) error {
+	if path == "" {
+		return errors.New("no output file given")
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory: give a file name", path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("cannot write %s: directory %s: %w", path, dir, err)
+	}
+	return nil
+}
+
+// File is an output file being written. Commit puts it in place; Abort
+// (or any failure in Commit) removes it.
+type File struct {
+	f    *os.File
+	path string
+	err  error // the first write error, reported by Commit
+}
+
+// Create starts writing path.
+func Create(path string) (*File, error) {
+	if err := Check(path); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	return &File{f: f, path: path}, nil
+}
+
+// Path is the destination.
+func (f *File) Path() string { return f.path }
+
+// Write writes to the temporary file; errors name the destination (the
+// temporary name means nothing to the user).
+func (f *File) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.f.Write(p)
+	if err != nil {
+		f.err = f.pathError("write", err)
+	}
+	return n, f.err
+}
+
+func (f *File) pathError(op string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: op, Path: f.path, Err: err}
+}
+
+// Commit syncs the file and renames it over the destination.
+func (f *File) Commit() error {
+	err := f.err
+	if err == nil {
+		if e := f.f.Sync(); e != nil {
+			err = f.pathError("write", e) // delayed allocation failures surface here
+		}
+	}
+	if e := f.f.Chmod(Mode); err == nil && e != nil {
+		err = f.pathError("chmod", e)
+	}
+	if e := f.f.Close(); err == nil && e != nil {
+		err = f.pathError("write", e)
+	}
+	if err == nil {
+		if e := os.Rename(f.f.Name(), f.path); e != nil {
+			err = fmt.Errorf("putting %s in place: %w", f.path, e)
+		}
+	}
+	if err != nil {
+		os.Remove(f.f.Name())
+	}
+	return err
+}
+
+// Abort drops the file; the destination is left as it was.
+func (f *File) Abort() {
+	f.f.Close()
+	os.Remove(f.f.Name())
+}
+
+// Write writes path atomically with write, buffered.
+func Write(path string, write func(io.Writer) error) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		f.Abort()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Commit()
+}
