@@ -66,7 +66,7 @@ func TestCLIHabits(t *testing.T) {
 		{name: "conflicting_targets_combined", args: []string{"stat", "-ap1"}, code: 2, stderr: `-a/--all-cpus and -p/--pid conflict`},
 		{name: "pid_and_tid", args: []string{"record", "-p", "1", "-t", "1"}, code: 2, stderr: `-p/--pid and -t/--tid conflict`},
 		{name: "freq_and_count", args: []string{"record", "-F99", "-c", "1000", "true"}, code: 2, stderr: `-F/--freq and -c/--count conflict`},
-		{name: "bad_freq", args: []string{"record", "-Ffast", "true"}, code: 2, stderr: `-F/--freq "fast": want a positive number`},
+		{name: "bad_freq", args: []string{"record", "-Ffast", "true"}, code: 2, stderr: `-F/--freq fast: want a positive number`},
 		{name: "call_graph_dwarf_not_yet", args: []string{"record", "--call-graph", "dwarf", "true"}, code: 2, stderr: `--call-graph dwarf: not available yet.*--call-graph fp`},
 		{name: "bad_duration", args: []string{"record", "-a", "-d", "soon"}, code: 2, stderr: `-d/--duration soon: want seconds \(5\) or a duration`},
 		{name: "negative_duration", args: []string{"stat", "-a", "-d", "-1"}, code: 2, stderr: `negative`},

@@ -68,7 +68,7 @@ func (s Sampling) Resolve() (freq, period uint64, err error) {
 	}
 	f, err := strconv.ParseUint(s.freq, 10, 64)
 	if err != nil || f == 0 {
-		return 0, 0, Usagef("-F/--freq %q: want a positive number of Hz or 'max'", s.freq)
+		return 0, 0, Usagef("-F/--freq %s: want a positive number of Hz or 'max'", s.freq)
 	}
 	if m, err := perf.MaxSampleRate(); err == nil && f > m {
 		return 0, 0, Usagef("-F/--freq %d is above kernel.perf_event_max_sample_rate (%d); use -F max or raise the sysctl", f, m)
