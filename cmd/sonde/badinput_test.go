@@ -101,13 +101,17 @@ func TestBadInput(t *testing.T) {
 		{"profile", nil}, {"offcpu", nil}, {"wakeup", nil}, {"syscount", nil}, {"cputime", nil}, {"runqlat", nil},
 		{"biosnoop", nil}, {"funclat", []string{"libc:getpid"}}, {"stat", nil}, {"record", nil},
 		{"latency", []string{"--start", "block:block_rq_issue", "--end", "block:block_rq_complete"}},
+		{"probe", []string{"--add", "main"}},
 	} {
 		for _, bad := range []struct{ kind, pid, want string }{
 			{"missing", p.missing, `pid ` + p.missing + `: no such process`},
 			{"zombie", p.zombie, `pid ` + p.zombie + ` \(true\): the process has exited \(a zombie`},
 			{"thread", p.thread, `pid ` + p.thread + ` \(.*\) is a thread, not a process.*-p ` + self},
 		} {
-			args := append([]string{c.name, "-p", bad.pid, "-d", "1"}, c.args...)
+			args := append([]string{c.name, "-p", bad.pid}, c.args...)
+			if c.name != "probe" { // bounded, should the check ever let one through
+				args = append([]string{c.name, "-p", bad.pid, "-d", "1"}, c.args...)
+			}
 			cases = append(cases, struct {
 				name string
 				args []string

@@ -41,6 +41,9 @@ func newProbeCmd() *cobra.Command {
 				return usagef("--add needs a spec, e.g. 'compute n' or 'compute%%return $retval'")
 			}
 			if pid != 0 {
+				if err := cli.CheckPid(pid); err != nil {
+					return err
+				}
 				var err error
 				if bin, err = probe.ExecOf(pid); err != nil {
 					return err
