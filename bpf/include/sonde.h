@@ -43,6 +43,10 @@ enum bpf_map_type {
 #define BPF_F_FAST_STACK_CMP (1ULL << 9)
 #define BPF_F_REUSE_STACKID (1ULL << 10)
 
+/* Keep type t in the object's BTF, where bpf2go -type finds it, when no
+ * map or function names it (enums, ring-buffer records). */
+#define KEEP_TYPE(t, name) const t *unused_##name __attribute__((unused))
+
 #define TASK_COMM_LEN 16
 #define MAX_STACK_DEPTH 127
 

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
@@ -74,7 +73,7 @@ func (l *live) start(cmd *cobra.Command, args []string, what string) (ctx contex
 		fmt.Fprintf(os.Stderr, "sonde: %s, %s\n", what, how)
 	}
 	l.w = emit.New(os.Stdout, l.asJSON)
-	ctx, stop = interruptible()
+	ctx, stop = runctl.WithSignals(context.Background())
 	return ctx, target, stop, nil
 }
 
@@ -107,10 +106,4 @@ func pidTarget(pid int) (string, error) {
 		return "", err
 	}
 	return target{Pids: []int{pid}}.String(), nil
-}
-
-// interruptible returns a context that ends on Ctrl-C or SIGTERM: the one
-// way a live command learns it should stop and print what it has.
-func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

@@ -21,6 +21,8 @@ func runFlamegraph(args []string) (int, error) {
 	inverted := fs.Bool("inverted", false, "icicle graph: roots at the top")
 	format := fs.String("format", "", "svg, html or folded (default from -o's extension)")
 	diffMode := fs.Bool("diff", false, "differential flame graph of BASE NEW: red grew, blue shrank")
+	var minWidth flamegraph.MinWidth
+	fs.Var(&minWidth, "minwidth", "leave out of the drawing frames narrower than this: pixels (default 0.1, as FlameGraph) or a percentage of the total with % (0 draws all; folded output stays exact)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2, err
@@ -78,7 +80,7 @@ func runFlamegraph(args []string) (int, error) {
 		dst = file
 	}
 	w := bufio.NewWriterSize(dst, 1<<16)
-	o := flamegraph.Options{Title: *title, Subtitle: subtitle, Inverted: *inverted, Diff: deltas}
+	o := flamegraph.Options{Title: *title, Subtitle: subtitle, Inverted: *inverted, Diff: deltas, MinWidth: minWidth}
 	if o.Title == "" {
 		o.Title = "sonde flame graph"
 	}
@@ -128,7 +130,9 @@ func loadTree(path string) (*flamegraph.Node, string, error) {
 		return nil, "", fmt.Errorf("opening input: %w", err)
 	}
 	defer f.Close()
-	root, err := flamegraph.ParseFolded(bufio.NewReader(f))
+	root, err := flamegraph.ParseFolded(f, func(warning string) {
+		fmt.Fprintf(os.Stderr, "sonde: warning: %s: %s\n", path, warning)
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: not a sonde data file, and not collapsed stacks: %w", path, err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,18 +46,26 @@ func newFunclatCmd() *cobra.Command {
 		if err != nil {
 			return usagef("%v", err)
 		}
+		for _, fn := range funcs {
+			if fn.Note != "" { // which clone or call site stands for the name
+				fmt.Fprintln(os.Stderr, "sonde: "+fn.Note)
+			}
+		}
 		names := make([]string, len(funcs))
 		for i, fn := range funcs {
 			names[i] = fn.String()
 		}
 		o := funclat.Options{Funcs: funcs, Pid: l.pid, Duration: l.duration, Interval: l.interval}
 		start := time.Now()
-		o.OnInterval = func(hs []*histogram.Hist) { l.w.Interval(dist.NewFunctions(do, tgt, names, hs, 0, time.Since(start))) }
+		o.OnInterval = func(hs []*histogram.Hist) {
+			l.w.Interval(dist.NewFunctions(do, tgt, dist.Calls{Names: names, Hists: hs}, time.Since(start)))
+		}
 		res, err := funclat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.w.Final(dist.NewFunctions(do, tgt, names, res.Hists, res.Drops, res.Elapsed))
+		calls := dist.Calls{Names: names, Hists: res.Hists, Untimed: res.Untimed, Lost: res.Drops, Attach: res.Attach}
+		return l.w.Final(dist.NewFunctions(do, tgt, calls, res.Elapsed))
 	}
 	return cmd
 }

@@ -158,7 +158,7 @@ func runLatency(args []string) (int, error) {
 func countPairs(r *latency.Result) int {
 	n := 0
 	for _, h := range r.Groups {
-		n += h.Count()
+		n += int(h.Count())
 	}
 	return n
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // version is set by the Makefile (-ldflags -X main.version=...).
@@ -27,7 +27,7 @@ var version = "dev"
 func init() {
 	// `sonde record -- CMD` re-executes sonde as a child that waits, then
 	// execs CMD; the events follow the main thread, so stay on it.
-	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
 		runtime.LockOSThread()
 	}
 }
@@ -126,8 +126,8 @@ func newVersionCmd() *cobra.Command {
 var usesProbes = map[string]bool{"record": true, "stat": true, "latency": true, "probe": true, "funclat": true}
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == record.ChildArg {
-		record.RunChild(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
+		runctl.RunChild(os.Args[2:])
 		return
 	}
 	os.Exit(run(newRoot(), os.Args[1:]))

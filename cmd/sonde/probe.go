@@ -41,6 +41,9 @@ func runProbe(args []string) (int, error) {
 		if err != nil {
 			return 1, err
 		}
+		if p.Note != "" {
+			fmt.Fprintln(os.Stderr, "sonde: "+p.Note)
+		}
 		if err := probe.Add(p); err != nil {
 			return 1, err
 		}

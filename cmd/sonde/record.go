@@ -11,6 +11,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // defaultFreq is a prime near 1 kHz: a prime rate does not fall into
@@ -129,7 +130,10 @@ func runRecord(args []string) (int, error) {
 			fmt.Fprintf(os.Stderr, "\rsonde: recording %s, %d samples, %d lost ", el.Round(time.Second), n, lost)
 		}
 	}
-	res, err := record.Record(context.Background(), o)
+	// Ctrl-C, SIGTERM and SIGHUP end the recording, which is then written.
+	ctx, stop := runctl.WithSignals(context.Background())
+	defer stop()
+	res, err := record.Record(ctx, o)
 	if progress {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}

@@ -2,7 +2,12 @@
 // per-CPU counters, stack-map entries and fixed-size C strings (comm).
 package bpfmaps
 
-import "github.com/cilium/ebpf"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
 
 // SumPerCPU adds up a per-CPU u64 value (0 when the key is missing).
 func SumPerCPU(m *ebpf.Map, key uint32) uint64 {
@@ -42,4 +47,36 @@ func CString(c []int8) string {
 		b = append(b, byte(x))
 	}
 	return string(b)
+}
+
+// Counters reads the first n counters of a per-CPU counter array
+// (PERCPU_COUNTERS in bpf/include/sonde_maps.h), each summed over CPUs.
+func Counters(m *ebpf.Map, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = SumPerCPU(m, uint32(i))
+	}
+	return out
+}
+
+// Clear deletes every key of a hash map whose keys are K (interval modes
+// start each interval afresh). The keys are listed first: deleting during
+// a walk of a hash map can restart it.
+func Clear[K any](m *ebpf.Map) error {
+	var keys []K
+	var next K
+	err := m.NextKey(nil, &next)
+	for err == nil {
+		keys = append(keys, next)
+		err = m.NextKey(next, &next)
+	}
+	if !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("listing map keys: %w", err)
+	}
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("deleting a map key: %w", err)
+		}
+	}
+	return nil
 }

@@ -8,23 +8,14 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "sonde_maps.h"
+#include "sonde_task.h"
 #include "cputime.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const struct cputime_val *unused_cputime_val __attribute__((unused));
-const struct cputime_curr *unused_cputime_curr __attribute__((unused));
-
-struct sched_entity {
-	__u64 sum_exec_runtime;
-} __attribute__((preserve_access_index));
-
-struct task_struct {
-	int pid;
-	int tgid;
-	char comm[16];
-	struct sched_entity se;
-} __attribute__((preserve_access_index));
+/* Keep the shared types in BTF for bpf2go -type. */
+KEEP_TYPE(enum cputime_counter, cputime_counter);
 
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
 struct {
@@ -53,14 +44,8 @@ struct {
 	__uint(max_entries, 1);
 } curr SEC(".maps");
 
-/* key: 0 slices lost because the times map was full, 1 switches we did not
- * see (the outgoing task was not the one that came in); value: count, per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 2);
-} lost SEC(".maps");
+/* key: enum cputime_counter; value: count (u64), per CPU. */
+PERCPU_COUNTERS(lost, CPUTIME_NCOUNTERS);
 
 /* The switch path, once with direct BTF reads (tp_btf: plain loads, no
  * helper calls) and once with probe reads (raw_tp). Only the task ids are
@@ -92,10 +77,7 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 		d = now - c->since;                                                   \
 		if (ptid)                                                             \
 			bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);            \
-		__u32 one = 1;                                                        \
-		__u64 *m = bpf_map_lookup_elem(&lost, &one);                          \
-		if (m)                                                                \
-			(*m)++;                                                       \
+		counter_inc(&lost, CPUTIME_UNSEEN);                                   \
 	}                                                                             \
 	if (d) {                                                                      \
 		struct cputime_val *v = bpf_map_lookup_elem(&times, &ptid);           \
@@ -104,11 +86,8 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 		} else {                                                              \
 			struct cputime_val nv = {.ns = d, .pid = READ(prev, tgid)};   \
 			BPF_CORE_READ_STR_INTO(&nv.comm, prev, comm);                 \
-			if (bpf_map_update_elem(&times, &ptid, &nv, BPF_NOEXIST)) {   \
-				__u64 *l = bpf_map_lookup_elem(&lost, &zero);         \
-				if (l)                                                \
-					(*l)++;                                       \
-			}                                                             \
+			if (bpf_map_update_elem(&times, &ptid, &nv, BPF_NOEXIST))     \
+				counter_inc(&lost, CPUTIME_LOST_FULL);                \
 		}                                                                     \
 	}                                                                             \
 	c->since = now;                                                               \

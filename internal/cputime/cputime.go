@@ -6,18 +6,16 @@
 package cputime
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/perf"
 )
 
@@ -45,72 +43,32 @@ type Snapshot struct {
 
 // Tracer holds the loaded program.
 type Tracer struct {
-	prog   *ebpf.Program
+	sess   *bpfskel.Session
 	maps   cputimeMaps
-	link   link.Link
 	ncpu   int
-	Attach string
-}
-
-type btfObjs struct {
-	Switch *ebpf.Program `ebpf:"tp_btf_switch"`
-	cputimeMaps
-}
-
-type rawObjs struct {
-	Switch *ebpf.Program `ebpf:"raw_switch"`
-	cputimeMaps
+	Attach string // "tp_btf" or "raw_tp"
 }
 
 // Start loads and attaches the accounting program.
 func Start() (*Tracer, error) {
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
 	n, err := ebpf.PossibleCPU()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("counting possible CPUs: %w", err)
 	}
 	t := &Tracer{ncpu: n}
-	spec, err := loadCputime()
+	t.sess, err = bpfskel.Open(bpfskel.Tool{
+		Name: "CPU time accounting", Spec: loadCputime, Maps: &t.maps,
+		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", cputimeProgTpBtfSwitch, cputimeProgRawSwitch)},
+	})
 	if err != nil {
 		return nil, err
 	}
-	var bo btfObjs
-	if err = spec.LoadAndAssign(&bo, nil); err == nil {
-		t.prog, t.maps, t.Attach = bo.Switch, bo.cputimeMaps, "tp_btf"
-		if t.link, err = link.AttachTracing(link.TracingOptions{Program: bo.Switch}); err == nil {
-			return t, nil
-		}
-		t.Close()
-	}
-	first := err
-	spec, _ = loadCputime()
-	var ro rawObjs
-	if err := spec.LoadAndAssign(&ro, nil); err != nil {
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("loading BPF: permission denied: need CAP_BPF and CAP_PERFMON (or root): %w", err)
-		}
-		return nil, fmt.Errorf("loading the accounting program (tp_btf: %v): %w", first, err)
-	}
-	t.prog, t.maps, t.Attach = ro.Switch, ro.cputimeMaps, "raw_tp"
-	if t.link, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: ro.Switch}); err != nil {
-		t.Close()
-		return nil, fmt.Errorf("attaching to sched_switch: %w", err)
-	}
+	t.Attach = t.sess.Mode()
 	return t, nil
 }
 
 // Close detaches and frees everything.
-func (t *Tracer) Close() {
-	if t.link != nil {
-		t.link.Close()
-	}
-	if t.prog != nil {
-		t.prog.Close()
-	}
-	t.maps.Close()
-}
+func (t *Tracer) Close() { t.sess.Close() }
 
 // CPUs is the number of possible CPUs (the per-CPU value count).
 func (t *Tracer) CPUs() int { return t.ncpu }
@@ -181,11 +139,15 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 }
 
 // Lost is how many slices were dropped because the map was full.
-func (t *Tracer) Lost() uint64 { return bpfmaps.SumPerCPU(t.maps.Lost, 0) }
+func (t *Tracer) Lost() uint64 {
+	return bpfmaps.SumPerCPU(t.maps.Lost, uint32(cputimeCputimeCounterCPUTIME_LOST_FULL))
+}
 
 // Unseen is how many switches the kernel did not report to the program
 // (their slices went to the task that switched out).
-func (t *Tracer) Unseen() uint64 { return bpfmaps.SumPerCPU(t.maps.Lost, 1) }
+func (t *Tracer) Unseen() uint64 {
+	return bpfmaps.SumPerCPU(t.maps.Lost, uint32(cputimeCputimeCounterCPUTIME_UNSEEN))
+}
 
 // Usage is one task's time in an interval.
 type Usage struct {

@@ -21,4 +21,11 @@ struct cputime_curr {
 	char comm[16];
 };
 
+/* Indexes of the lost counters. */
+enum cputime_counter {
+	CPUTIME_LOST_FULL = 0, /* slices lost because the times map was full */
+	CPUTIME_UNSEEN = 1,    /* switches the program was not told about */
+	CPUTIME_NCOUNTERS = 2,
+};
+
 #endif

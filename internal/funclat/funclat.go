@@ -1,6 +1,6 @@
 // Package funclat measures the latency distribution of functions: user
 // functions through uprobes and uretprobes, kernel functions through
-// fentry/fexit or else kprobes. Each call's latency reaches user space
+// fentry/fexit or else kprobes (chosen by probing the kernel). Each call's latency reaches user space
 // through a ring buffer, so percentiles are exact (seed 004: getnameinfo()
 // took 32–134 ms per call).
 package funclat
@@ -8,26 +8,22 @@ package funclat
 import (
 	"context"
 	"debug/elf"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
-
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/funcexit"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -36,6 +32,12 @@ import (
 type Func struct {
 	Binary string // "" for kernel functions
 	Name   string
+	// Symbols are where Name's code starts when the compiler renamed it
+	// (clones such as Name.isra.0); nil means the symbol Name itself.
+	Symbols []string
+	// Note says which symbols a source name resolved to ("" when simply
+	// its own); one line for stderr.
+	Note string
 }
 
 // String is how reports name it.
@@ -66,6 +68,18 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 				return nil, fmt.Errorf("kernel function patterns need an exact name, not %q", glob)
 			}
 			out = append(out, Func{Name: glob})
+			continue
+		}
+		if !strings.ContainsAny(glob, "*?[") {
+			// A source name: the compiler's clones count as the function.
+			r, err := probe.ResolveFile(bin, glob, true)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", bin, err)
+			}
+			if k := bin + ":" + glob; !seen[k] {
+				seen[k] = true
+				out = append(out, Func{Binary: bin, Name: glob, Symbols: r.Symbols(), Note: r.Note})
+			}
 			continue
 		}
 		names, err := matchSymbols(bin, glob)
@@ -183,24 +197,49 @@ type Result struct {
 	Drops   uint64
 	Elapsed time.Duration
 	Attach  string
+	// Untimed counts, per function, returns of Go functions whose entry was
+	// not matched (the goroutine's stack moved during the call): calls
+	// counted but not in the histogram. Nil when no Go function is traced.
+	Untimed []uint64
 }
 
-type uprobeObjs struct {
-	Entry  *ebpf.Program `ebpf:"uprobe_entry"`
-	Return *ebpf.Program `ebpf:"uprobe_return"`
-	funclatMaps
+// maxFuncs is MAX_FUNCS in funclat.h: the attach cookie indexes per-function
+// counters.
+const maxFuncs = 64
+
+// isGo says whether binary was built by Go, whose functions must not get
+// uretprobes.
+func isGo(binary string) (bool, error) {
+	f, err := os.Open(binary)
+	if err != nil {
+		return false, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	defer f.Close()
+	return funcexit.IsGo(f), nil
 }
 
-type kprobeObjs struct {
-	Entry  *ebpf.Program `ebpf:"kprobe_entry"`
-	Return *ebpf.Program `ebpf:"kprobe_return"`
-	funclatMaps
-}
-
-type fentryObjs struct {
-	Entry  *ebpf.Program `ebpf:"fentry_entry"`
-	Return *ebpf.Program `ebpf:"fexit_return"`
-	funclatMaps
+// goHooks times a Go function from its first instruction to each of its
+// return instructions, found by decoding it.
+func goHooks(binary, sym string, pid int, cookie uint64) ([]bpfskel.Hook, error) {
+	switch runtime.GOARCH {
+	case "amd64", "arm64":
+	default:
+		return nil, fmt.Errorf("timing Go functions needs the goroutine register, which sonde reads on amd64 and arm64 only, not %s", runtime.GOARCH)
+	}
+	ef, err := elf.Open(binary)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	defer ef.Close()
+	rets, err := funcexit.Returns(ef, sym)
+	if err != nil {
+		return nil, fmt.Errorf("%s is a Go program, where return probes (uretprobes) would crash it; sonde probes return instructions instead, but: %w", filepath.Base(binary), err)
+	}
+	hooks := []bpfskel.Hook{bpfskel.UprobeHook(binary, sym, funclatProgUprobeGoEntry, false, pid, cookie)}
+	for _, off := range rets {
+		hooks = append(hooks, bpfskel.UprobeAt(binary, sym, off, funclatProgUprobeGoReturn, pid, cookie))
+	}
+	return hooks, nil
 }
 
 // Run measures until the duration passes, ctx ends or a signal arrives.
@@ -214,191 +253,94 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("measure user and kernel functions in separate runs")
 		}
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
+	if len(o.Funcs) > maxFuncs {
+		return nil, fmt.Errorf("%d functions: at most %d per run", len(o.Funcs), maxFuncs)
 	}
-	res := &Result{Hists: make([]*histogram.Hist, len(o.Funcs))}
-	for i := range res.Hists {
-		res.Hists[i] = &histogram.Hist{}
-	}
-	var links []link.Link
-	defer func() {
-		for _, l := range links {
-			l.Close()
-		}
-	}()
-	var maps *funclatMaps
-	var closers []func() error
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	loadInto := func(objs any, prep func(*ebpf.CollectionSpec)) error {
-		spec, err := loadFunclat()
-		if err != nil {
-			return err
-		}
-		if err := spec.Variables["target_pid"].Set(uint32(o.Pid)); err != nil {
-			return err
-		}
-		if prep != nil {
-			prep(spec)
-		}
-		return spec.LoadAndAssign(objs, nil)
-	}
-	if !kernel {
-		var objs uprobeObjs
-		if err := loadInto(&objs, nil); err != nil {
-			return nil, fmt.Errorf("loading the uprobe programs: %w", err)
-		}
-		closers = append(closers, objs.Entry.Close, objs.Return.Close, objs.funclatMaps.Close)
-		maps, res.Attach = &objs.funclatMaps, "uprobe"
-		for i, f := range o.Funcs {
-			ex, err := link.OpenExecutable(f.Binary)
+	var hooks []bpfskel.Hook
+	goFuncs := 0
+	for i, f := range o.Funcs {
+		if kernel {
+			hooks = append(hooks, bpfskel.KernelFunc(f.Name, funclatProgFentryEntry, funclatProgKprobeEntry, false, uint64(i)),
+				bpfskel.KernelFunc(f.Name, funclatProgFexitReturn, funclatProgKprobeReturn, true, uint64(i)))
+		} else {
+			// A function the compiler cloned is probed in every clone.
+			syms := f.Symbols
+			if len(syms) == 0 {
+				syms = []string{f.Name}
+			}
+			goBin, err := isGo(f.Binary)
 			if err != nil {
-				return nil, fmt.Errorf("opening %s: %w", f.Binary, err)
+				return nil, err
 			}
-			opts := &link.UprobeOptions{PID: o.Pid, Cookie: uint64(i)}
-			l, err := ex.Uprobe(f.Name, objs.Entry, opts)
-			if err != nil {
-				return nil, fmt.Errorf("uprobe on %s: %w", f, err)
-			}
-			links = append(links, l)
-			l, err = ex.Uretprobe(f.Name, objs.Return, opts)
-			if err != nil {
-				return nil, fmt.Errorf("uretprobe on %s: %w", f, err)
-			}
-			links = append(links, l)
-		}
-	} else {
-		var why []string
-		ok := false
-		// fentry/fexit: a BPF trampoline per function.
-		for i, f := range o.Funcs {
-			var objs fentryObjs
-			err := loadInto(&objs, func(s *ebpf.CollectionSpec) {
-				s.Programs["fentry_entry"].AttachTo = f.Name
-				s.Programs["fexit_return"].AttachTo = f.Name
-			})
-			if err == nil {
-				var l1, l2 link.Link
-				l1, err = link.AttachTracing(link.TracingOptions{Program: objs.Entry, Cookie: uint64(i)})
-				if err == nil {
-					links = append(links, l1)
-					l2, err = link.AttachTracing(link.TracingOptions{Program: objs.Return, Cookie: uint64(i)})
-					if err == nil {
-						links = append(links, l2)
-					}
-				}
-				closers = append(closers, objs.Entry.Close, objs.Return.Close, objs.funclatMaps.Close)
-				if i == 0 {
-					maps = &objs.funclatMaps
-				}
-			}
-			if err != nil {
-				why = append(why, "fentry: "+firstLine(err))
-				break
-			}
-			if len(o.Funcs) > 1 {
-				why = append(why, "fentry: one function per run")
-				err = errors.New("several")
-				break
-			}
-			ok, res.Attach = true, "fentry"
-		}
-		if !ok {
-			for _, l := range links {
-				l.Close()
-			}
-			links = nil
-			var objs kprobeObjs
-			err := loadInto(&objs, nil)
-			if err == nil {
-				closers = append(closers, objs.Entry.Close, objs.Return.Close, objs.funclatMaps.Close)
-				maps, res.Attach = &objs.funclatMaps, "kprobe"
-				for i, f := range o.Funcs {
-					var l link.Link
-					l, err = link.Kprobe(f.Name, objs.Entry, &link.KprobeOptions{Cookie: uint64(i)})
-					if err != nil {
-						break
-					}
-					links = append(links, l)
-					if l, err = link.Kretprobe(f.Name, objs.Return, &link.KprobeOptions{Cookie: uint64(i)}); err != nil {
-						break
-					}
-					links = append(links, l)
-				}
-			}
-			if err != nil {
-				why = append(why, "kprobe: "+firstLine(err))
-				return nil, fmt.Errorf("cannot measure kernel function %s: this kernel permits neither fentry (BPF trampolines) nor kprobes (%s)", o.Funcs[0].Name, strings.Join(why, "; "))
-			}
-		}
-	}
-	rd, err := ringbuf.NewReader(maps.Events)
-	if err != nil {
-		return nil, fmt.Errorf("opening the ring buffer: %w", err)
-	}
-	var mu sync.Mutex
-	var stopping atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var rec ringbuf.Record
-		for {
-			rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
-			if err := rd.ReadInto(&rec); err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) && !stopping.Load() {
+			for _, sym := range syms {
+				if !goBin {
+					hooks = append(hooks, bpfskel.UprobeHook(f.Binary, sym, funclatProgUprobeEntry, false, o.Pid, uint64(i)),
+						bpfskel.UprobeHook(f.Binary, sym, funclatProgUprobeReturn, true, o.Pid, uint64(i)))
 					continue
 				}
-				if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrClosed) {
-					return
+				h, err := goHooks(f.Binary, sym, o.Pid, uint64(i))
+				if err != nil {
+					return nil, err
 				}
-				continue
-			}
-			b := rec.RawSample
-			if len(b) < 24 {
-				continue
-			}
-			lat := binary.LittleEndian.Uint64(b)
-			fn := int(binary.LittleEndian.Uint32(b[8:]))
-			if fn < len(res.Hists) {
-				mu.Lock()
-				res.Hists[fn].Add(lat)
-				mu.Unlock()
+				hooks = append(hooks, h...)
+				goFuncs++
 			}
 		}
-	}()
-	start := time.Now()
-	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
+	}
+	var maps funclatMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "function latency", Spec: loadFunclat, Maps: &maps, Hooks: hooks,
+		Consts: map[string]any{funclatVarTargetPid: uint32(o.Pid)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	newHists := func() []*histogram.Hist {
+		h := make([]*histogram.Hist, len(o.Funcs))
+		for i := range h {
+			h[i] = &histogram.Hist{}
+		}
+		return h
+	}
+	res := &Result{Hists: newHists(), Attach: s.Mode()}
+	if goFuncs > 0 {
+		res.Attach += " (Go: entry and return instructions, no uretprobes)"
+	}
+	var mu sync.Mutex // the reader adds while an interval swaps
+	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
+		e := bpfskel.View[funclatFunclatEvent](raw)
+		if e == nil || int(e.Fn) >= len(o.Funcs) {
+			return
+		}
+		mu.Lock()
+		res.Hists[e.Fn].Add(e.LatencyNs)
+		mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
 		mu.Lock()
 		cur := res.Hists
-		res.Hists = make([]*histogram.Hist, len(cur))
-		for i := range res.Hists {
-			res.Hists[i] = &histogram.Hist{}
-		}
+		res.Hists = newHists()
 		mu.Unlock()
 		if o.OnInterval != nil {
 			o.OnInterval(cur)
 		}
-	})
-	for _, l := range links {
-		l.Close()
+		return nil
+	}})
+	ring.Stop()
+	if err != nil {
+		return nil, err
 	}
-	links = nil
-	stopping.Store(true)
-	<-done
-	rd.Close()
 	res.Drops = bpfmaps.SumPerCPU(maps.Drops, 0)
-	res.Elapsed = time.Since(start)
-	return res, nil
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+	if goFuncs > 0 {
+		res.Untimed = make([]uint64, len(o.Funcs))
+		for i := range res.Untimed {
+			res.Untimed[i] = bpfmaps.SumPerCPU(maps.Untimed, uint32(i))
+		}
 	}
-	return s
+	res.Elapsed = run.Elapsed
+	return res, nil
 }

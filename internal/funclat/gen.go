@@ -1,3 +1,4 @@
 package funclat
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -type funclat_event funclat funclat.bpf.c -- -I../../bpf/include
+// No program reads registers: one little-endian object for every architecture.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type funclat_event funclat funclat.bpf.c -- -I../../bpf/include

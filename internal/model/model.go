@@ -297,9 +297,15 @@ func (p *Profile) FrameName(loc int32) string {
 		return p.Funcs[l.Func].Name
 	}
 	if l.DSO >= 0 {
-		return fmt.Sprintf("%s+0x%x", baseName(p.DSOs[l.DSO].Name), l.Addr)
+		return UnnamedFrame(p.DSOs[l.DSO].Name, l.Addr)
 	}
-	return fmt.Sprintf("[unknown]+0x%x", l.Addr)
+	return UnnamedFrame("[unknown]", l.Addr)
+}
+
+// UnnamedFrame is how a frame no symbol covers is printed, in recordings
+// and live views alike: object+0xaddress.
+func UnnamedFrame(dso string, addr uint64) string {
+	return fmt.Sprintf("%s+0x%x", baseName(dso), addr)
 }
 
 // DSOName is the short name of a location's object.

@@ -1,3 +1,5 @@
 package offcpu
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -type offcpu_key offcpu offcpu.bpf.c -- -I../../bpf/include
+// No program reads registers, so one little-endian object serves every
+// architecture (bpfel: amd64, arm64, arm, ...).
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type offcpu_key -type offcpu_error offcpu offcpu.bpf.c -- -I../../bpf/include

@@ -10,22 +10,16 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "sonde_maps.h"
+#include "sonde_stack.h"
+#include "sonde_task.h"
+#include "sonde_tp.h"
 #include "offcpu.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Only the fields we read; CO-RE finds them in the running kernel. */
-struct task_struct {
-	int pid;
-	int tgid;
-	unsigned int __state;
-	char comm[16];
-} __attribute__((preserve_access_index));
-
-/* Kernels before 5.14 call the field "state". */
-struct task_struct___old {
-	long state;
-} __attribute__((preserve_access_index));
+/* Keep the shared types in BTF for bpf2go -type. */
+KEEP_TYPE(enum offcpu_error, offcpu_error);
 
 const volatile __u32 target_pid = 0;    /* 0: every process */
 const volatile bool per_thread = false;
@@ -65,13 +59,7 @@ struct {
 	__uint(max_entries, 32768);
 } wakers SEC(".maps");
 
-/* key: stack id (u32); value: instruction pointers (u64), leaf first. */
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384);
-} stacks SEC(".maps");
+STACK_MAP(stacks, 16384);
 
 /* key: struct offcpu_key; value: blocked time (u64 ns). */
 struct {
@@ -82,32 +70,13 @@ struct {
 } blocked SEC(".maps");
 
 /* key: enum offcpu_error; value: count (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, OFFCPU_ERR_MAX);
-} errors SEC(".maps");
-
-static __always_inline void count_error(__u32 which)
-{
-	__u64 *v = bpf_map_lookup_elem(&errors, &which);
-	if (v)
-		(*v)++;
-}
+PERCPU_COUNTERS(errors, OFFCPU_ERR_MAX);
 
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {
 	if (tid == 0 && !include_idle)
 		return false;
 	return !target_pid || pid == target_pid;
-}
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___old *)t, state);
 }
 
 static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
@@ -125,18 +94,11 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			s.ts = now;
 			s.key.pid = ppid;
 			s.key.tid = per_thread ? ptid : 0;
-			s.key.user_stack = -1;
-			s.key.kernel_stack = -1;
 			BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
-			if (user_stacks)
-				s.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-			if (kernel_stacks)
-				s.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
-			if ((user_stacks && s.key.user_stack < 0 && s.key.user_stack != -14) ||
-			    (kernel_stacks && s.key.kernel_stack < 0))
-				count_error(OFFCPU_ERR_STACK);
+			if (take_stacks(ctx, &stacks, user_stacks, kernel_stacks, &s.key.user_stack, &s.key.kernel_stack))
+				counter_inc(&errors, OFFCPU_ERR_STACK);
 			if (bpf_map_update_elem(&starts, &ptid, &s, BPF_ANY) != 0)
-				count_error(OFFCPU_ERR_FULL);
+				counter_inc(&errors, OFFCPU_ERR_FULL);
 		}
 	}
 	/* The task arriving: account its blocked time. */
@@ -154,20 +116,12 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 				key.waker_kernel_stack = w->kernel_stack;
 				__builtin_memcpy(key.waker_comm, w->comm, sizeof(key.waker_comm));
 			} else {
-				key.waker_user_stack = -1;
-				key.waker_kernel_stack = -1;
+				key.waker_user_stack = STACK_NONE;
+				key.waker_kernel_stack = STACK_NONE;
 			}
 		}
-		__u64 *v = bpf_map_lookup_elem(&blocked, &key);
-		if (v) {
-			__sync_fetch_and_add(v, delta);
-		} else if (bpf_map_update_elem(&blocked, &key, &delta, BPF_NOEXIST) != 0) {
-			v = bpf_map_lookup_elem(&blocked, &key);
-			if (v)
-				__sync_fetch_and_add(v, delta);
-			else
-				count_error(OFFCPU_ERR_FULL);
-		}
+		if (!map_add(&blocked, &key, delta))
+			counter_inc(&errors, OFFCPU_ERR_FULL);
 	}
 	bpf_map_delete_elem(&starts, &ntid);
 	if (track_wakers)
@@ -184,34 +138,19 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 	struct waker w = {};
 	w.pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(&w.comm, sizeof(w.comm));
-	w.user_stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-	w.kernel_stack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	take_stacks(ctx, &stacks, user_stacks, kernel_stacks, &w.user_stack, &w.kernel_stack);
 	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
 	return 0;
 }
 
-/* tp_btf: typed arguments, no copies (5.5+). */
-SEC("tp_btf/sched_switch")
-int tp_btf_sched_switch(__u64 *ctx)
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
+TP_BTF_OR_RAW(sched_switch, sched_switch)
 {
 	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
 }
 
-SEC("tp_btf/sched_waking")
-int tp_btf_sched_waking(__u64 *ctx)
-{
-	return on_waking(ctx, (struct task_struct *)ctx[0]);
-}
-
-/* raw_tp fallback for kernels without BTF-typed tracepoints. */
-SEC("raw_tp/sched_switch")
-int raw_sched_switch(__u64 *ctx)
-{
-	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
-}
-
-SEC("raw_tp/sched_waking")
-int raw_sched_waking(__u64 *ctx)
+/* sched_waking(struct task_struct *p) */
+TP_BTF_OR_RAW(sched_waking, sched_waking)
 {
 	return on_waking(ctx, (struct task_struct *)ctx[0]);
 }

@@ -7,21 +7,17 @@ package offcpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
-
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -56,23 +52,6 @@ type Result struct {
 	Attach  string // "tp_btf" or "raw_tp"
 }
 
-type programs struct {
-	Switch *ebpf.Program
-	Waking *ebpf.Program
-}
-
-type btfObjs struct {
-	Switch *ebpf.Program `ebpf:"tp_btf_sched_switch"`
-	Waking *ebpf.Program `ebpf:"tp_btf_sched_waking"`
-	offcpuMaps
-}
-
-type rawObjs struct {
-	Switch *ebpf.Program `ebpf:"raw_sched_switch"`
-	Waking *ebpf.Program `ebpf:"raw_sched_waking"`
-	offcpuMaps
-}
-
 // ParseStates turns "S,D" style lists into the program's state mask.
 func ParseStates(s string) (uint32, error) {
 	if s == "" {
@@ -101,117 +80,38 @@ func ParseStates(s string) (uint32, error) {
 
 // Run measures until the duration passes, ctx ends or a signal arrives.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
 	maxB := uint64(o.MaxBlock)
 	if maxB == 0 {
 		maxB = ^uint64(0)
 	}
-	set := map[string]any{
-		"target_pid": uint32(o.Pid), "per_thread": o.PerThread, "user_stacks": o.User, "kernel_stacks": o.Kernel,
-		"track_wakers": o.Wakers, "min_block_ns": uint64(o.MinBlock), "max_block_ns": maxB, "state_mask": o.States,
+	hooks := []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", offcpuProgTpBtfSchedSwitch, offcpuProgRawSchedSwitch)}
+	if o.Wakers {
+		hooks = append(hooks, bpfskel.BTFTracepoint("sched_waking", offcpuProgTpBtfSchedWaking, offcpuProgRawSchedWaking))
 	}
-	load := func(objs any) error {
-		spec, err := loadOffcpu()
-		if err != nil {
-			return err
-		}
-		for n, v := range set {
-			if err := spec.Variables[n].Set(v); err != nil {
-				return fmt.Errorf("setting %s: %w", n, err)
-			}
-		}
-		return spec.LoadAndAssign(objs, nil)
-	}
-	res := &Result{}
-	var maps *offcpuMaps
-	var links []link.Link
-	defer func() {
-		for _, l := range links {
-			l.Close()
-		}
-	}()
-	// Prefer tp_btf (typed arguments); fall back to raw_tp.
-	var bo btfObjs
-	errBTF := load(&bo)
-	if errBTF == nil {
-		defer bo.Switch.Close()
-		defer bo.Waking.Close()
-		defer bo.offcpuMaps.Close()
-		maps, res.Attach = &bo.offcpuMaps, "tp_btf"
-		for _, p := range []*ebpf.Program{bo.Switch, bo.Waking} {
-			if p == bo.Waking && !o.Wakers {
-				continue
-			}
-			l, err := link.AttachTracing(link.TracingOptions{Program: p})
-			if err != nil {
-				errBTF = err
-				break
-			}
-			links = append(links, l)
-		}
-	}
-	if errBTF != nil {
-		for _, l := range links {
-			l.Close()
-		}
-		links = nil
-		var ro rawObjs
-		if err := load(&ro); err != nil {
-			return nil, loadError(err, errBTF)
-		}
-		defer ro.Switch.Close()
-		defer ro.Waking.Close()
-		defer ro.offcpuMaps.Close()
-		maps, res.Attach = &ro.offcpuMaps, "raw_tp"
-		for name, p := range map[string]*ebpf.Program{"sched_switch": ro.Switch, "sched_waking": ro.Waking} {
-			if name == "sched_waking" && !o.Wakers {
-				continue
-			}
-			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: p})
-			if err != nil {
-				return nil, fmt.Errorf("attaching to %s: %w", name, err)
-			}
-			links = append(links, l)
-		}
-	}
-	last := time.Now()
-	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
-		now := time.Now()
-		r, err := collect(maps, o, &Result{Attach: res.Attach}, last, now.Sub(last))
-		if err != nil {
-			return
-		}
-		clearMap(maps.Blocked)
-		last = now
-		if o.OnInterval != nil {
-			o.OnInterval(r)
-		}
+	var maps offcpuMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "off-CPU analysis", Spec: loadOffcpu, Maps: &maps, Hooks: hooks,
+		Consts: map[string]any{
+			offcpuVarTargetPid: uint32(o.Pid), offcpuVarPerThread: o.PerThread, offcpuVarUserStacks: o.User, offcpuVarKernelStacks: o.Kernel,
+			offcpuVarTrackWakers: o.Wakers, offcpuVarMinBlockNs: uint64(o.MinBlock), offcpuVarMaxBlockNs: maxB, offcpuVarStateMask: o.States,
+		},
 	})
-	for _, l := range links {
-		l.Close()
+	if err != nil {
+		return nil, err
 	}
-	links = nil
-	return collect(maps, o, res, last, time.Since(last))
+	defer s.Close()
+	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
+		return collect(&maps, o, s.Mode(), start, d)
+	}, bpfskel.ClearMap[offcpuOffcpuKey](maps.Blocked), o.OnInterval)
+	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
+		return nil, err
+	}
+	return iv.Final()
 }
 
-// clearMap deletes every key (interval mode starts each interval afresh).
-func clearMap(m *ebpf.Map) {
-	var keys []offcpuOffcpuKey
-	var k offcpuOffcpuKey
-	var v uint64
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		keys = append(keys, k)
-	}
-	for _, k := range keys {
-		m.Delete(k)
-	}
-}
-
-func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed time.Duration) (*Result, error) {
-	b := record.NewBuilder()
+func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
+	res := &Result{Attach: attach}
+	b := builder.New()
 	var key offcpuOffcpuKey
 	var ns uint64
 	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
@@ -248,8 +148,9 @@ func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed tim
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading blocked time: %w", err)
 	}
-	res.Errors.StackFailures = bpfmaps.SumPerCPU(m.Errors, 0)
-	res.Errors.MapFull = bpfmaps.SumPerCPU(m.Errors, 1)
+	errs := bpfmaps.Counters(m.Errors, int(offcpuOffcpuErrorOFFCPU_ERR_MAX))
+	res.Errors.StackFailures = errs[offcpuOffcpuErrorOFFCPU_ERR_STACK]
+	res.Errors.MapFull = errs[offcpuOffcpuErrorOFFCPU_ERR_FULL]
 	event := "offcpu"
 	if o.Wakers {
 		event = "wakeup"
@@ -262,7 +163,7 @@ func collect(m *offcpuMaps, o Options, res *Result, start time.Time, elapsed tim
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	record.HostMeta(&meta)
+	host.Fill(&meta)
 	if res.Errors.StackFailures > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
@@ -285,15 +186,4 @@ func trimBPFFrames(p *model.Profile) {
 		}
 		p.Stacks[i] = out
 	}
-}
-
-func loadError(err, first error) error {
-	var ve *ebpf.VerifierError
-	if errors.As(err, &ve) {
-		return fmt.Errorf("the kernel's verifier rejected the off-CPU program (tp_btf: %v): %w", first, err)
-	}
-	if errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("loading BPF: permission denied: need CAP_BPF and CAP_PERFMON (or root): %w", err)
-	}
-	return fmt.Errorf("loading the off-CPU program (tp_btf failed too: %v): %w", first, err)
 }

@@ -1,3 +1,4 @@
 package pairbpf
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -type pair_event pair pair.bpf.c -- -I../../bpf/include
+// No program reads registers: one little-endian object for every architecture.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type pair_event -type pair_counter pair pair.bpf.c -- -I../../bpf/include

@@ -7,12 +7,14 @@
  * buffer, so percentiles are exact and --events can print each pair. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include "sonde_maps.h"
 #include "pair.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Keeps struct pair_event in BTF for bpf2go -type. */
-const struct pair_event *unused_pair_event __attribute__((unused));
+/* Keep the shared types in BTF for bpf2go -type. */
+KEEP_TYPE(struct pair_event, pair_event);
+KEEP_TYPE(enum pair_counter, pair_counter);
 
 /* Options set before load: field offsets and sizes in bytes, from the
  * events' format files; nkeys == 0 pairs by thread id. */
@@ -45,25 +47,10 @@ struct {
 } starts SEC(".maps");
 
 /* Matched pairs (struct pair_event), 4 MiB. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
-} events SEC(".maps");
+RINGBUF(events, 4 << 20);
 
 /* key: enum pair_counter; value: count (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, PAIR_NCOUNTERS);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 which)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &which);
-	if (v)
-		(*v)++;
-}
+PERCPU_COUNTERS(counters, PAIR_NCOUNTERS);
 
 static __always_inline __u64 read_field(void *ctx, __u32 off, __u32 size)
 {
@@ -107,7 +94,7 @@ int on_start(void *ctx)
 
 	if (target_pid && (id >> 32) != target_pid)
 		return 0;
-	count(PAIR_STARTS);
+	counter_inc(&counters, PAIR_STARTS);
 	read_key(ctx, start_off, start_size, &k);
 	s.ts = bpf_ktime_get_ns();
 	s.pid = id >> 32;
@@ -118,7 +105,7 @@ int on_start(void *ctx)
 		s.aux = read_field(ctx, aux_off, aux_size);
 	bpf_get_current_comm(&s.comm, sizeof(s.comm));
 	if (bpf_map_update_elem(&starts, &k, &s, BPF_ANY) != 0)
-		count(PAIR_FULL);
+		counter_inc(&counters, PAIR_FULL);
 	return 0;
 }
 
@@ -134,13 +121,13 @@ int on_end(void *ctx)
 	s = bpf_map_lookup_elem(&starts, &k);
 	if (!s) {
 		/* Not ours (another process) or started before tracing. */
-		count(PAIR_UNMATCHED);
+		counter_inc(&counters, PAIR_UNMATCHED);
 		return 0;
 	}
-	count(PAIR_ENDS);
+	counter_inc(&counters, PAIR_ENDS);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count(PAIR_DROPS);
+		counter_inc(&counters, PAIR_DROPS);
 		bpf_map_delete_elem(&starts, &k);
 		return 0;
 	}

@@ -8,25 +8,15 @@ package pairbpf
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
-
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/tracefs"
 )
@@ -105,140 +95,54 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
-	spec, err := loadPair()
-	if err != nil {
-		return nil, err
-	}
 	var so, ss, eo, es [4]uint32
 	for i := range sk {
 		so[i], ss[i] = uint32(sk[i].Offset), uint32(sk[i].Size)
 		eo[i], es[i] = uint32(ek[i].Offset), uint32(ek[i].Size)
 	}
-	set := map[string]any{
-		"nkeys": uint32(len(sk)), "start_off": so, "start_size": ss, "end_off": eo, "end_size": es,
-		"group_off": uint32(groupField.Offset), "group_size": readSize(groupField), "target_pid": uint32(o.Pid),
-		"aux_off": uint32(auxField.Offset), "aux_size": readSize(auxField),
-	}
-	for n, v := range set {
-		if err := spec.Variables[n].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", n, err)
-		}
-	}
-	var objs pairObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return nil, loadError(err)
-	}
-	defer objs.Close()
-	attach := func(ev events.Spec, prog *ebpf.Program) (link.Link, error) {
+	tp := func(ev events.Spec, prog string) bpfskel.Hook {
 		sys, name, _ := strings.Cut(ev.String(), ":")
-		l, err := link.Tracepoint(sys, name, prog, nil)
-		if err != nil {
-			return nil, fmt.Errorf("attaching to %s: %w", ev, err)
-		}
-		return l, nil
+		return bpfskel.TracepointHook(sys, name, prog)
 	}
-	// The end first: a start without its end program could fill the map.
-	le, err := attach(o.End, objs.OnEnd)
+	var maps pairMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "pairing", Spec: loadPair, Maps: &maps, Command: o.Command,
+		Consts: map[string]any{
+			pairVarNkeys: uint32(len(sk)), pairVarStartOff: so, pairVarStartSize: ss, pairVarEndOff: eo, pairVarEndSize: es,
+			pairVarGroupOff: uint32(groupField.Offset), pairVarGroupSize: readSize(groupField), pairVarTargetPid: uint32(o.Pid),
+			pairVarAuxOff: uint32(auxField.Offset), pairVarAuxSize: readSize(auxField),
+		},
+		// The end first: a start without its end program could fill the map.
+		Hooks: []bpfskel.Hook{tp(o.End, pairProgOnEnd), tp(o.Start, pairProgOnStart)},
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer le.Close()
-	ls, err := attach(o.Start, objs.OnStart)
-	if err != nil {
-		return nil, err
-	}
-	defer ls.Close()
-	rd, err := ringbuf.NewReader(objs.Events)
-	if err != nil {
-		return nil, fmt.Errorf("opening the ring buffer: %w", err)
-	}
+	defer s.Close()
 	res := &Result{Result: &latency.Result{Groups: map[string]*histogram.Hist{}}}
-	done := make(chan struct{})
-	var stopping atomic.Bool
-	go func() {
-		defer close(done)
-		var rec ringbuf.Record
-		for {
-			// Short deadlines let the loop notice the stop once the ring is
-			// empty (SetDeadline cannot interrupt a waiting ReadInto).
-			rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
-			if err := rd.ReadInto(&rec); err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					if stopping.Load() {
-						return
-					}
-					continue
-				}
-				if errors.Is(err, ringbuf.ErrClosed) {
-					return
-				}
-				continue
-			}
-			res.add(rec.RawSample, sk, groupField, auxField, o)
+	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
+		if e := bpfskel.View[pairPairEvent](raw); e != nil {
+			res.add(e, sk, groupField, auxField, o)
 		}
-	}()
-
-	var child *record.Child
-	if len(o.Command) > 0 {
-		if child, err = record.StartChild(o.Command); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	start := time.Now()
-	childDone := make(chan struct{})
-	var waitErr error
-	if child != nil {
-		if err := child.Go(); err != nil {
-			child.Abort()
-			return nil, err
-		}
-		go func() { waitErr = child.Cmd.Wait(); close(childDone) }()
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
+	ring.Stop()
+	if err != nil {
+		return nil, err
 	}
-	var doneCh <-chan struct{}
-	if child != nil {
-		doneCh = childDone
-	}
-	if runctl.Until(ctx, o.Duration, 0, doneCh, nil) == runctl.Deadline && child != nil {
-		child.Cmd.Process.Signal(syscall.SIGTERM)
-	}
-	if child != nil {
-		<-childDone
-		res.ExitCode = record.ExitCode(waitErr, child.Cmd.ProcessState)
-	}
-	res.Elapsed = time.Since(start)
-	ls.Close()
-	le.Close()
-	// Drain what is left, then stop the reader.
-	stopping.Store(true)
-	<-done
-	rd.Close()
-	var c [5]uint64
-	for i := range c {
-		c[i] = bpfmaps.SumPerCPU(objs.Counters, uint32(i))
-	}
-	res.Counters = Counters{Starts: c[0], Ends: c[1], Unmatched: c[2], Drops: c[3], Full: c[4]}
-	res.Starts, res.Ends, res.Unmatched = int(c[0]), int(c[1]+c[2]), int(c[2])
+	res.Elapsed, res.ExitCode = run.Elapsed, run.ExitCode
+	c := bpfmaps.Counters(maps.Counters, int(pairPairCounterPAIR_NCOUNTERS))
+	res.Counters = Counters{Starts: c[pairPairCounterPAIR_STARTS], Ends: c[pairPairCounterPAIR_ENDS],
+		Unmatched: c[pairPairCounterPAIR_UNMATCHED], Drops: c[pairPairCounterPAIR_DROPS], Full: c[pairPairCounterPAIR_FULL]}
+	res.Starts, res.Ends, res.Unmatched = int(res.Counters.Starts), int(res.Counters.Ends+res.Counters.Unmatched), int(res.Counters.Unmatched)
 	return res, nil
 }
 
-func (r *Result) add(raw []byte, keys []tracefs.Field, group, aux tracefs.Field, o Options) {
-	var e pairPairEvent
-	if len(raw) < 88 {
-		return
-	}
-	le := binary.LittleEndian
-	for i := range e.Key {
-		e.Key[i] = le.Uint64(raw[8*i:])
-	}
-	e.StartNs, e.LatencyNs, e.Group, e.Aux = le.Uint64(raw[32:]), le.Uint64(raw[40:]), le.Uint64(raw[48:]), le.Uint64(raw[56:])
-	e.Pid, e.Tid = le.Uint32(raw[64:]), le.Uint32(raw[68:])
-	comm := string(raw[72:88])
-	if i := strings.IndexByte(comm, 0); i >= 0 {
-		comm = comm[:i]
-	}
+func (r *Result) add(e *pairPairEvent, keys []tracefs.Field, group, aux tracefs.Field, o Options) {
+	comm := bpfmaps.CString(e.Comm[:])
 	var ks []string
 	for i, f := range keys {
 		ks = append(ks, formatValue(f, e.Key[i]))
@@ -307,15 +211,4 @@ func formatValue(f tracefs.Field, v uint64) string {
 		g.Size = 8
 	}
 	return g.String(b[:])
-}
-
-func loadError(err error) error {
-	var ve *ebpf.VerifierError
-	if errors.As(err, &ve) {
-		return fmt.Errorf("the kernel's verifier rejected the pairing program: %w", err)
-	}
-	if errors.Is(err, os.ErrPermission) {
-		return fmt.Errorf("loading BPF: permission denied: need CAP_BPF and CAP_PERFMON (or root): %w", err)
-	}
-	return fmt.Errorf("loading the pairing program: %w", err)
 }

@@ -7,19 +7,18 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -51,6 +50,7 @@ type Errors struct {
 type Result struct {
 	Profile *model.Profile
 	Errors  Errors
+	Attach  string // "perf_event"
 }
 
 // Run loads the program, samples until the duration passes, ctx ends or
@@ -59,98 +59,59 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Freq == 0 {
 		o.Freq = 49
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
-	spec, err := loadProfile()
+	var maps profileMaps
+	s, err := open(&maps, o.Freq, o.CPUs, map[string]any{
+		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
+		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
+	})
 	if err != nil {
 		return nil, err
 	}
-	set := map[string]any{
-		"target_pid": uint32(o.Pid), "per_thread": o.PerThread,
-		"user_stacks": o.User, "kernel_stacks": o.Kernel, "include_idle": o.Idle,
+	defer s.Close()
+	// Stack ids may still be in use by later samples: only counts are reset.
+	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
+		return collect(&maps, o, d, start)
+	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
+	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
+		return nil, err
 	}
-	for name, v := range set {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
-		}
-	}
-	var objs profileObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return nil, loadError(err)
-	}
-	defer objs.Close()
+	return iv.Final()
+}
 
-	cpus := o.CPUs
-	if cpus == nil {
-		if cpus, err = perf.OnlineCPUs(); err != nil {
-			return nil, err
+// open loads the sampler and attaches it to a cpu-clock event at hz on
+// each of cpus (nil: every online CPU).
+func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpfskel.Session, error) {
+	events := func() ([]int, error) {
+		if cpus == nil {
+			var err error
+			if cpus, err = perf.OnlineCPUs(); err != nil {
+				return nil, err
+			}
 		}
+		ev, _ := perf.ParseEvent("cpu-clock")
+		attr := perf.NewAttr(perf.AttrOptions{Event: ev, Freq: hz, Disabled: true})
+		attr.Bits &^= unix.PerfBitWatermark // no ring: the program consumes samples
+		attr.Wakeup = 0
+		var fds []int
+		for _, c := range cpus {
+			a := attr
+			fd, err := perf.Open(&a, -1, c, -1, ev)
+			if err != nil {
+				return fds, err
+			}
+			fds = append(fds, fd)
+		}
+		return fds, nil
 	}
-	ev, _ := perf.ParseEvent("cpu-clock")
-	attr := perf.NewAttr(perf.AttrOptions{Event: ev, Freq: o.Freq, Disabled: true})
-	attr.Bits &^= unix.PerfBitWatermark // no ring: the program consumes samples
-	attr.Wakeup = 0
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
-	for _, c := range cpus {
-		a := attr
-		fd, err := perf.Open(&a, -1, c, -1, ev)
-		if err != nil {
-			return nil, err
-		}
-		fds = append(fds, fd)
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, objs.DoSample.FD()); err != nil {
-			return nil, fmt.Errorf("attaching the BPF program to cpu %d: %w", c, err)
-		}
-	}
-	start := time.Now()
-	for _, fd := range fds {
-		if err := perf.Enable(fd); err != nil {
-			return nil, fmt.Errorf("enabling sampling: %w", err)
-		}
-	}
-	last := start
-	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
-		now := time.Now()
-		r, err := collect(&objs, o, now.Sub(last), last)
-		if err != nil {
-			return
-		}
-		clearCounts(&objs)
-		last = now
-		if o.OnInterval != nil {
-			o.OnInterval(r)
-		}
+	return bpfskel.Open(bpfskel.Tool{
+		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
+		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
 	})
-	for _, fd := range fds {
-		perf.Disable(fd)
-	}
-	return collect(&objs, o, time.Since(last), last)
 }
 
-// clearCounts starts the counts over (stack ids may still be in use by
-// later samples, so the stack map is kept).
-func clearCounts(objs *profileObjects) {
-	var keys []profileProfileKey
-	var k profileProfileKey
-	var v uint64
-	it := objs.Counts.Iterate()
-	for it.Next(&k, &v) {
-		keys = append(keys, k)
-	}
-	for _, k := range keys {
-		objs.Counts.Delete(k)
-	}
-}
-
-func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
-	b := record.NewBuilder()
-	res := &Result{}
+func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
+	b := builder.New()
+	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
 	var count uint64
@@ -172,9 +133,10 @@ func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading stack counts: %w", err)
 	}
-	res.Errors.UserStack = bpfmaps.SumPerCPU(objs.Errors, 0)
-	res.Errors.KernelStack = bpfmaps.SumPerCPU(objs.Errors, 1)
-	res.Errors.MapFull = bpfmaps.SumPerCPU(objs.Errors, 2)
+	errs := bpfmaps.Counters(objs.Errors, int(profileProfileErrorERR_MAX))
+	res.Errors.UserStack = errs[profileProfileErrorERR_USER_STACK]
+	res.Errors.KernelStack = errs[profileProfileErrorERR_KERNEL_STACK]
+	res.Errors.MapFull = errs[profileProfileErrorERR_COUNTS_FULL]
 	meta := model.Meta{
 		Event: "cpu-clock", Freq: o.Freq, Callchain: true, Target: "system-wide",
 		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),
@@ -183,21 +145,10 @@ func collect(objs *profileObjects, o Options, elapsed time.Duration, start time.
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	record.HostMeta(&meta)
+	host.Fill(&meta)
 	if res.Errors.UserStack+res.Errors.KernelStack > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("stack walks failed: %d user, %d kernel (stack map full or no frame pointers)", res.Errors.UserStack, res.Errors.KernelStack))
 	}
 	res.Profile = b.Finish(meta)
 	return res, nil
-}
-
-func loadError(err error) error {
-	var ve *ebpf.VerifierError
-	switch {
-	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return fmt.Errorf("loading the BPF profiler: permission denied: need CAP_BPF and CAP_PERFMON (or root), and kernel.unprivileged_bpf_disabled does not apply to root: %w", err)
-	case errors.As(err, &ve):
-		return fmt.Errorf("the kernel's verifier rejected the BPF profiler (kernel too old?): %w", err)
-	}
-	return fmt.Errorf("loading the BPF profiler: %w", err)
 }

@@ -1,27 +1,27 @@
-// Package record samples with perf_event_open into mmap rings and builds a
-// model.Profile: events are opened per CPU (system-wide, per command with
-// inheritance, or per existing thread), records are drained each round and
-// handled in time order so mappings are known before the samples that use them.
+// Package record is the perf sampling run: events are opened with
+// perf_event_open per CPU (system-wide, per command with inheritance, or
+// per existing thread), their mmap rings are drained each round and the
+// records handed to the builder in time order, so mappings are known
+// before the samples that use them.
 package record
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/builder"
 	"github.com/sonde-dev/sonde/internal/events"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Options configure one recording.
@@ -56,8 +56,9 @@ type pending struct {
 	data []byte
 }
 
-// Record runs a recording until the command exits, the duration passes,
-// ctx is cancelled, or SIGINT/SIGTERM arrives.
+// Record runs a recording until the command exits, the duration passes or
+// ctx is cancelled. Record installs no signal handler: the caller ends the
+// run on SIGINT/SIGTERM by cancelling ctx (runctl.WithSignals).
 func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.RingPages == 0 {
 		o.RingPages = 128
@@ -69,7 +70,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	b := NewBuilder()
+	b := builder.New()
 	if len(o.Events) == 0 {
 		ev, _ := perf.ParseEvent("cpu-clock")
 		o.Events = []events.Spec{{Event: ev}}
@@ -82,9 +83,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	meta := model.Meta{
 		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
-		Command: o.Command, Arch: runtime.GOARCH, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
+		Command: o.Command, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
 	}
-	HostMeta(&meta)
+	host.Fill(&meta)
 
 	for i, e := range o.Events {
 		info := model.EventInfo{Name: e.String(), Kind: e.Def.Kind.String(), Freq: o.Freq, Period: o.Period, Filter: o.Filters[i]}
@@ -161,12 +162,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil
 	}
 
-	var child *Child
+	var child *runctl.Child
 	switch {
 	case len(o.Command) > 0 && !o.All:
 		meta.Target = "command"
 		var err error
-		child, err = StartChild(o.Command)
+		child, err = runctl.StartChild(o.Command)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +200,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if len(o.Command) > 0 {
 			// perf's `-a -- CMD`: system-wide for as long as CMD runs.
 			var err error
-			if child, err = StartChild(o.Command); err != nil {
+			if child, err = runctl.StartChild(o.Command); err != nil {
 				cleanup()
 				return nil, err
 			}
@@ -258,26 +259,18 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	sort.Slice(ringList, func(i, j int) bool { return ringList[i].CPU < ringList[j].CPU })
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
 	// The recorder's own garbage is small and short-lived: collect rarely so
 	// it stays off the CPUs it measures.
 	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	start := time.Now()
 	meta.StartUnixNS = start.UnixNano()
-	childDone := make(chan struct{})
-	var waitErr error
+	var childDone <-chan struct{}
 	if child != nil {
 		if err := child.Go(); err != nil {
 			child.Abort()
 			return nil, fmt.Errorf("starting command: %w", err)
 		}
-		go func() {
-			waitErr = child.Cmd.Wait()
-			close(childDone)
-		}()
+		childDone = child.Done()
 	}
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
@@ -358,23 +351,15 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	lastProgress := time.Now()
 	stopping := false
+	var why runctl.Reason
 	for !stopping {
 		select {
 		case <-ctx.Done():
-			stopping = true
-		case s := <-sigs:
-			stopping = true
-			if child != nil && s != syscall.SIGINT {
-				// Ctrl-C reaches the command through the terminal; others we pass on.
-				child.Cmd.Process.Signal(s)
-			}
+			stopping, why = true, runctl.Cancelled
 		case <-childDone:
-			stopping = true
+			stopping, why = true, runctl.Done
 		case <-deadline:
-			stopping = true
-			if child != nil {
-				child.Cmd.Process.Signal(syscall.SIGTERM)
-			}
+			stopping, why = true, runctl.Deadline
 		default:
 		}
 		unix.Poll(pfds, 250)
@@ -389,13 +374,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	exit := 0
 	if child != nil {
-		select {
-		case <-childDone:
-		case <-time.After(5 * time.Second):
-			child.Cmd.Process.Kill()
-			<-childDone
-		}
-		exit = ExitCode(waitErr, child.Cmd.ProcessState)
+		exit = child.End(why)
 	}
 	process(drain())
 	process(^uint64(0))
@@ -403,15 +382,6 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	meta.Lost = lost
 	meta.ExitCode = exit
 	return &Result{Profile: b.Finish(meta), ExitCode: exit}, nil
-}
-
-// HostMeta fills the host name and kernel release of a recording.
-func HostMeta(m *model.Meta) {
-	m.Hostname, _ = os.Hostname()
-	var uts unix.Utsname
-	if unix.Uname(&uts) == nil {
-		m.Kernel = unix.ByteSliceToString(uts.Release[:])
-	}
 }
 
 func joinInts(v []int) string {

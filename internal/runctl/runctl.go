@@ -1,57 +1,142 @@
 // Package runctl is how a measurement decides it is over: a duration, a
 // signal (Ctrl-C, SIGTERM), the traced command exiting, or a cancelled
-// context — with an optional tick for interval output in between.
+// context — with an optional tick for interval output in between. It owns
+// the one signal handler of a run (signal.NotifyContext), so no tool
+// installs its own.
 package runctl
 
 import (
 	"context"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
 )
 
-// Reason says why Until returned.
+// Reason says why a run ended.
 type Reason int
 
 const (
-	Cancelled Reason = iota
-	Signalled
-	Deadline
-	Done
+	Cancelled Reason = iota // the caller's context ended
+	Signalled               // SIGINT or SIGTERM
+	Deadline                // the duration passed
+	Done                    // the target exited (Options.Done or Options.Target)
+	Failed                  // OnInterval returned an error
 )
 
-// Until blocks until ctx ends, SIGINT or SIGTERM arrives, d passes (when
-// positive) or done is closed (when not nil); every tick (when positive) it
-// calls onTick.
-func Until(ctx context.Context, d, tick time.Duration, done <-chan struct{}, onTick func()) Reason {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+func (r Reason) String() string {
+	switch r {
+	case Cancelled:
+		return "cancelled"
+	case Signalled:
+		return "signalled"
+	case Deadline:
+		return "deadline"
+	case Done:
+		return "target exited"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Options say when a run ends and what happens in between.
+type Options struct {
+	Duration time.Duration // 0: no limit
+	// Interval, when positive with OnInterval set, calls OnInterval every
+	// Interval; an error from it ends the run (Failed) and is returned.
+	Interval   time.Duration
+	OnInterval func() error
+	// Done, when not nil, ends the run once closed (the target exited).
+	Done <-chan struct{}
+	// Target, when set, is a started command the run follows: its exit
+	// ends the run, and a run that ends first sends it SIGTERM and waits.
+	Target *exec.Cmd
+}
+
+// Result says how a run ended.
+type Result struct {
+	Reason  Reason
+	Elapsed time.Duration
+	// ExitCode is the target's, shell style (128+signal when killed).
+	ExitCode int
+}
+
+// Run blocks until ctx ends, SIGINT or SIGTERM arrives, the duration
+// passes, Done is closed or the target exits.
+func Run(ctx context.Context, o Options) (Result, error) {
+	start := time.Now()
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var deadline <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
 		defer t.Stop()
 		deadline = t.C
 	}
 	var ticks <-chan time.Time
-	if tick > 0 && onTick != nil {
-		tk := time.NewTicker(tick)
+	if o.Interval > 0 && o.OnInterval != nil {
+		tk := time.NewTicker(o.Interval)
 		defer tk.Stop()
 		ticks = tk.C
 	}
+	var exited chan struct{}
+	var waitErr error
+	if o.Target != nil {
+		exited = make(chan struct{})
+		go func() { waitErr = o.Target.Wait(); close(exited) }()
+	}
+	res := Result{}
+	var err error
+loop:
 	for {
 		select {
-		case <-ctx.Done():
-			return Cancelled
-		case <-sigs:
-			return Signalled
+		case <-sctx.Done():
+			res.Reason = Signalled
+			if ctx.Err() != nil {
+				res.Reason = Cancelled
+			}
+			break loop
 		case <-deadline:
-			return Deadline
-		case <-done:
-			return Done
+			res.Reason = Deadline
+			break loop
+		case <-o.Done:
+			res.Reason = Done
+			break loop
+		case <-exited:
+			res.Reason = Done
+			break loop
 		case <-ticks:
-			onTick()
+			if err = o.OnInterval(); err != nil {
+				res.Reason = Failed
+				break loop
+			}
 		}
 	}
+	if o.Target != nil {
+		if res.Reason != Done {
+			o.Target.Process.Signal(syscall.SIGTERM)
+		}
+		<-exited
+		res.ExitCode = ExitCode(waitErr, o.Target.ProcessState)
+	}
+	res.Elapsed = time.Since(start)
+	return res, err
+}
+
+// ExitCode turns a Wait result into a shell-style exit code: the
+// command's status, 128+signal when a signal ended it, 127 when it could
+// not be waited for.
+func ExitCode(err error, state *os.ProcessState) int {
+	if state == nil {
+		if err != nil {
+			return 127
+		}
+		return 0
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return state.ExitCode()
 }

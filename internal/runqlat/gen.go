@@ -1,3 +1,4 @@
 package runqlat
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -type runqlat_key runqlat runqlat.bpf.c -- -I../../bpf/include
+// No program reads registers: one little-endian object for every architecture.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type runqlat_key -type runqlat_split -type runqlat_counter runqlat runqlat.bpf.c -- -I../../bpf/include

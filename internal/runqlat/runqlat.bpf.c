@@ -8,24 +8,20 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "sonde_bits.h"
+#include "sonde_maps.h"
+#include "sonde_task.h"
+#include "sonde_tp.h"
 #include "runqlat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const struct runqlat_key *unused_runqlat_key __attribute__((unused));
-
-struct task_struct {
-	int pid;
-	int tgid;
-	unsigned int __state;
-} __attribute__((preserve_access_index));
-
-struct task_struct___old {
-	long state;
-} __attribute__((preserve_access_index));
+/* Keep the shared types in BTF for bpf2go -type. */
+KEEP_TYPE(enum runqlat_split, runqlat_split);
+KEEP_TYPE(enum runqlat_counter, runqlat_counter);
 
 const volatile __u32 target_pid = 0;
-const volatile __u32 split = 0; /* 0 none, 1 per process, 2 per thread */
+const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */
 
 /* key: tid (u32); value: when it became runnable (u64 ns). */
 struct {
@@ -43,37 +39,8 @@ struct {
 	__uint(max_entries, 65536);
 } hist SEC(".maps");
 
-/* key: 0 switch-ins of a task, 1 of those without a known start (runnable
- * before tracing began); value: count (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 2);
-} switches SEC(".maps");
-
-static __always_inline void bump(__u32 which)
-{
-	__u64 *v = bpf_map_lookup_elem(&switches, &which);
-	if (v)
-		(*v)++;
-}
-
-static __always_inline __u32 slot_of(__u64 v)
-{
-	__u64 orig = v;
-	if (v < 8)
-		return (__u32)v;
-	/* Most significant bit by binary search (no clz in the BPF ISA). */
-	__u32 msb = 0;
-	if (v >> 32) { msb += 32; v >>= 32; }
-	if (v >> 16) { msb += 16; v >>= 16; }
-	if (v >> 8) { msb += 8; v >>= 8; }
-	if (v >> 4) { msb += 4; v >>= 4; }
-	if (v >> 2) { msb += 2; v >>= 2; }
-	if (v >> 1) { msb += 1; }
-	return (msb << 3) | (__u32)((orig >> (msb - 3)) & 7);
-}
+/* key: enum runqlat_counter; value: count (u64), per CPU. */
+PERCPU_COUNTERS(switches, RUNQLAT_NCOUNTERS);
 
 static __always_inline void enqueue(__u32 tgid, __u32 tid)
 {
@@ -81,13 +48,6 @@ static __always_inline void enqueue(__u32 tgid, __u32 tid)
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&starts, &tid, &now, BPF_ANY);
-}
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___old *)t, state);
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
@@ -99,73 +59,43 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	__u32 tid = BPF_CORE_READ(next, pid), tgid = BPF_CORE_READ(next, tgid);
 	if (!tid || (target_pid && tgid != target_pid))
 		return 0;
-	bump(0);
+	counter_inc(&switches, RUNQLAT_SWITCHES);
 	__u64 *ts = bpf_map_lookup_elem(&starts, &tid);
 	if (!ts) {
-		bump(1);
+		counter_inc(&switches, RUNQLAT_UNKNOWN);
 		return 0;
 	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&starts, &tid);
-	struct runqlat_key k = {.slot = slot_of(d)};
-	if (split == 1)
+	struct runqlat_key k = {.slot = log_linear_slot(d)};
+	if (split == RUNQLAT_SPLIT_PID)
 		k.group = tgid;
-	else if (split == 2)
+	else if (split == RUNQLAT_SPLIT_TID)
 		k.group = tid;
-	__u64 *c = bpf_map_lookup_elem(&hist, &k);
-	if (c) {
-		__sync_fetch_and_add(c, 1);
-	} else {
-		__u64 one = 1;
-		if (bpf_map_update_elem(&hist, &k, &one, BPF_NOEXIST) != 0) {
-			c = bpf_map_lookup_elem(&hist, &k);
-			if (c)
-				__sync_fetch_and_add(c, 1);
-		}
-	}
+	map_add(&hist, &k, 1);
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int tp_btf_wakeup(__u64 *ctx)
+static __always_inline int on_wakeup(struct task_struct *p)
 {
-	struct task_struct *p = (void *)ctx[0];
 	enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int tp_btf_wakeup_new(__u64 *ctx)
+/* sched_wakeup(struct task_struct *p) */
+TP_BTF_OR_RAW(sched_wakeup, wakeup)
 {
-	struct task_struct *p = (void *)ctx[0];
-	enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
-	return 0;
+	return on_wakeup((void *)ctx[0]);
 }
 
-SEC("tp_btf/sched_switch")
-int tp_btf_switch(__u64 *ctx)
+/* sched_wakeup_new(struct task_struct *p) */
+TP_BTF_OR_RAW(sched_wakeup_new, wakeup_new)
 {
-	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2]);
+	return on_wakeup((void *)ctx[0]);
 }
 
-SEC("raw_tp/sched_wakeup")
-int raw_wakeup(__u64 *ctx)
-{
-	struct task_struct *p = (void *)ctx[0];
-	enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
-	return 0;
-}
-
-SEC("raw_tp/sched_wakeup_new")
-int raw_wakeup_new(__u64 *ctx)
-{
-	struct task_struct *p = (void *)ctx[0];
-	enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
-	return 0;
-}
-
-SEC("raw_tp/sched_switch")
-int raw_switch(__u64 *ctx)
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
+TP_BTF_OR_RAW(sched_switch, switch)
 {
 	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2]);
 }

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -20,10 +19,11 @@ import (
 // Split says how distributions are kept apart.
 type Split uint32
 
+// The values are the C side's (enum runqlat_split).
 const (
-	SplitNone Split = iota
-	SplitPid
-	SplitTid
+	SplitNone = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_NONE)
+	SplitPid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_PID)
+	SplitTid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_TID)
 )
 
 // Options configure a run.
@@ -46,20 +46,6 @@ type Result struct {
 	Attach            string
 }
 
-type btfObjs struct {
-	Wakeup    *ebpf.Program `ebpf:"tp_btf_wakeup"`
-	WakeupNew *ebpf.Program `ebpf:"tp_btf_wakeup_new"`
-	Switch    *ebpf.Program `ebpf:"tp_btf_switch"`
-	runqlatMaps
-}
-
-type rawObjs struct {
-	Wakeup    *ebpf.Program `ebpf:"raw_wakeup"`
-	WakeupNew *ebpf.Program `ebpf:"raw_wakeup_new"`
-	Switch    *ebpf.Program `ebpf:"raw_switch"`
-	runqlatMaps
-}
-
 // SlotValue is a representative latency (ns) for a histogram slot.
 func SlotValue(slot uint32) uint64 {
 	if slot < 8 {
@@ -72,98 +58,41 @@ func SlotValue(slot uint32) uint64 {
 
 // Run measures until the duration passes, ctx ends or a signal arrives.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
-	load := func(objs any) error {
-		spec, err := loadRunqlat()
-		if err != nil {
-			return err
-		}
-		if err := spec.Variables["target_pid"].Set(uint32(o.Pid)); err != nil {
-			return err
-		}
-		if err := spec.Variables["split"].Set(uint32(o.Split)); err != nil {
-			return err
-		}
-		return spec.LoadAndAssign(objs, nil)
-	}
-	res := &Result{Groups: map[uint32]*histogram.Hist{}}
-	var links []link.Link
-	defer func() {
-		for _, l := range links {
-			l.Close()
-		}
-	}()
-	var maps *runqlatMaps
-	var bo btfObjs
-	err := load(&bo)
-	if err == nil {
-		defer bo.Wakeup.Close()
-		defer bo.WakeupNew.Close()
-		defer bo.Switch.Close()
-		defer bo.runqlatMaps.Close()
-		maps, res.Attach = &bo.runqlatMaps, "tp_btf"
-		for _, p := range []*ebpf.Program{bo.Wakeup, bo.WakeupNew, bo.Switch} {
-			l, lerr := link.AttachTracing(link.TracingOptions{Program: p})
-			if lerr != nil {
-				err = lerr
-				break
-			}
-			links = append(links, l)
-		}
-	}
+	var maps runqlatMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "run-queue latency", Spec: loadRunqlat, Maps: &maps,
+		Consts: map[string]any{runqlatVarTargetPid: uint32(o.Pid), runqlatVarSplit: uint32(o.Split)},
+		Hooks: []bpfskel.Hook{
+			bpfskel.BTFTracepoint("sched_wakeup", runqlatProgTpBtfWakeup, runqlatProgRawWakeup),
+			bpfskel.BTFTracepoint("sched_wakeup_new", runqlatProgTpBtfWakeupNew, runqlatProgRawWakeupNew),
+			bpfskel.BTFTracepoint("sched_switch", runqlatProgTpBtfSwitch, runqlatProgRawSwitch),
+		},
+	})
 	if err != nil {
-		for _, l := range links {
-			l.Close()
-		}
-		links = nil
-		var ro rawObjs
-		if rerr := load(&ro); rerr != nil {
-			return nil, fmt.Errorf("loading run-queue latency programs (tp_btf: %v): %w", err, rerr)
-		}
-		defer ro.Wakeup.Close()
-		defer ro.WakeupNew.Close()
-		defer ro.Switch.Close()
-		defer ro.runqlatMaps.Close()
-		maps, res.Attach = &ro.runqlatMaps, "raw_tp"
-		for name, p := range map[string]*ebpf.Program{"sched_wakeup": ro.Wakeup, "sched_wakeup_new": ro.WakeupNew, "sched_switch": ro.Switch} {
-			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: p})
-			if err != nil {
-				return nil, fmt.Errorf("attaching to %s: %w", name, err)
-			}
-			links = append(links, l)
-		}
+		return nil, err
 	}
-	start := time.Now()
-	var tickErr error
-	runctl.Until(ctx, o.Duration, o.Interval, nil, func() {
-		if o.OnInterval == nil || tickErr != nil {
-			return
+	defer s.Close()
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
+		if o.OnInterval == nil {
+			return nil
 		}
 		g, err := drain(maps.Hist, true)
 		if err != nil {
-			tickErr = err
-			return
+			return err
 		}
 		o.OnInterval(g)
-	})
-	if tickErr != nil {
-		return nil, tickErr
+		return nil
+	}})
+	if err != nil {
+		return nil, err
 	}
-	for _, l := range links {
-		l.Close()
-	}
-	links = nil
-	res.Elapsed = time.Since(start)
 	g, err := drain(maps.Hist, false)
 	if err != nil {
 		return nil, err
 	}
-	res.Groups = g
-	res.Switches = bpfmaps.SumPerCPU(maps.Switches, 0)
-	res.Unknown = bpfmaps.SumPerCPU(maps.Switches, 1)
-	return res, nil
+	c := bpfmaps.Counters(maps.Switches, int(runqlatRunqlatCounterRUNQLAT_NCOUNTERS))
+	return &Result{Groups: g, Elapsed: run.Elapsed, Attach: s.Mode(),
+		Switches: c[runqlatRunqlatCounterRUNQLAT_SWITCHES], Unknown: c[runqlatRunqlatCounterRUNQLAT_UNKNOWN]}, nil
 }
 
 // drain reads the slots into histograms, deleting them when reset is set.

@@ -5,6 +5,7 @@
  * per process and syscall, from the raw_syscalls tracepoints. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include "sonde_maps.h"
 #include "syscount.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -49,12 +50,7 @@ struct {
 } starts SEC(".maps");
 
 /* key: 0; value: syscalls lost to a full map (u64), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 1);
-} lost SEC(".maps");
+PERCPU_COUNTERS(lost, 1);
 
 static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr)
 {
@@ -62,26 +58,30 @@ static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr)
 	struct syscount_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (v)
 		return v;
+	/* The name is copied once, when the entry is made. */
 	struct syscount_val zero = {};
 	if (per_process)
 		bpf_get_current_comm(&zero.comm, sizeof(zero.comm));
-	bpf_map_update_elem(&counts, &k, &zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(&counts, &k);
-	if (!v) {
-		__u32 z = 0;
-		__u64 *l = bpf_map_lookup_elem(&lost, &z);
-		if (l)
-			(*l)++;
-	}
+	v = lookup_or_init(&counts, &k, &zero);
+	if (!v)
+		counter_inc(&lost, 0);
 	return v;
+}
+
+/* The current process and thread; false when the pid filter rejects them. */
+static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	*pid = id >> 32;
+	*tid = (__u32)id;
+	return !target_pid || *pid == target_pid;
 }
 
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter(struct enter_args *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if (target_pid && pid != target_pid)
+	__u32 pid, tid;
+	if (!current_ids(&pid, &tid))
 		return 0;
 	__u32 nr = (__u32)ctx->id;
 	/* Counted at entry: exit and exit_group never return. */
@@ -98,9 +98,8 @@ int sys_enter(struct enter_args *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit(struct exit_args *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if (target_pid && pid != target_pid)
+	__u32 pid, tid;
+	if (!current_ids(&pid, &tid))
 		return 0;
 	if (!latency) {
 		if (ctx->ret < 0) {

@@ -8,14 +8,10 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
-
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
-	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/syscalls"
 )
@@ -52,75 +48,29 @@ type Result struct {
 
 // Run counts until the command exits, the duration passes or a signal.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
-	}
-	var child *record.Child
-	var err error
-	if len(o.Command) > 0 {
+	var maps syscountMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "syscall counter", Spec: loadSyscount, Maps: &maps,
+		Consts: map[string]any{syscountVarTargetPid: uint32(o.Pid), syscountVarPerProcess: o.PerProcess, syscountVarLatency: o.Latency},
 		// The command is held before its exec, so its pid can be the filter.
-		if child, err = record.StartChild(o.Command); err != nil {
-			return nil, err
-		}
-		o.Pid = child.Cmd.Process.Pid
-	}
-	fail := func(err error) (*Result, error) {
-		if child != nil {
-			child.Abort()
-		}
+		Command: o.Command, PidConst: syscountVarTargetPid,
+		Hooks: []bpfskel.Hook{
+			bpfskel.TracepointHook("raw_syscalls", "sys_enter", syscountProgSysEnter),
+			bpfskel.TracepointHook("raw_syscalls", "sys_exit", syscountProgSysExit),
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	spec, err := loadSyscount()
+	defer s.Close()
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	for n, v := range map[string]any{"target_pid": uint32(o.Pid), "per_process": o.PerProcess, "latency": o.Latency} {
-		if err := spec.Variables[n].Set(v); err != nil {
-			return fail(fmt.Errorf("setting %s: %w", n, err))
-		}
-	}
-	var objs syscountObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return fail(fmt.Errorf("loading the syscall counter: %w", err))
-	}
-	defer objs.Close()
-	l1, err := link.Tracepoint("raw_syscalls", "sys_enter", objs.SysEnter, nil)
-	if err != nil {
-		return fail(fmt.Errorf("attaching to raw_syscalls:sys_enter: %w", err))
-	}
-	defer l1.Close()
-	l2, err := link.Tracepoint("raw_syscalls", "sys_exit", objs.SysExit, nil)
-	if err != nil {
-		return fail(fmt.Errorf("attaching to raw_syscalls:sys_exit: %w", err))
-	}
-	defer l2.Close()
-	res := &Result{}
-	start := time.Now()
-	done := make(chan struct{})
-	var waitErr error
-	if child != nil {
-		if err := child.Go(); err != nil {
-			return fail(err)
-		}
-		go func() { waitErr = child.Cmd.Wait(); close(done) }()
-	}
-	var doneCh <-chan struct{}
-	if child != nil {
-		doneCh = done
-	}
-	if runctl.Until(ctx, o.Duration, 0, doneCh, nil) == runctl.Deadline && child != nil {
-		child.Cmd.Process.Signal(syscall.SIGTERM)
-	}
-	if child != nil {
-		<-done
-		res.ExitCode = record.ExitCode(waitErr, child.Cmd.ProcessState)
-	}
-	l1.Close()
-	l2.Close()
-	res.Elapsed = time.Since(start)
+	res := &Result{Elapsed: run.Elapsed, ExitCode: run.ExitCode}
 	var k syscountSyscountKey
 	var v syscountSyscountVal
-	it := objs.Counts.Iterate()
+	it := maps.Counts.Iterate()
 	for it.Next(&k, &v) {
 		r := Row{Pid: k.Pid, Nr: k.Nr, Name: syscalls.Name(runtime.GOARCH, int(k.Nr)), Count: v.Count, TotalNS: v.TotalNs, MaxNS: v.MaxNs, Errors: v.Errors, Comm: bpfmaps.CString(v.Comm[:])}
 		if o.Latency && v.Count > 0 {
@@ -131,7 +81,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading counts: %w", err)
 	}
-	res.Lost = bpfmaps.SumPerCPU(objs.Lost, 0)
+	res.Lost = bpfmaps.SumPerCPU(maps.Lost, 0)
 	sort.Slice(res.Rows, func(i, j int) bool {
 		if o.Latency && res.Rows[i].TotalNS != res.Rows[j].TotalNS {
 			return res.Rows[i].TotalNS > res.Rows[j].TotalNS

@@ -3,7 +3,7 @@
 // run (deep recursion), so a probe that writes to a goroutine stack would
 // crash it. It prints a checksum that must not change under tracing.
 //
-// usage: goprog ITERATIONS
+// usage: goprog ITERATIONS [START_DELAY]  (the delay lets a tracer attach by pid)
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 )
 
 //go:noinline
@@ -40,6 +41,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: goprog ITERATIONS")
 		os.Exit(2)
 	}
+	if len(os.Args) > 2 {
+		d, err := time.ParseDuration(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "usage: goprog ITERATIONS [START_DELAY]")
+			os.Exit(2)
+		}
+		time.Sleep(d)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sum := 0
@@ -60,5 +69,10 @@ func main() {
 		}(g)
 	}
 	wg.Wait()
-	fmt.Printf("calls work=%d deep=%d checksum=%d\n", 4*n+4*((n+9)/10), 4*((n+9)/10), sum)
+	// Every call of deep counts, the recursive ones too.
+	deepCalls := 0
+	for i := 0; i < n; i += 10 {
+		deepCalls += 200 + i%50 + 1
+	}
+	fmt.Printf("calls work=%d deep=%d checksum=%d\n", 4*n+4*((n+9)/10), 4*deepCalls, sum)
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Map helpers every sonde tool shares: lookup-or-init and per-CPU
+ * counters. Include after <bpf/bpf_helpers.h>. */
+#ifndef SONDE_MAPS_H
+#define SONDE_MAPS_H
+
+/* The value of key in a hash map, inserted as *init when missing; NULL
+ * only when the map is full. Two CPUs racing to insert both end up with
+ * the one entry (BPF_NOEXIST, then a second lookup). */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* Add delta to the u64 value of key, creating it at 0; false when the
+ * map is full (the caller counts the loss). */
+static __always_inline bool map_add(void *map, const void *key, __u64 delta)
+{
+	__u64 zero = 0;
+	__u64 *v = lookup_or_init(map, key, &zero);
+	if (!v)
+		return false;
+	__sync_fetch_and_add(v, delta);
+	return true;
+}
+
+/* A per-CPU array of n u64 counters (key: counter index, u32; value: count,
+ * u64, one per CPU so the hot path never contends; user space sums them). */
+#define PERCPU_COUNTERS(name, n)                  \
+	struct {                                      \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);  \
+		__type(key, __u32);                       \
+		__type(value, __u64);                     \
+		__uint(max_entries, n);                   \
+	} name SEC(".maps")
+
+/* Bump counter which of a PERCPU_COUNTERS map (this CPU's copy: no atomics). */
+static __always_inline void counter_inc(void *map, __u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(map, &which);
+	if (v)
+		(*v)++;
+}
+
+/* A ring buffer of size bytes (a power of two, a multiple of the page
+ * size) carrying records to user space (bpfskel.ReadRing). */
+#define RINGBUF(name, size)                       \
+	struct {                                      \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);       \
+		__uint(max_entries, size);                \
+	} name SEC(".maps")
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The one place sonde's programs take stacks. Today it asks the kernel
+ * for frame-pointer walks (bpf_get_stackid); the unwinder will walk
+ * .eh_frame here, and every stack-taking tool follows. Include after
+ * <bpf/bpf_helpers.h>. */
+#ifndef SONDE_STACK_H
+#define SONDE_STACK_H
+
+/* A stack map (key: stack id, u32; value: up to MAX_STACK_DEPTH
+ * instruction pointers, u64, leaf first, zero padded). User and kernel
+ * stacks share it; Go reads it with bpfmaps.Stack. */
+#define STACK_MAP(name, entries)                                   \
+	struct {                                                       \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                    \
+		__uint(key_size, sizeof(__u32));                           \
+		__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));       \
+		__uint(max_entries, entries);                              \
+	} name SEC(".maps")
+
+#define STACK_NONE (-1)    /* not asked for */
+#define STACK_NO_USER (-14) /* -EFAULT: no user context (kernel thread) */
+
+/* Which walks failed, as bits of take_stacks' result. */
+#define STACK_FAILED_USER 1
+#define STACK_FAILED_KERNEL 2
+
+/* Take the current task's user and/or kernel stack into stacks; ids (or
+ * a negative errno, STACK_NONE when not asked) go to *ustack and *kstack.
+ * Returns STACK_FAILED_* bits; a user walk without a user context is not
+ * a failure. ctx is the program's context (the walks start from it). */
+static __always_inline __u32 take_stacks(void *ctx, void *stacks, bool user, bool kernel, __s32 *ustack, __s32 *kstack)
+{
+	__u32 failed = 0;
+	*ustack = STACK_NONE;
+	*kstack = STACK_NONE;
+	if (user) {
+		*ustack = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
+		if (*ustack < 0 && *ustack != STACK_NO_USER)
+			failed |= STACK_FAILED_USER;
+	}
+	if (kernel) {
+		*kstack = bpf_get_stackid(ctx, stacks, 0);
+		if (*kstack < 0 && *kstack != STACK_NO_USER)
+			failed |= STACK_FAILED_KERNEL;
+	}
+	return failed;
+}
+
+#endif

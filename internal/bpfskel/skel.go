@@ -1,0 +1,327 @@
+// Package bpfskel is the one way sonde builds a BPF tool. A tool declares
+// its object (bpf2go's loader), the options its C code reads as const
+// volatile globals, its maps, and its hooks (attach points); the skeleton
+// raises the locked-memory limit, picks each hook's attach mode by probing
+// the kernel, loads only the chosen programs, attaches them, runs until
+// the measurement is over (runctl) and closes everything on every path.
+package bpfskel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/sonde-dev/sonde/internal/tracefs"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/runctl"
+)
+
+// Tool declares a BPF tool.
+type Tool struct {
+	// Name is what the tool measures, for messages ("off-CPU analysis").
+	Name string
+	// Spec is bpf2go's loadX; nil where the object is not built for this
+	// architecture (Open then says so in one line).
+	Spec func() (*ebpf.CollectionSpec, error)
+	// Consts set the object's const volatile globals before load.
+	Consts map[string]any
+	// Maps, a pointer to bpf2go's <stem>Maps struct, is filled after load
+	// and closed with the session.
+	Maps io.Closer
+	// Hooks are attached in order (put consumers before producers).
+	Hooks []Hook
+	// Command, when set, is started held before its exec; its pid is set
+	// in the PidConst global (when named), and it is released by Run once
+	// everything is attached.
+	Command  []string
+	PidConst string
+	// Features answers the attach-mode probes; nil is the running kernel.
+	Features Features
+}
+
+// Session is a loaded and attached tool.
+type Session struct {
+	// Choices holds the mode picked for each hook, in Tool.Hooks order.
+	Choices []Choice
+	coll    *ebpf.Collection
+	maps    io.Closer
+	links   []io.Closer
+	child   *runctl.Child
+}
+
+// Open loads and attaches t. On error everything opened so far is closed
+// (and a held command killed).
+func Open(t Tool) (s *Session, err error) {
+	if t.Spec == nil {
+		return nil, fmt.Errorf("%s is not built for %s", t.Name, runtime.GOARCH)
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
+	}
+	spec, err := t.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s object: %w", t.Name, err)
+	}
+	s = &Session{}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	consts := t.Consts
+	if len(t.Command) > 0 {
+		if s.child, err = runctl.StartChild(t.Command); err != nil {
+			return s, err
+		}
+		if t.PidConst != "" {
+			consts = map[string]any{t.PidConst: uint32(s.child.Cmd.Process.Pid)}
+			for k, v := range t.Consts {
+				if k != t.PidConst {
+					consts[k] = v
+				}
+			}
+		}
+	}
+	for name, v := range consts {
+		vs := spec.Variables[name]
+		if vs == nil {
+			return s, fmt.Errorf("setting %s of the %s object: no such global", name, t.Name)
+		}
+		if err := vs.Set(v); err != nil {
+			return s, fmt.Errorf("setting %s of the %s object: %w", name, t.Name, err)
+		}
+	}
+	f := t.Features
+	if f == nil {
+		f = Kernel
+	}
+	if s.Choices, err = plan(spec, t.Hooks, f); err != nil {
+		return s, err
+	}
+	if s.coll, err = ebpf.NewCollection(spec); err != nil {
+		return s, loadError(t.Name, s.Choices, err)
+	}
+	if t.Maps != nil {
+		if err := s.coll.Assign(t.Maps); err != nil {
+			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
+		}
+		s.maps = t.Maps
+	}
+	for _, c := range s.Choices {
+		if err := s.attach(c); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// plan chooses a mode per hook and leaves in spec only the programs the
+// choices use (a program of the fallback is never loaded, so it cannot
+// fail, and a program of the preferred mode fails loudly). Kernel
+// functions get a copy of their program per function, as fentry bakes the
+// target into the program.
+func plan(spec *ebpf.CollectionSpec, hooks []Hook, f Features) ([]Choice, error) {
+	var out []Choice
+	keep := map[string]bool{}
+	for _, h := range hooks {
+		c, err := choose(h, f)
+		if err != nil {
+			return nil, err
+		}
+		ps := spec.Programs[c.Prog]
+		if ps == nil {
+			return nil, fmt.Errorf("the object has no program %q for %s", c.Prog, h)
+		}
+		if c.Mode == Fentry {
+			cp := ps.Copy()
+			cp.AttachTo = h.event
+			c.Prog = c.Prog + "/" + h.event
+			spec.Programs[c.Prog] = cp
+		}
+		keep[c.Prog] = true
+		out = append(out, c)
+	}
+	for name := range spec.Programs {
+		if !keep[name] {
+			delete(spec.Programs, name)
+		}
+	}
+	return out, nil
+}
+
+func (s *Session) attach(c Choice) error {
+	p := s.coll.Programs[c.Prog]
+	h := c.Hook
+	var l link.Link
+	var err error
+	switch c.Mode {
+	case TPBTF, Fentry:
+		l, err = link.AttachTracing(link.TracingOptions{Program: p, Cookie: h.cookie})
+	case RawTP:
+		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.event, Program: p})
+	case Tracepoint:
+		// cilium/ebpf reads the event id from tracefs; on a fresh boot it
+		// may not be mounted yet (sonde mounts it, as perf does).
+		if _, err := tracefs.Root(); err != nil {
+			return fmt.Errorf("attaching %s: %w", h.event, err)
+		}
+		group, name, _ := strings.Cut(h.event, ":")
+		l, err = link.Tracepoint(group, name, p, nil)
+	case Kprobe:
+		o := &link.KprobeOptions{Cookie: h.cookie}
+		if h.ret {
+			l, err = link.Kretprobe(h.event, p, o)
+		} else {
+			l, err = link.Kprobe(h.event, p, o)
+		}
+	case Uprobe:
+		var ex *link.Executable
+		if ex, err = link.OpenExecutable(h.binary); err != nil {
+			return fmt.Errorf("opening %s: %w", h.binary, err)
+		}
+		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie, Offset: h.offset}
+		if h.ret {
+			l, err = ex.Uretprobe(h.event, p, o)
+		} else {
+			l, err = ex.Uprobe(h.event, p, o)
+		}
+	case PerfEvent:
+		return s.attachPerf(p, h)
+	default:
+		return fmt.Errorf("attaching %s: unknown mode %s", h, c.Mode)
+	}
+	if err != nil {
+		what := "attaching to " + h.String()
+		if h.ret {
+			what = "attaching to the return of " + h.String()
+		}
+		return fmt.Errorf("%s (%s): %w", what, c.Mode, err)
+	}
+	s.links = append(s.links, l)
+	return nil
+}
+
+type perfFD int
+
+func (fd perfFD) Close() error { return unix.Close(int(fd)) }
+
+func (s *Session) attachPerf(p *ebpf.Program, h Hook) error {
+	fds, err := h.open()
+	for _, fd := range fds {
+		s.links = append(s.links, perfFD(fd))
+	}
+	if err != nil {
+		return err
+	}
+	for _, fd := range fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, p.FD()); err != nil {
+			return fmt.Errorf("attaching the BPF program to a perf event: %w", err)
+		}
+	}
+	for _, fd := range fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fmt.Errorf("enabling a perf event: %w", err)
+		}
+	}
+	return nil
+}
+
+// Mode names the attach modes chosen, for verbose and JSON output:
+// "tp_btf", "raw_tp", "uprobe", or several joined by "+".
+func (s *Session) Mode() string {
+	var ms []string
+	for _, c := range s.Choices {
+		m := string(c.Mode)
+		if !contains(ms, m) {
+			ms = append(ms, m)
+		}
+	}
+	return strings.Join(ms, "+")
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Pid is the held command's pid (0 without one).
+func (s *Session) Pid() int {
+	if s.child == nil {
+		return 0
+	}
+	return s.child.Cmd.Process.Pid
+}
+
+// Run releases the held command, if any, and blocks until the run is over
+// (o.Duration, a signal, ctx, the command's exit), calling o.OnInterval
+// every o.Interval; then it detaches the programs, so the maps hold the
+// final counts.
+func (s *Session) Run(ctx context.Context, o runctl.Options) (runctl.Result, error) {
+	if s.child != nil {
+		c := s.child
+		s.child = nil
+		if err := c.Go(); err != nil {
+			c.Abort()
+			return runctl.Result{}, fmt.Errorf("releasing the command: %w", err)
+		}
+		o.Target = c.Cmd
+	}
+	r, err := runctl.Run(ctx, o)
+	s.Detach()
+	return r, err
+}
+
+// Detach stops the programs (links and perf events); maps stay readable.
+func (s *Session) Detach() {
+	for i := len(s.links) - 1; i >= 0; i-- {
+		s.links[i].Close()
+	}
+	s.links = nil
+}
+
+// Close detaches and frees everything; a command never released is killed.
+func (s *Session) Close() {
+	s.Detach()
+	if s.child != nil {
+		s.child.Abort()
+		s.child = nil
+	}
+	if s.maps != nil {
+		s.maps.Close()
+		s.maps = nil
+	}
+	if s.coll != nil {
+		s.coll.Close()
+		s.coll = nil
+	}
+}
+
+// loadError says which program failed and why, in one line with the fix
+// where there is one; a verifier error keeps its log (%+v prints it).
+func loadError(name string, cs []Choice, err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		var modes []string
+		for _, c := range cs {
+			modes = append(modes, c.Prog+" ("+string(c.Mode)+")")
+		}
+		return fmt.Errorf("loading the %s programs: the kernel's verifier rejected one of %s: %w", name, strings.Join(modes, ", "), err)
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return permissionError("loading the "+name+" programs", err)
+	}
+	return fmt.Errorf("loading the %s programs: %w", name, err)
+}

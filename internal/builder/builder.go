@@ -1,0 +1,365 @@
+// Package builder turns what sources saw — perf records, BPF stack maps —
+// into sonde's model: it follows address spaces (mmap, fork, exec),
+// deduplicates threads, locations and stacks while data arrives, and names
+// everything once at the end through the symbolize pass. record, profile
+// and offcpu all build their profiles here.
+package builder
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/symbolize"
+)
+
+// Builder turns the kernel's records (samples and side-band) or stacks read
+// from BPF maps into a model.Profile. While data arrives it only tracks
+// address spaces and deduplicates; names are looked up once, in Finish.
+type Builder struct {
+	prof         model.Profile
+	procs        map[uint32]*process
+	comms        map[uint32]string // tid → current name
+	threads      map[threadKey]int32
+	dsos         map[symbolize.Object]int32 // object → index into prof.DSOs
+	objs         []symbolize.Object         // what each DSO is, for the symbolize pass
+	rawLocs      map[rawLoc]int32
+	stacks       map[string]int32
+	keyBuf       []byte
+	frames       []int32
+	frameBuf     []Frame // reused by the unwinder, one sample at a time
+	kernelDSO    int32
+	synthetic    map[string]int32
+	syntheticDSO int32
+	// Unwinder turns a sample into frames; frame pointers by default.
+	Unwinder Unwinder
+	// The running system, read for processes that started before the
+	// recording (tests give a fake one).
+	readMaps func(pid int) ([]procfs.Mapping, error)
+	tids     func(pid int) ([]int, error)
+	comm     func(pid, tid int) string
+}
+
+type threadKey struct {
+	pid, tid uint32
+	comm     string
+}
+
+type rawLoc struct {
+	dso  int32
+	addr uint64 // file offset for file-backed objects, address otherwise
+}
+
+type mapping struct {
+	start, end, pgoff uint64
+	dso               int32
+}
+
+type process struct {
+	maps []mapping // sorted by start, non-overlapping
+}
+
+// New returns an empty builder.
+func New() *Builder {
+	return &Builder{
+		procs:        map[uint32]*process{},
+		comms:        map[uint32]string{},
+		threads:      map[threadKey]int32{},
+		dsos:         map[symbolize.Object]int32{},
+		rawLocs:      map[rawLoc]int32{},
+		stacks:       map[string]int32{},
+		kernelDSO:    -1,
+		syntheticDSO: -1,
+		Unwinder:     FramePointer{},
+		readMaps:     procfs.ReadMaps,
+		tids:         procfs.Threads,
+		comm:         procfs.Comm,
+	}
+}
+
+func (b *Builder) proc(pid uint32) *process {
+	p := b.procs[pid]
+	if p == nil {
+		p = &process{}
+		b.procs[pid] = p
+		// A process we have not seen start: read its current mappings.
+		if maps, err := b.readMaps(int(pid)); err == nil {
+			for _, m := range maps {
+				if m.Exec() {
+					b.addMapping(pid, p, m.Start, m.End, m.Offset, m.Path, nil)
+				}
+			}
+		}
+	}
+	return p
+}
+
+// Synthesize records the current state of pid (mappings and thread names),
+// for processes that existed before recording started.
+func (b *Builder) Synthesize(pid int) {
+	b.proc(uint32(pid))
+	if tids, err := b.tids(pid); err == nil {
+		for _, t := range tids {
+			if c := b.comm(pid, t); c != "" {
+				b.comms[uint32(t)] = c
+			}
+		}
+	}
+}
+
+func (b *Builder) dsoFor(pid uint32, path string, buildID []byte) int32 {
+	obj := symbolize.MappedObject(pid, path, hex.EncodeToString(buildID))
+	// One DSO per file (and build-id), whichever process mapped it; one per
+	// process for anonymous memory. The pid kept is the first mapper's, to
+	// reach its mount namespace.
+	key := obj
+	if !obj.Anon() {
+		key.Pid = 0
+	}
+	if id, ok := b.dsos[key]; ok {
+		return id
+	}
+	return b.addDSO(key, obj)
+}
+
+func (b *Builder) addDSO(key, obj symbolize.Object) int32 {
+	id := int32(len(b.prof.DSOs))
+	b.dsos[key] = id
+	b.prof.DSOs = append(b.prof.DSOs, obj.DSO())
+	b.objs = append(b.objs, obj)
+	return id
+}
+
+func (b *Builder) addMapping(pid uint32, p *process, start, end, pgoff uint64, path string, buildID []byte) {
+	if end <= start {
+		return
+	}
+	nm := mapping{start: start, end: end, pgoff: pgoff, dso: b.dsoFor(pid, path, buildID)}
+	// Cut what the new mapping covers out of older ones (MAP_FIXED, dlopen).
+	out := p.maps[:0:0]
+	for _, m := range p.maps {
+		if m.end <= start || m.start >= end {
+			out = append(out, m)
+			continue
+		}
+		if m.start < start {
+			out = append(out, mapping{start: m.start, end: start, pgoff: m.pgoff, dso: m.dso})
+		}
+		if m.end > end {
+			out = append(out, mapping{start: end, end: m.end, pgoff: m.pgoff + (end - m.start), dso: m.dso})
+		}
+	}
+	out = append(out, nm)
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	p.maps = out
+}
+
+// Mmap handles MMAP/MMAP2.
+func (b *Builder) Mmap(m perf.Mmap) {
+	if m.Prot&0x4 == 0 { // PROT_EXEC: only code matters for stacks
+		return
+	}
+	if m.Pid == ^uint32(0) {
+		return // kernel module maps: kallsyms covers them
+	}
+	b.addMapping(m.Pid, b.proc(m.Pid), m.Addr, m.Addr+m.Len, m.Pgoff, m.Filename, m.BuildID)
+}
+
+// Comm handles COMM; an exec starts a fresh address space.
+func (b *Builder) Comm(c perf.Comm) {
+	b.comms[c.Tid] = c.Comm
+	if c.Exec {
+		b.procs[c.Pid] = &process{}
+	}
+}
+
+// Fork handles FORK: a new process starts with its parent's mappings.
+func (b *Builder) Fork(t perf.Task) {
+	if c, ok := b.comms[t.Ptid]; ok {
+		b.comms[t.Tid] = c
+	}
+	if t.Pid == t.Ppid {
+		return // a new thread shares the address space
+	}
+	parent := b.procs[t.Ppid]
+	child := &process{}
+	if parent != nil {
+		child.maps = append([]mapping(nil), parent.maps...)
+	}
+	b.procs[t.Pid] = child
+}
+
+func (b *Builder) thread(pid, tid uint32) int32 {
+	comm, ok := b.comms[tid]
+	if !ok && tid == 0 {
+		comm, ok = "swapper", true // the idle task
+	}
+	if !ok {
+		comm = b.comm(int(pid), int(tid))
+		if comm == "" {
+			comm = fmt.Sprintf(":%d", tid)
+		}
+		b.comms[tid] = comm
+	}
+	k := threadKey{pid, tid, comm}
+	if id, ok := b.threads[k]; ok {
+		return id
+	}
+	id := int32(len(b.prof.Threads))
+	b.threads[k] = id
+	b.prof.Threads = append(b.prof.Threads, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm})
+	return id
+}
+
+// Sample adds one sample of the first event.
+func (b *Builder) Sample(s *perf.Sample, misc uint16) { b.SampleEvent(s, misc, 0) }
+
+// SampleEvent adds one sample of event ev, keeping its raw payload.
+func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
+	b.frameBuf = b.Unwinder.Frames(s, misc, b.frameBuf[:0])
+	b.frames = b.frames[:0]
+	for _, f := range b.frameBuf {
+		b.frames = append(b.frames, b.loc(s.Pid, f))
+	}
+	b.keyBuf = b.keyBuf[:0]
+	for _, id := range b.frames {
+		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
+	}
+	st, ok := b.stacks[string(b.keyBuf)]
+	if !ok {
+		st = int32(len(b.prof.Stacks))
+		b.stacks[string(b.keyBuf)] = st
+		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), b.frames...))
+	}
+	var raw []byte
+	if len(s.Raw) > 0 {
+		raw = append([]byte(nil), s.Raw...)
+	}
+	b.prof.Samples = append(b.prof.Samples, model.Sample{
+		Time: s.Time, Thread: b.thread(s.Pid, s.Tid), CPU: s.CPU, Stack: st, Period: s.Period, Event: ev, Raw: raw,
+	})
+}
+
+func (b *Builder) loc(pid uint32, f Frame) int32 {
+	addr := f.Addr
+	if !f.Leaf && addr > 0 {
+		// A return address points after the call; the call is what ran.
+		addr--
+	}
+	var k rawLoc
+	if f.Kernel {
+		if b.kernelDSO < 0 {
+			b.kernelDSO = b.addDSO(symbolize.KernelObject, symbolize.KernelObject)
+		}
+		k = rawLoc{dso: b.kernelDSO, addr: addr}
+	} else {
+		k = rawLoc{dso: -1, addr: addr}
+		p := b.proc(pid)
+		i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].end > addr })
+		if i < len(p.maps) && p.maps[i].start <= addr {
+			m := p.maps[i]
+			k = rawLoc{dso: m.dso, addr: b.objs[m.dso].Offset(addr, m.start, m.pgoff)}
+		}
+	}
+	if id, ok := b.rawLocs[k]; ok {
+		return id
+	}
+	id := int32(len(b.prof.Locs))
+	b.rawLocs[k] = id
+	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
+	return id
+}
+
+// SyntheticLoc returns a location that prints as name: separators and
+// process names inside combined stacks (the waker part of a wakeup chain).
+func (b *Builder) SyntheticLoc(name string) int32 {
+	if b.synthetic == nil {
+		b.synthetic = map[string]int32{}
+	}
+	if id, ok := b.synthetic[name]; ok {
+		return id
+	}
+	if b.syntheticDSO < 0 {
+		b.syntheticDSO = int32(len(b.prof.DSOs))
+		b.prof.DSOs = append(b.prof.DSOs, model.DSO{Name: "[sonde]", Kind: model.DSOUnknown})
+		b.objs = append(b.objs, symbolize.Object{}) // named already: the pass leaves it alone
+	}
+	fn := int32(len(b.prof.Funcs))
+	b.prof.Funcs = append(b.prof.Funcs, model.Func{Name: name, DSO: b.syntheticDSO})
+	id := int32(len(b.prof.Locs))
+	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: b.syntheticDSO, Func: fn, File: -1})
+	b.synthetic[name] = id
+	return id
+}
+
+// FrameLocs turns unwound frames of pid into location ids.
+func (b *Builder) FrameLocs(pid uint32, frames []Frame) []int32 {
+	out := make([]int32, 0, len(frames))
+	for _, f := range frames {
+		out = append(out, b.loc(pid, f))
+	}
+	return out
+}
+
+// StackLocs turns a kernel and a user stack read from a BPF stack map (leaf
+// first) into location ids, with the same leaf rules as perf call chains.
+func (b *Builder) StackLocs(pid uint32, kernel, user []uint64) []int32 {
+	s := perf.Sample{}
+	if len(kernel) > 0 {
+		s.Callchain = append(append(s.Callchain, perf.ContextKernel), kernel...)
+	}
+	if len(user) > 0 {
+		s.Callchain = append(append(s.Callchain, perf.ContextUser), user...)
+	}
+	if len(s.Callchain) == 0 {
+		return nil
+	}
+	b.frameBuf = FramePointer{}.Frames(&s, 0, b.frameBuf[:0])
+	return b.FrameLocs(pid, b.frameBuf)
+}
+
+// SampleLocs adds a sample made of location ids (leaf first).
+func (b *Builder) SampleLocs(pid, tid uint32, locs []int32, period uint64) {
+	b.SampleLocsN(pid, tid, locs, period, 1)
+}
+
+// SampleLocsN adds n identical samples (counts aggregated in the kernel).
+func (b *Builder) SampleLocsN(pid, tid uint32, locs []int32, period, n uint64) {
+	b.keyBuf = b.keyBuf[:0]
+	for _, id := range locs {
+		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
+	}
+	st, ok := b.stacks[string(b.keyBuf)]
+	if !ok {
+		st = int32(len(b.prof.Stacks))
+		b.stacks[string(b.keyBuf)] = st
+		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), locs...))
+	}
+	smp := model.Sample{Thread: b.thread(pid, tid), Stack: st, Period: period}
+	for i := uint64(0); i < n; i++ {
+		b.prof.Samples = append(b.prof.Samples, smp)
+	}
+}
+
+// SetComm names a thread (for sources that learn names with their data).
+func (b *Builder) SetComm(tid uint32, comm string) { b.comms[tid] = comm }
+
+// SampleCount is the number of samples so far.
+func (b *Builder) SampleCount() int { return len(b.prof.Samples) }
+
+// Finish names every location and returns the profile. Objects are opened
+// now, once each, while they are still on disk.
+func (b *Builder) Finish(meta model.Meta) *model.Profile {
+	return b.FinishWith(symbolize.Default(), meta)
+}
+
+// FinishWith names locations with s (tests pass fake resolvers).
+func (b *Builder) FinishWith(s *symbolize.Symbolizer, meta model.Meta) *model.Profile {
+	b.prof.Meta = meta
+	s.Profile(&b.prof, b.objs)
+	return &b.prof
+}
