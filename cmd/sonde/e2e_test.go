@@ -32,9 +32,9 @@ type jsonReport struct {
 		Graph    *jsonNode         `json:"callgraph"`
 	} `json:"entries"`
 	Meta struct {
-		Lost     uint64   `json:"Lost"`
-		Warnings []string `json:"Warnings"`
-	} `json:"meta"`
+		Lost     uint64   `json:"lost"`
+		Warnings []string `json:"warnings"`
+	} `json:"recording"`
 }
 
 type jsonNode struct {
@@ -215,7 +215,7 @@ func TestRecordExitCodeAndErrors(t *testing.T) {
 		{"hardware_event", []string{"record", "-e", "cycles", "--", "true"}, ""},
 		{"missing_file", []string{"report", "-i", "nope.data"}, "no such file"},
 		{"bad_sort", []string{"report", "--sort", "bo-gus"}, "unknown sort key"},
-		{"unknown_command", []string{"recrod"}, "nearest: record"},
+		{"unknown_command", []string{"recrod"}, "did you mean record"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

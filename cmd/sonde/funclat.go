@@ -54,6 +54,9 @@ func newFunclatCmd() *cobra.Command {
 		names := make([]string, len(funcs))
 		for i, fn := range funcs {
 			names[i] = fn.String()
+			if fn.Note != "" {
+				fmt.Fprintln(os.Stderr, "sonde: "+fn.Note)
+			}
 		}
 		o := funclat.Options{Funcs: funcs, Pid: l.pid, Duration: l.duration, Interval: l.interval}
 		start := time.Now()

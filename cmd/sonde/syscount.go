@@ -34,7 +34,7 @@ func newSyscountCmd() *cobra.Command {
 		} else if len(args) > 0 {
 			tgt = t.String()
 		}
-		ctx, wait, err := t.startAlongside(ctx)
+		ctx, wait, err := t.StartAlongside(ctx)
 		if err != nil {
 			return err
 		}

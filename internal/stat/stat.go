@@ -63,7 +63,7 @@ func (c Count) RunningPct() float64 {
 // Result of one run.
 type Result struct {
 	Counts   []Count       `json:"counts"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Elapsed  time.Duration `json:"duration_ns"`
 	User     time.Duration `json:"user_ns"`
 	Sys      time.Duration `json:"sys_ns"`
 	ExitCode int           `json:"exit_code"`
