@@ -347,11 +347,11 @@ func TestRunqlat(t *testing.T) {
 	}
 	json.Unmarshal(rqOut, &rqMeta)
 	var stMeta struct {
-		Elapsed float64 `json:"elapsed_s"`
+		Duration float64 `json:"duration_ns"`
 	}
 	stRaw := r.Stdout[len(rqOut):]
 	json.Unmarshal([]byte(strings.TrimSpace(stRaw)), &stMeta)
-	switchRate := statValue(t, s, "sched:sched_switch") / stMeta.Elapsed
+	switchRate := statValue(t, s, "sched:sched_switch") / (stMeta.Duration / 1e9)
 	waitRate := float64(count) / (rqMeta.Duration / 1e9)
 	t.Logf("idle mean %.0f ns, busy mean %.0f ns; %.0f waits/s vs %.0f switches/s", idleMean, busyMean, waitRate, switchRate)
 	if busyMean <= idleMean {
