@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/bio"
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
@@ -81,14 +82,14 @@ func TestBPFCommandLines(t *testing.T) {
 			if !takesDuration[cmd.Name()] {
 				return
 			}
-			l := &live{}
-			l.duration, _ = parseDuration(cmd.Flags().Lookup("duration").Value.String())
+			l := &cli.Live{}
+			l.Duration, _ = parseDuration(cmd.Flags().Lookup("duration").Value.String())
 			if cmd.Name() != "funclat" && cmd.Name() != "syscount" && len(args) > 0 {
-				if err := l.bareDuration(cmd, args); err != nil {
+				if err := l.BareDuration(cmd, args); err != nil {
 					t.Fatalf("duration: %v", err)
 				}
 			}
-			if d := l.duration; d != c.dur {
+			if d := l.Duration; d != c.dur {
 				t.Errorf("traces for %v, want %v", d, c.dur)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/stream"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
@@ -67,7 +68,7 @@ func newCputimeCmd() *cobra.Command {
 		} else if compare {
 			o.SampleHz = freq
 		}
-		if _, err := pidTarget(o.Pid); err != nil {
+		if _, err := cli.PidTarget(o.Pid); err != nil {
 			return err
 		}
 		ctx, stop := runctl.WithSignals(context.Background())
