@@ -59,16 +59,15 @@ func newFunclatCmd() *cobra.Command {
 			}
 		}
 		o := funclat.Options{Funcs: funcs, Pid: l.Pid, Duration: l.Duration, Interval: l.Interval}
-		start := time.Now()
 		o.OnInterval = func(hs []*histogram.Hist) {
-			l.W.Interval(dist.NewFunctions(do, tgt, dist.Calls{Names: names, Hists: hs}, time.Since(start)))
+			l.W.Interval(dist.NewFunctions(do, tgt, dist.Calls{Names: names, Hists: hs}, l.Lap()))
 		}
 		res, err := funclat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
 		calls := dist.Calls{Names: names, Hists: res.Hists, Untimed: res.Untimed, Lost: res.Drops, Attach: res.Attach}
-		return l.W.Final(dist.NewFunctions(do, tgt, calls, res.Elapsed))
+		return l.W.Final(dist.NewFunctions(do, tgt, calls, l.Span(res.Elapsed)))
 	}
 	return cmd
 }

@@ -55,15 +55,14 @@ func newRunqlatCmd() *cobra.Command {
 			o.Split, split = runqlat.SplitTid, dist.ByThread
 		}
 		comm := func(id uint32) string { return procfs.Comm(int(id), int(id)) }
-		start := time.Now()
 		o.OnInterval = func(g map[uint32]*histogram.Hist) {
-			l.W.Interval(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, time.Since(start)))
+			l.W.Interval(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, l.Lap()))
 		}
 		res, err := runqlat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.W.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, res.Elapsed))
+		return l.W.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, l.Span(res.Elapsed)))
 	}
 	return cmd
 }

@@ -28,6 +28,7 @@ type Live struct {
 	MinInterval        time.Duration // 0: the tool has no -i
 	DurationArg        bool          // a bare argument is the duration
 	W                  *emit.Writer  // set by Start
+	lap                time.Time     // when the current interval began
 }
 
 // Command adds the shared flags to c; pidUsage says what -p does ("" for
@@ -68,8 +69,28 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 		fmt.Fprintf(os.Stderr, "sonde: %s, %s\n", what, how)
 	}
 	l.W = emit.New(os.Stdout, l.JSON)
+	// With intervals the output is JSON Lines to the end.
+	l.W.Lines = l.Interval > 0
+	l.lap = time.Now()
 	ctx, stop = runctl.WithSignals(context.Background())
 	return ctx, target, stop, nil
+}
+
+// Lap returns how long the interval now ending lasted, and starts the next.
+func (l *Live) Lap() time.Duration {
+	now := time.Now()
+	d := now.Sub(l.lap)
+	l.lap = now
+	return d
+}
+
+// Span is how long the final report covers: the whole run, or with -i
+// the last, partial interval.
+func (l *Live) Span(elapsed time.Duration) time.Duration {
+	if l.Interval > 0 {
+		return l.Lap()
+	}
+	return elapsed
 }
 
 // BareDuration takes bcc's positional duration: `offcpu 5` is `offcpu -d 5`.
