@@ -30,6 +30,7 @@ func newProfileCmd() *cobra.Command {
 	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")
 	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
 	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
+	f.BoolP("callchain", "g", true, "accepted for perf's habit: profile always counts whole stacks")
 	sf.Add(f, "samples")
 	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
 		if all && l.Pid != 0 {
