@@ -276,7 +276,7 @@ func TestDataFileErrors(t *testing.T) {
 	}
 	files := map[string][]byte{
 		"empty":     {},
-		"truncated": good[:len(good)/2],
+		"truncated": good[:30], // inside the first chunk
 		"newer":     newer,
 		"corrupt":   corrupt,
 		"text":      []byte("hello world, not a profile\n"),
@@ -294,6 +294,12 @@ func TestDataFileErrors(t *testing.T) {
 				t.Errorf("stderr %q, want %q", r.Stderr, wants[name])
 			}
 		})
+	}
+	// A file cut after its first chunks reads, and says it was cut.
+	p := filepath.Join(dir, "cut.data")
+	os.WriteFile(p, good[:len(good)-len(good)/4], 0o644)
+	if r := testutil.MustRun(t, dir, "report", "-i", p); !strings.Contains(r.Stdout, "cut") {
+		t.Errorf("a cut file's report does not say so:\n%s", r.Stdout)
 	}
 }
 

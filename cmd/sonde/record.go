@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -53,7 +52,7 @@ func newRecordCmd() *cobra.Command {
 			return usagef("nothing to record: give a command, -p PID, -t TID or -a")
 		}
 		o := record.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command,
-			Duration: duration, RingPages: pages, Version: version}
+			Duration: duration, RingPages: pages, Version: version, Output: output}
 		if o.Events, o.Filters, err = ev.Resolve([]string{"cpu-clock"}); err != nil {
 			return err
 		}
@@ -88,13 +87,10 @@ func newRecordCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := datafile.WriteFile(output, res.Profile); err != nil {
-			return err
-		}
 		if !quiet {
 			p := res.Profile
 			fmt.Fprintf(os.Stderr, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
-				len(p.Samples), p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
+				res.Samples, p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
 			for _, w := range p.Meta.Warnings {
 				fmt.Fprintf(os.Stderr, "sonde: warning: %s\n", w)
 			}

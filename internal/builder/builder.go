@@ -35,6 +35,7 @@ type Builder struct {
 	kernelDSO    int32
 	synthetic    map[string]int32
 	syntheticDSO int32
+	written      int // samples handed out and dropped (DropSamples)
 	// Unwinder turns a sample into frames; frame pointers by default.
 	Unwinder Unwinder
 	// The running system, read for processes that started before the
@@ -348,8 +349,25 @@ func (b *Builder) SampleLocsN(pid, tid uint32, locs []int32, period, n uint64) {
 // SetComm names a thread (for sources that learn names with their data).
 func (b *Builder) SetComm(tid uint32, comm string) { b.comms[tid] = comm }
 
-// SampleCount is the number of samples so far.
-func (b *Builder) SampleCount() int { return len(b.prof.Samples) }
+// SampleCount is the number of samples so far, written or not.
+func (b *Builder) SampleCount() int { return b.written + len(b.prof.Samples) }
+
+// Partial is the profile so far, its locations not yet named (recorded
+// addresses, Meta.Unsymbolized): what a data file chunk carries while a
+// recording runs. The tables only grow; call DropSamples once written.
+func (b *Builder) Partial(meta model.Meta) *model.Profile {
+	b.prof.Meta = meta
+	b.prof.Meta.Unsymbolized = true
+	return &b.prof
+}
+
+// DropSamples forgets the samples so far (they are on disk), so memory
+// stays flat however long a recording runs.
+func (b *Builder) DropSamples() {
+	b.written += len(b.prof.Samples)
+	clear(b.prof.Samples) // drop raw payload references
+	b.prof.Samples = b.prof.Samples[:0]
+}
 
 // Finish names every location and returns the profile. Objects are opened
 // now, once each, while they are still on disk.

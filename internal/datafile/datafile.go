@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
 // Magic starts every sonde data file.
@@ -74,6 +75,14 @@ type Writer struct {
 
 // NewWriter writes chunks to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Rewrite makes the next chunk carry every table whole again: after the
+// symbolize pass named the locations (and objects) an earlier chunk wrote
+// with recorded addresses.
+func (w *Writer) Rewrite() {
+	w.threads, w.dsos, w.funcs, w.files, w.locs, w.stacks, w.code = 0, 0, 0, 0, 0, 0, 0
+	w.comms = w.comms[:0]
+}
 
 // Chunks is how many chunks have been written.
 func (w *Writer) Chunks() int { return w.chunks }
@@ -412,6 +421,7 @@ func encodeMeta(e *enc, m *model.Meta) {
 			e.uvarint(uint64(f.Kind))
 		}
 	}
+	e.bool(m.Unsymbolized)
 }
 
 func decodeMeta(d *dec, m *model.Meta) {
@@ -457,6 +467,9 @@ func decodeMeta(d *dec, m *model.Meta) {
 	if len(m.Events) > 65535 {
 		d.fail(errOverflow)
 	}
+	if len(d.b) > 0 { // not in version 1
+		m.Unsymbolized = d.bool()
+	}
 }
 
 // maxSection bounds one section so a corrupt length cannot make us allocate
@@ -471,6 +484,9 @@ type ReadOptions struct {
 	// Extra computes a sample's extra group key (tracepoint fields); it
 	// sees the header, which is decoded before the samples.
 	Extra func(m *model.Meta, s *model.Sample) string
+	// Raw leaves a cut recording's addresses unnamed (by default they are
+	// named from this machine's files, as perf report does).
+	Raw bool
 }
 
 // Read decodes a data file. Any damage gives an error, never a panic.
@@ -576,6 +592,9 @@ func (rd *reader) finish() (*model.Profile, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("corrupt data file: %w", err)
+	}
+	if p.Meta.Unsymbolized && !rd.o.Raw {
+		symbolize.Recorded(p)
 	}
 	return p, nil
 }

@@ -73,7 +73,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(good.Bytes()[:40])
 	f.Add([]byte(Magic + "\x01\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Read(bytes.NewReader(data))
+		p, err := ReadWith(bytes.NewReader(data), ReadOptions{Raw: true})
 		if err == nil {
 			if verr := p.Validate(); verr != nil {
 				t.Fatalf("Read accepted an invalid profile: %v", verr)
@@ -123,7 +123,7 @@ func FuzzSections(f *testing.F) {
 	f.Add(raw)
 	f.Add(raw[:len(raw)/3])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := readSections(bufio.NewReader(bytes.NewReader(data)), ReadOptions{Group: len(data)%2 == 0})
+		p, err := readSections(bufio.NewReader(bytes.NewReader(data)), ReadOptions{Group: len(data)%2 == 0, Raw: true})
 		if err == nil {
 			if verr := p.Validate(); verr != nil {
 				t.Fatalf("accepted an invalid profile: %v", verr)

@@ -80,6 +80,10 @@ type Meta struct {
 	// Unit of sample periods when they are not event counts: "ns" for
 	// blocked time (offcpu, wakeup). Views weigh stacks by period then.
 	Unit string
+	// Unsymbolized marks a recording cut before its final chunk: locations
+	// still hold recorded addresses (file offsets for mapped files) and
+	// objects are named by path and build-id only.
+	Unsymbolized bool
 }
 
 // Thread is a (pid, tid, comm) triple; a thread that execs gets a new one.

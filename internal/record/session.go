@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
@@ -38,6 +39,12 @@ type Options struct {
 	Command   []string
 	Duration  time.Duration
 	RingPages int
+	// Output, when set, is the data file: written in chunks while the
+	// recording runs (ChunkEvery), so memory stays flat and a recording
+	// cut by SIGKILL, the OOM killer or a full disk reads back up to its
+	// last chunk. Without it the whole profile is returned in memory.
+	Output     string
+	ChunkEvery time.Duration // default 100 ms
 	// Progress, when set, is called about once a second.
 	Progress func(samples int, lost uint64, elapsed time.Duration)
 	Version  string
@@ -45,8 +52,13 @@ type Options struct {
 
 // Result is a finished recording.
 type Result struct {
+	// Profile is the whole recording; with Options.Output its samples are
+	// on disk only (Profile.Samples holds the last chunk's).
 	Profile  *model.Profile
+	Samples  int // samples recorded
 	ExitCode int // the command's, when one ran
+	// Old is where an existing file at Options.Output was moved.
+	Old string
 }
 
 type pending struct {
@@ -62,6 +74,15 @@ type pending struct {
 func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.RingPages == 0 {
 		o.RingPages = 128
+	}
+	if o.ChunkEvery <= 0 {
+		o.ChunkEvery = 100 * time.Millisecond
+	}
+	if o.Output != "" {
+		// Known before anything runs, not after the whole recording.
+		if err := datafile.CheckPath(o.Output); err != nil {
+			return nil, err
+		}
 	}
 	cpus := o.CPUs
 	if cpus == nil {
@@ -253,6 +274,36 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer cleanup()
 
+	var start time.Time
+	var out *datafile.File
+	if o.Output != "" {
+		var err error
+		if out, err = datafile.Create(o.Output); err != nil {
+			if child != nil {
+				child.Abort()
+			}
+			return nil, err
+		}
+		defer func() {
+			if out != nil { // not finished: leave what was written, cut
+				out.Abort()
+			}
+		}()
+	}
+	var writeErr error
+	lastChunk := time.Now()
+	chunk := func(now time.Time, lost uint64) {
+		if out == nil || writeErr != nil || now.Sub(lastChunk) < o.ChunkEvery {
+			return
+		}
+		lastChunk = now
+		m := meta
+		m.DurationNS, m.Lost = uint64(now.Sub(start).Nanoseconds()), lost
+		if writeErr = out.Chunk(b.Partial(m)); writeErr == nil {
+			b.DropSamples()
+		}
+	}
+
 	ringList := make([]*perf.Ring, 0, len(rings))
 	for _, r := range rings {
 		ringList = append(ringList, r)
@@ -262,7 +313,10 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// The recorder's own garbage is small and short-lived: collect rarely so
 	// it stays off the CPUs it measures.
 	defer debug.SetGCPercent(debug.SetGCPercent(800))
-	start := time.Now()
+	// …but within a bound: samples go to disk as they come, so the live
+	// heap is the tables, and garbage must not pile up 8× over them.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(48 << 20))
+	start = time.Now()
 	meta.StartUnixNS = start.UnixNano()
 	var childDone <-chan struct{}
 	if child != nil {
@@ -352,6 +406,8 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	lastProgress := time.Now()
 	stopping := false
 	var why runctl.Reason
+	var end time.Time
+	lastAlive := time.Now()
 	for !stopping {
 		select {
 		case <-ctx.Done():
@@ -362,12 +418,31 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			stopping, why = true, runctl.Deadline
 		default:
 		}
-		unix.Poll(pfds, 250)
-		process(drain())
-		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
-			o.Progress(b.SampleCount(), lost, time.Since(start))
-			lastProgress = time.Now()
+		if !stopping && len(o.Pids) > 0 && child == nil && time.Since(lastAlive) >= 250*time.Millisecond {
+			// As perf does, -p ends when every target process has exited.
+			lastAlive = time.Now()
+			if !anyAlive(o.Pids) {
+				stopping, why = true, runctl.Done
+			}
 		}
+		if stopping {
+			// The recording ends now, not when the command has gone.
+			end = time.Now()
+		}
+		unix.Poll(pfds, 100)
+		process(drain())
+		now := time.Now()
+		if o.Progress != nil && now.Sub(lastProgress) >= time.Second {
+			o.Progress(b.SampleCount(), lost, now.Sub(start))
+			lastProgress = now
+		}
+		chunk(now, lost)
+		if writeErr != nil {
+			break
+		}
+	}
+	if end.IsZero() {
+		end = time.Now()
 	}
 	for _, r := range ringList {
 		perf.Disable(r.FD)
@@ -378,10 +453,37 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	process(drain())
 	process(^uint64(0))
-	meta.DurationNS = uint64(time.Since(start).Nanoseconds())
+	meta.DurationNS = uint64(end.Sub(start).Nanoseconds())
 	meta.Lost = lost
 	meta.ExitCode = exit
-	return &Result{Profile: b.Finish(meta), ExitCode: exit}, nil
+	if writeErr != nil {
+		// What was written reads back as a cut recording.
+		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, time.Duration(meta.DurationNS).Round(time.Millisecond))
+	}
+	res := &Result{Samples: b.SampleCount(), ExitCode: exit}
+	res.Profile = b.Finish(meta)
+	if out != nil {
+		// The pass named every location: the last chunk carries the named
+		// tables whole, replacing the recorded addresses before it.
+		out.Rewrite()
+		err := out.Finish(res.Profile)
+		res.Old = out.Old
+		out = nil
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// anyAlive reports whether any of pids still runs (a zombie does not).
+func anyAlive(pids []int) bool {
+	for _, p := range pids {
+		if procfs.CheckPid(p) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func joinInts(v []int) string {

@@ -128,4 +128,3 @@ func (c *Child) End(r Reason) int {
 	}
 	return ExitCode(c.waitErr, c.Cmd.ProcessState)
 }
-
