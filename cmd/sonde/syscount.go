@@ -24,7 +24,11 @@ func newSyscountCmd() *cobra.Command {
 	f.StringVar(&so.Comm, "comm", "", "only processes with this name")
 	f.IntVarP(&so.Top, "top", "T", 20, "rows to print (0: all)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx, tgt, stop, err := l.Start(cmd, nil, "counting syscalls")
+		what := "counting syscalls"
+		if len(args) > 0 && l.Pid == 0 {
+			what = "" // the command's run is the measurement
+		}
+		ctx, tgt, stop, err := l.Start(cmd, nil, what)
 		if err != nil {
 			return err
 		}

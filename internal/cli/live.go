@@ -46,7 +46,8 @@ func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
 	return c
 }
 
-// Start checks the shared options and says on a terminal what runs. The
+// Start checks the shared options and says on a terminal what runs (what,
+// unless empty: a traced command sets the run's length itself). The
 // context ends on Ctrl-C or SIGTERM (call stop); target names what is
 // traced as the text views do.
 func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx context.Context, target string, stop func(), err error) {
@@ -61,7 +62,7 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 	if target, err = PidTarget(l.Pid); err != nil {
 		return nil, "", nil, err
 	}
-	if IsTerminal(2) {
+	if what != "" && IsTerminal(2) {
 		how := "Ctrl-C to stop"
 		if l.Duration > 0 {
 			how = "for " + l.Duration.String()
