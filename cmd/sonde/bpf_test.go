@@ -384,10 +384,13 @@ func TestBiolatAgainstBiolatency(t *testing.T) {
 		}
 		return c, &out
 	}
+	// Build sonde before biolatency starts: the link's writes would be
+	// I/O only biolatency sees, and sonde would start late.
+	sonde := testutil.Sonde(t)
 	b1, o1 := start(bio, "5", "1")
 	b2, o2 := start(bio, "-Q", "5", "1")
-	s1, so1 := start(testutil.Sonde(t), "biolat", "--stages", "-d", "4500ms", "--json")
-	s2, so2 := start(testutil.Sonde(t), "biolat", "-Q", "-d", "4500ms", "--json")
+	s1, so1 := start(sonde, "biolat", "--stages", "-d", "4500ms", "--json")
+	s2, so2 := start(sonde, "biolat", "-Q", "-d", "4500ms", "--json")
 	time.Sleep(1500 * time.Millisecond)
 	directIO(t, dir, 500)
 	for _, c := range []*exec.Cmd{s1, s2, b1, b2} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 
@@ -36,13 +38,13 @@ func newTopCmd() *cobra.Command {
 	cli.AtLeast(f, 1, "freq", "rows")
 	cli.AtLeast(f, 100*time.Millisecond, "interval")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if o.Frames == 0 && !isTerminal(1) {
-			o.Frames = 1 // a pipe gets one frame, not a screen
-		}
 		if err := bpfskel.CheckPrivileges(); err != nil {
 			return err
 		}
-		ctx, stop := interruptible()
+		if o.Frames == 0 && !isTerminal(1) {
+			o.Frames = 1 // a pipe gets one frame, not a screen
+		}
+		ctx, stop := runctl.WithSignals(context.Background())
 		defer stop()
 		return top.Run(ctx, o, os.Stdout)
 	}
