@@ -90,6 +90,8 @@ func TestBadInput(t *testing.T) {
 		{name: "zero_mmap_pages", args: []string{"record", "-m", "0", "-a"}, code: 2, want: `-m/--mmap-pages 0: want a positive number`},
 
 		// Output paths checked before anything runs.
+		{name: "record_output_empty", args: []string{"record", "-o", "", "-a"}, code: 1, want: `no output file given`},
+		{name: "huge_duration", args: []string{"stat", "-d", "1e20", "-a"}, code: 2, want: `-d/--duration 1e20: too long`},
 		{name: "record_output_dir", args: []string{"record", "-o", dir, "-a"}, code: 1, want: `is a directory`},
 		{name: "stat_output_missing_dir", args: []string{"stat", "-o", filepath.Join(dir, "no", "x"), "-a"}, code: 1, want: `cannot write .*no such file`},
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -51,6 +52,12 @@ func newRecordCmd() *cobra.Command {
 		}
 		if t.Empty() {
 			return usagef("nothing to record: give a command, -p PID, -t TID or -a")
+		}
+		// record.Options.Output "" means a recording kept in memory (for
+		// callers inside sonde); from the command line it is a mistake,
+		// found now rather than after the recording.
+		if err := datafile.CheckPath(output); err != nil {
+			return err
 		}
 		o := record.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command,
 			Duration: duration, RingPages: pages, Version: version, Output: output}

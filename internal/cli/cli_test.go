@@ -22,6 +22,8 @@ func TestParseDuration(t *testing.T) {
 		{in: "-1", bad: true},
 		{in: "-2s", bad: true},
 		{in: "soon", bad: true},
+		{in: "1e20", bad: true},
+		{in: "NaN", bad: true},
 	}
 	for _, c := range cases {
 		got, err := ParseDuration(c.in)

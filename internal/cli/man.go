@@ -39,6 +39,11 @@ func NewVersionCmd(line string) *cobra.Command {
 		Use:   "version",
 		Short: "print the version",
 		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), line) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := fmt.Fprintln(cmd.OutOrStdout(), line); err != nil {
+				return fmt.Errorf("writing the version: %w", err)
+			}
+			return nil
+		},
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f < 0 {
 			return 0, fmt.Errorf("negative: want seconds (5) or a duration (500ms, 1m30s)")
+		}
+		if f != f || f > float64(math.MaxInt64)/float64(time.Second) {
+			return 0, fmt.Errorf("too long: at most %s", time.Duration(math.MaxInt64).Round(time.Hour))
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
