@@ -466,11 +466,24 @@ func TestProbeCleanupAfterSIGKILL(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	// The next sonde start removes it.
-	testutil.Run(t, dir, "probe", "--list")
+	// The next sonde start that may probe removes it: funclat's as well
+	// as record's and stat's.
+	testutil.MustRun(t, dir, "funclat", "-d", "0.2", bin+":compute")
 	b, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events")
 	if strings.Contains(string(b), group) {
-		t.Errorf("probe of the killed sonde still there:\n%s", b)
+		t.Errorf("probe of the killed sonde still there after funclat started:\n%s", b)
+	}
+	// funclat's own uprobes are perf_event links that close with the
+	// process: a SIGKILLed funclat leaves no probe behind.
+	fl := exec.Command(testutil.Sonde(t), "funclat", "-d", "30", bin+":compute")
+	if err := fl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	fl.Process.Signal(syscall.SIGKILL)
+	fl.Wait()
+	if after, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events"); string(after) != string(b) {
+		t.Errorf("a SIGKILLed funclat left probes:\n%s", after)
 	}
 	// A clean exit removes its own probes.
 	testutil.MustRun(t, dir, "stat", "-e", "u:"+bin+":compute", "--", bin, "10")
