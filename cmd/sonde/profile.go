@@ -31,12 +31,10 @@ func newProfileCmd() *cobra.Command {
 	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
 	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
 	cli.AtLeast(f, 1, "freq")
+	cli.Conflicting(f, "all-cpus", "pid", "choose one target")
 	f.BoolP("callchain", "g", true, "accepted for perf's habit: profile always counts whole stacks")
 	sf.Add(f, "samples")
 	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
-		if all && l.Pid != 0 {
-			return usagef("-a/--all-cpus and -p/--pid conflict: choose one target")
-		}
 		if cpus != "" {
 			if o.CPUs, err = perf.ParseCPUList(cpus); err != nil {
 				return usagef("-C/--cpu: %v", err)

@@ -25,6 +25,7 @@ func newRunqlatCmd() *cobra.Command {
 	}, "measure only this process")
 	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
 	cmd.Flags().BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
+	cli.Conflicting(cmd.Flags(), "pids", "tids", "choose one split")
 	df.Add(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 2 { // bcc's runqlat INTERVAL COUNT
@@ -33,9 +34,6 @@ func newRunqlatCmd() *cobra.Command {
 			if err1 == nil && err2 == nil && n > 0 {
 				return usagef("the argument is how long to trace; for a report every %s, %d times: -i %s -d %s", iv, n, iv, iv*time.Duration(n))
 			}
-		}
-		if pids && tids {
-			return usagef("-P/--pids and -L/--tids conflict: choose one split")
 		}
 		do, err := df.Options()
 		if err != nil {

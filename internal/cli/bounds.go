@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,40 @@ import (
 // check), with one line naming the flag, the value and the range. A value
 // outside the range is never silently replaced by a default: -F 0 is an
 // error, not 49 Hz.
+
+// The same holds for options that exclude each other: Conflicting declares
+// them with the flags, and the same check names both in one shape, the one
+// TargetFlags.Resolve uses for targets: "-a/--all-cpus and -p/--pid
+// conflict: choose one target".
+
+// conflictKey is the pflag annotation of a flag listing the flags it
+// conflicts with; the last value is why (what to do instead).
+const conflictKey = "sonde_conflicts"
+
+// Conflicting declares that flags a and b cannot be given together; why
+// says what to do instead.
+func Conflicting(fs *pflag.FlagSet, a, b, why string) {
+	if fs.Lookup(a) == nil || fs.Lookup(b) == nil {
+		panic("cli: no flag --" + a + " or --" + b)
+	}
+	fs.SetAnnotation(a, conflictKey+"_"+b, []string{why})
+}
+
+// CheckConflicts refuses two conflicting flags given together.
+func CheckConflicts(cmd *cobra.Command) error {
+	var err error
+	fs := cmd.Flags()
+	fs.Visit(func(f *pflag.Flag) {
+		for key, v := range f.Annotations {
+			other, ok := strings.CutPrefix(key, conflictKey+"_")
+			if !ok || err != nil || len(v) != 1 || !fs.Changed(other) {
+				continue
+			}
+			err = Usagef("%s and %s conflict: %s", flagName(f), flagName(fs.Lookup(other)), v[0])
+		}
+	})
+	return err
+}
 
 // boundsKey is the pflag annotation holding a flag's range: min and max as
 // float64 text (durations in nanoseconds).
@@ -104,6 +139,9 @@ func flagName(f *pflag.Flag) string {
 func checkBoundsFirst(cmd *cobra.Command) {
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if err := CheckConflicts(c); err != nil {
+				return err
+			}
 			if err := CheckBounds(c); err != nil {
 				return err
 			}

@@ -140,6 +140,7 @@ func (s *Stacks) Add(f *pflag.FlagSet, unit string) {
 	f.BoolVarP(&s.Folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
 	f.StringVar(&s.Flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
 	f.StringVarP(&s.Output, "output", "o", "", "also write a data file for report and flamegraph")
+	Conflicting(f, "user", "kernel", "leave both out for both stacks")
 }
 
 // Check refuses options that exclude each other.

@@ -51,6 +51,7 @@ type Sampling struct {
 func (s *Sampling) Add(fs *pflag.FlagSet) {
 	fs.StringVarP(&s.freq, "freq", "F", "", fmt.Sprintf("samples per second per CPU, or 'max' (default %d)", DefaultFreq))
 	fs.Uint64VarP(&s.period, "count", "c", 0, "sample every COUNT events instead of by frequency")
+	Conflicting(fs, "freq", "count", "sample by frequency or by count")
 }
 
 // Resolve returns a frequency in Hz or a period in events (the other 0).
