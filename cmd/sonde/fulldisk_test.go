@@ -56,6 +56,7 @@ func TestFullDisk(t *testing.T) {
 		{name: "flamegraph_new", args: []string{"flamegraph", "-i", "rec.data", "-o", "full/flame.html"}},
 		{name: "flamegraph_over_old", args: []string{"flamegraph", "-i", "rec.data", "-o", "full/old.html"}},
 		{name: "profile_data", args: []string{"profile", "-d", "0.3", "-o", "full/old.data"}},
+		{name: "record_first_chunk", args: []string{"record", "-q", "-a", "-d", "0.5", "-o", "full/rec.data"}},
 		{name: "offcpu_flamegraph", args: []string{"offcpu", "-d", "0.3", "--flamegraph", "full/off.svg"}},
 	}
 	for _, c := range cases {

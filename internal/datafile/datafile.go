@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -313,6 +314,10 @@ func (f *File) Chunk(p *model.Profile) error {
 		return fmt.Errorf("%s: %w", f.Path, err)
 	}
 	if err := f.bw.Flush(); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // it names the file already
+			err = pe.Err
+		}
 		return fmt.Errorf("writing %s: %w", f.Path, err)
 	}
 	return nil
@@ -338,6 +343,17 @@ func (f *File) Finish(p *model.Profile) error {
 
 // Abort closes the file without a final chunk (it reads as cut).
 func (f *File) Abort() { f.bw.Flush(); f.f.Close() }
+
+// Remove drops a file that holds no complete chunk (the disk filled
+// before the first one was written): a file that reads as nothing is not
+// left behind, and an older file moved aside for it is put back.
+func (f *File) Remove() {
+	f.f.Close()
+	os.Remove(f.Path)
+	if f.Old != "" {
+		os.Rename(f.Old, f.Path)
+	}
+}
 
 func encodeMeta(e *enc, m *model.Meta) {
 	e.str(m.Event)

@@ -286,6 +286,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}()
 	}
 	var writeErr error
+	var kept time.Duration // how much of the recording complete chunks hold
 	lastChunk := time.Now()
 	chunk := func(now time.Time, lost uint64) {
 		if out == nil || writeErr != nil || now.Sub(lastChunk) < o.ChunkEvery {
@@ -296,6 +297,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		m.DurationNS, m.Lost = uint64(now.Sub(start).Nanoseconds()), lost
 		if writeErr = out.Chunk(b.Partial(m)); writeErr == nil {
 			b.DropSamples()
+			kept = time.Duration(m.DurationNS)
 		}
 	}
 
@@ -452,9 +454,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	meta.DurationNS = uint64(end.Sub(start).Nanoseconds())
 	meta.Lost = lost
 	meta.ExitCode = exit
+	if writeErr != nil && kept == 0 {
+		out.Remove()
+		out = nil
+		return nil, fmt.Errorf("recording stopped: %w (nothing was kept)", writeErr)
+	}
 	if writeErr != nil {
 		// What was written reads back as a cut recording.
-		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, time.Duration(meta.DurationNS).Round(time.Millisecond))
+		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, kept.Round(time.Millisecond))
 	}
 	res := &Result{Samples: b.SampleCount(), ExitCode: exit}
 	// Naming opens every object once, line tables and all: garbage from
