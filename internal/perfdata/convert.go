@@ -198,8 +198,10 @@ func (c *converter) mmap(r *Record) {
 	p.maps = out
 }
 
+// isAnon tells anonymous executable memory (JIT code) by perf's rules; a
+// memfd is a file to perf, named by its path.
 func isAnon(path string) bool {
-	return path == "" || path == "//anon" || strings.HasPrefix(path, "[anon") || strings.HasPrefix(path, "/memfd:") ||
+	return path == "" || path == "//anon" || strings.HasPrefix(path, "[anon") ||
 		strings.HasPrefix(path, "/dev/zero") || strings.HasPrefix(path, "/anon_hugepage")
 }
 
@@ -221,7 +223,8 @@ func (c *converter) dsoFor(pid uint32, path string, buildID []byte) int32 {
 	d := model.DSO{Name: path, Kind: model.DSOUser}
 	switch {
 	case anon:
-		d.Name = fmt.Sprintf("[anon:%d]", pid)
+		// perf names JIT code after the map that would name it.
+		d.Name = fmt.Sprintf("/tmp/perf-%d.map", pid)
 		d.Kind = model.DSOUnknown
 	case path == "[vdso]":
 		d.Kind = model.DSOVDSO
@@ -237,7 +240,7 @@ func (c *converter) thread(pid, tid uint32) int32 {
 	comm, ok := c.comms[tid]
 	if !ok {
 		// perf's names for threads it has not seen named.
-		comm = fmt.Sprintf(":%d", tid)
+		comm = fmt.Sprintf(":%d", int32(tid))
 		if tid == 0 {
 			comm = "swapper"
 		}
