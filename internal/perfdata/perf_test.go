@@ -256,7 +256,7 @@ func parsePerfReport(r *bytes.Reader) (*perfReport, error) {
 				cols = append(cols, [2]int{i, j})
 				i = j
 			}
-		case cur != nil && len(cols) == 6 && strings.HasSuffix(strings.Fields(line+" x")[0], "%"):
+		case cur != nil && len(cols) == 6 && strings.HasSuffix(strings.Fields(line + " x")[0], "%"):
 			field := func(k int) string {
 				end := cols[k][1]
 				if k == len(cols)-1 || end > len(line) {

@@ -154,7 +154,6 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 				unmatched[d] = fmt.Sprintf("no JIT map /tmp/perf-%d.map", info.pid)
 				continue
 			}
-			p.DSOs[d].Name = fmt.Sprintf("/tmp/perf-%d.map", info.pid)
 			p.DSOs[d].Kind = model.DSOJIT
 			for _, li := range locs {
 				l := &p.Locs[li]
