@@ -10,7 +10,7 @@ import (
 
 // finish renumbers events, fills the recording's description and names
 // every location.
-func (c *converter) finish(f *File, o Options, res *Result) *model.Profile {
+func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model.Profile {
 	p := &c.prof
 	m := &p.Meta
 
@@ -86,7 +86,9 @@ func (c *converter) finish(f *File, o Options, res *Result) *model.Profile {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d samples of events the file does not describe were skipped", f.Stats.UnknownID))
 	}
 
-	c.symbolize(f, o, res)
+	if symbols {
+		c.symbolize(f, o, res)
+	}
 	for _, u := range res.Unmatched {
 		msg := fmt.Sprintf("%s: frames unnamed (%d samples): %s", u.Name, u.Samples, u.Reason)
 		m.Warnings = append(m.Warnings, msg)

@@ -220,6 +220,15 @@ func (rd *reader) file(ra io.ReaderAt) error {
 		return fmt.Errorf("perf.data has no events: corrupt header")
 	}
 
+	// The data section may end early only if the file does; check first so
+	// the error says so instead of a record error at the cut.
+	if data.off > 1<<62 || data.size > 1<<62 {
+		return fmt.Errorf("perf.data data section at %d of %d bytes: corrupt header", data.off, data.size)
+	}
+	if err := checkEnd(ra, data, "data"); err != nil {
+		return err
+	}
+
 	// Features: a table of sections right after the data, one per set bit.
 	nfeat := 0
 	for _, w := range feats {
@@ -239,6 +248,10 @@ func (rd *reader) file(ra io.ReaderAt) error {
 			i++
 			rd.f.Features = append(rd.f.Features, bit)
 			if !rd.wantFeature(bit) {
+				// Unread, but a file cut inside it is still a cut file.
+				if err := checkEnd(ra, s, "feature "+featureName(bit)); err != nil {
+					return err
+				}
 				continue
 			}
 			if s.size > maxFeatureSection {
@@ -254,19 +267,23 @@ func (rd *reader) file(ra io.ReaderAt) error {
 		}
 	}
 
-	// The data section may end early only if the file does; check first so
-	// the error says so instead of a record error at the cut.
-	if data.size > 0 {
-		var b [1]byte
-		if _, err := ra.ReadAt(b[:], int64(data.off+data.size-1)); err != nil {
-			return fmt.Errorf("perf.data data section (%d bytes at %d) is cut short: file truncated", data.size, data.off)
-		}
-	}
-	if data.off > 1<<62 || data.size > 1<<62 {
-		return fmt.Errorf("perf.data data section at %d of %d bytes: corrupt header", data.off, data.size)
-	}
 	sr := io.NewSectionReader(ra, int64(data.off), int64(data.size))
 	return rd.records(bufio.NewReaderSize(sr, 1<<16), int64(data.off), int64(data.size))
+}
+
+// checkEnd fails when the file ends before section s does.
+func checkEnd(ra io.ReaderAt, s section, what string) error {
+	if s.size == 0 {
+		return nil
+	}
+	var b [1]byte
+	if s.off > 1<<62 || s.size > 1<<62 {
+		return fmt.Errorf("perf.data %s section at %d of %d bytes: corrupt header", what, s.off, s.size)
+	}
+	if _, err := ra.ReadAt(b[:], int64(s.off+s.size-1)); err != nil {
+		return fmt.Errorf("perf.data %s section (%d bytes at %d) is cut short: file truncated", what, s.size, s.off)
+	}
+	return nil
 }
 
 func popcount(w uint64) int {
