@@ -25,7 +25,7 @@ import (
 // ScriptSample is one sample of perf script text.
 type ScriptSample struct {
 	Comm     string
-	Pid, Tid int32 // -1 when the text does not show them
+	Pid, Tid int32  // -1 when the text does not show them
 	Event    string // as printed, modifiers included: "cpu-clock:pppH"
 	Period   uint64 // 0 when the text has no period
 	Frames   []ScriptFrame
