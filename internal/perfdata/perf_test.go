@@ -46,7 +46,7 @@ func TestAgainstPerfReport(t *testing.T) {
 				}
 			}
 		}},
-		{name: "two_events", args: []string{"-e", "cpu-clock,task-clock", "-c", "250000", work, "80"}, check: func(t *testing.T, p *model.Profile) {
+		{name: "two_events", args: []string{"-e", "cpu-clock,task-clock", "-c", "250000", "-g", work, "80"}, check: func(t *testing.T, p *model.Profile) {
 			if len(p.Meta.Events) != 2 || p.Meta.Events[0].Name != "cpu-clock" || p.Meta.Events[1].Name != "task-clock" {
 				t.Fatalf("events %+v, want cpu-clock and task-clock", p.Meta.Events)
 			}
@@ -123,8 +123,75 @@ func TestAgainstPerfReport(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, p)
 			}
+			t.Run("fold", func(t *testing.T) {
+				inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno)")
+				// With several events perf pads their names and inferno then
+				// misses the period, counting samples; this case samples
+				// with a fixed period (-c), so its counts scale exactly.
+				scale := uint64(1)
+				if len(p.Meta.Events) > 1 {
+					scale = p.Meta.Period
+				}
+				compareFold(t, perfBin, inferno, env, file, nil, scale)
+				compareFold(t, perfBin, inferno, env, file, []string{"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}, scale)
+			})
 		})
 	}
+}
+
+// compareFold folds perf script text of file like inferno-collapse-perf
+// --all does, line for line.
+func compareFold(t *testing.T, perfBin, inferno string, env []string, file string, fields []string, scale uint64) {
+	t.Helper()
+	script := exec.Command(perfBin, append([]string{"script", "-i", file}, fields...)...)
+	script.Env = env
+	text, err := script.Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	ref := exec.Command(inferno, "--all")
+	ref.Stdin = bytes.NewReader(text)
+	want, err := ref.Output()
+	if err != nil {
+		t.Fatalf("inferno-collapse-perf: %v", err)
+	}
+	folded, err := FoldScript(bytes.NewReader(text), FoldOptions{Kernel: true, JIT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := WriteFolded(&got, folded); err != nil {
+		t.Fatal(err)
+	}
+	wantLines := strings.Split(strings.TrimSpace(string(want)), "\n")
+	for i, l := range wantLines {
+		if j := strings.LastIndexByte(l, ' '); j >= 0 && scale > 1 {
+			n, err := strconv.ParseUint(l[j+1:], 10, 64)
+			if err != nil {
+				t.Fatalf("inferno line %q", l)
+			}
+			wantLines[i] = fmt.Sprintf("%s %d", l[:j], n*scale)
+		}
+	}
+	sort.Strings(wantLines)
+	gotLines := strings.Split(strings.TrimSpace(got.String()), "\n")
+	if strings.Join(gotLines, "\n") != strings.Join(wantLines, "\n") {
+		t.Errorf("perf script %v: folded stacks differ from inferno's (%d lines, inferno %d)", fields, len(gotLines), len(wantLines))
+		for i := 0; i < len(gotLines) || i < len(wantLines); i++ {
+			var g, w string
+			if i < len(gotLines) {
+				g = gotLines[i]
+			}
+			if i < len(wantLines) {
+				w = wantLines[i]
+			}
+			if g != w {
+				t.Logf("first difference:\n sonde   %s\n inferno %s", g, w)
+				break
+			}
+		}
+	}
+	t.Logf("perf script %v: %d folded lines agree with inferno", fields, len(gotLines))
 }
 
 // checkSplit checks work.c's 3:1 split between spin_a and spin_b.
