@@ -2,7 +2,6 @@ package perfdata
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sonde-dev/sonde/internal/perf"
 )
@@ -234,16 +233,4 @@ func kindOf(a *Attr) string {
 		return perf.KindSoftware.String()
 	}
 	return "raw"
-}
-
-// baseName strips perf's modifiers from an event name ("cpu-clock:ppp" →
-// "cpu-clock").
-func baseName(name string) string {
-	if strings.Count(name, ":") == 1 && !strings.Contains(name, "/") {
-		ev, mods, _ := strings.Cut(name, ":")
-		if strings.Trim(mods, "ukhGHpPSDIW") == "" {
-			return ev
-		}
-	}
-	return name
 }

@@ -62,7 +62,6 @@ const (
 	RecordCompressed       = 81
 	RecordFinishedInit     = 82
 	RecordCompressed2      = 83
-	maxKnownRecordTypeName = 83
 )
 
 var recordNames = map[uint32]string{

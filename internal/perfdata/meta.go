@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
 // finish renumbers events, fills the recording's description and names
@@ -22,7 +23,7 @@ func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model
 			continue
 		}
 		evIdx[i] = uint16(len(m.Events))
-		m.Events = append(m.Events, eventInfo(a, f.Tracing))
+		m.Events = append(m.Events, eventInfo(a, f.Tracing, symbols))
 		if a.SampleType&SampleCallchain != 0 {
 			m.Callchain = true
 		}
@@ -96,18 +97,35 @@ func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model
 	return p
 }
 
-func eventInfo(a *Attr, t *Tracing) model.EventInfo {
+// eventInfo describes an event; symbols allows reading this machine's
+// tracefs for formats the file lacks.
+func eventInfo(a *Attr, t *Tracing, symbols bool) model.EventInfo {
 	e := model.EventInfo{Name: a.Name, Kind: kindOf(a)}
 	if a.Freq() {
 		e.Freq = a.SamplePeriod
 	} else {
 		e.Period = a.SamplePeriod
 	}
-	if a.Type == TypeTracepoint && t != nil {
+	if a.Type != TypeTracepoint {
+		return e
+	}
+	e.Period = max(e.Period, 1)
+	var format *tracefs.Format
+	if t != nil {
 		if tf, ok := t.Formats[a.Config]; ok {
-			for _, fd := range tf.Format.Fields {
-				e.Fields = append(e.Fields, model.Field{Name: fd.Name, Type: fd.Type, Offset: int32(fd.Offset), Size: int32(fd.Size), Signed: fd.Signed, Kind: uint8(fd.Kind)})
-			}
+			format = tf.Format
+		}
+	}
+	if format == nil && symbols {
+		// No tracing data (perf record -o - of old perfs, or stripped): this
+		// kernel's tracefs, when the event has the same id here.
+		if f, err := tracefs.ReadFormat(a.Name); err == nil && f.ID == a.Config {
+			format = f
+		}
+	}
+	if format != nil {
+		for _, fd := range format.Fields {
+			e.Fields = append(e.Fields, model.Field{Name: fd.Name, Type: fd.Type, Offset: int32(fd.Offset), Size: int32(fd.Size), Signed: fd.Signed, Kind: uint8(fd.Kind)})
 		}
 	}
 	return e
