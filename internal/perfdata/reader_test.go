@@ -134,11 +134,24 @@ func TestConvertFixture(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "elf"), readFixture(t, "work.elf"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// perf's pipe format carries no build-ids: the recorded path is all
+	// there is, found here under a --symfs root.
+	symfs := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(symfs, "tmp/pd/fx"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(symfs, "tmp/pd/fx/work"), readFixture(t, "work.elf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"tiny.data", "tiny-pipe.data"} {
 		t.Run(strings.TrimSuffix(name, ".data"), func(t *testing.T) {
 			data := readFixture(t, name)
+			o := Options{BuildIDDir: cache, Kallsyms: "/nonexistent", SymFS: t.TempDir()}
+			if name == "tiny-pipe.data" {
+				o.SymFS = symfs
+			}
 			// A plain reader: the file format is buffered, the pipe streamed.
-			p, res, err := Convert(io.MultiReader(bytes.NewReader(data)), Options{BuildIDDir: cache, Kallsyms: "/nonexistent"})
+			p, res, err := Convert(io.MultiReader(bytes.NewReader(data)), o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,5 +328,50 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBuildIDCachePathForm finds the object in the cache's other layout,
+// ~/.debug/<path>/<build-id>/elf, and refuses a local file whose build-id
+// differs from the recorded one.
+func TestBuildIDCachePathForm(t *testing.T) {
+	cache := t.TempDir()
+	dir := filepath.Join(cache, "tmp/pd/fx/work", workBuildID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "elf"), readFixture(t, "work.elf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := Convert(bytes.NewReader(readFixture(t, "tiny.data")), Options{BuildIDDir: cache, Kallsyms: "/nonexistent", SymFS: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := p.FrameName(p.Stacks[p.Samples[0].Stack][0]); !strings.HasPrefix(name, "spin_") {
+		t.Errorf("leaf %q, want spin_a or spin_b", name)
+	}
+
+	// A different binary at the recorded path: not used.
+	symfs := t.TempDir()
+	os.MkdirAll(filepath.Join(symfs, "tmp/pd/fx"), 0o755)
+	self, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := os.WriteFile(filepath.Join(symfs, "tmp/pd/fx/work"), self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := Convert(bytes.NewReader(readFixture(t, "tiny.data")), Options{BuildIDDir: t.TempDir(), Kallsyms: "/nonexistent", SymFS: symfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, u := range res.Unmatched {
+		if strings.HasSuffix(u.Name, "/work") && strings.Contains(u.Reason, "has build-id") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("a binary with another build-id was not refused: %+v", res.Unmatched)
 	}
 }
