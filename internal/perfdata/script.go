@@ -476,3 +476,26 @@ func ScriptProfile(r io.Reader) (*model.Profile, error) {
 	}
 	return p, p.Validate()
 }
+
+// LooksLikeScript reports whether head (the first kilobytes of a file) is
+// perf script text: its first sample line reads as one, with a frame on it
+// or on the next line. Folded stacks and sonde data files do not.
+func LooksLikeScript(head []byte) bool {
+	lines := strings.Split(string(head), "\n")
+	for i, l := range lines {
+		l = strings.TrimRight(l, " \t\r")
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		_, inline, ok := parseEventLine(l)
+		if !ok {
+			return false
+		}
+		if _, ok := parseFrameLine(inline); ok {
+			return true
+		}
+		// The next line must be a frame (a truncated head may end here).
+		return i+1 < len(lines) && func() bool { _, ok := parseFrameLine(lines[i+1]); return ok }()
+	}
+	return false
+}

@@ -169,3 +169,22 @@ func FuzzParseScript(f *testing.F) {
 		}
 	})
 }
+
+func TestLooksLikeScript(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{string(readFixture(t, "tiny.script.txt")), true},
+		{string(readFixture(t, "tiny.script-F.txt")), true},
+		{"# header\nw 1 1.0:     100  cpu-clock:  10 a (/bin/w)\n", true},
+		{string(readFixture(t, "tiny.inferno.folded")), false},
+		{"main;spin_a 10\n", false},
+		{string(readFixture(t, "tiny.data")), false},
+		{"", false},
+	} {
+		if got := LooksLikeScript([]byte(c.text)); got != c.want {
+			t.Errorf("LooksLikeScript(%.40q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+}
