@@ -68,6 +68,9 @@ func convert(r io.Reader, o Options, symbols bool) (*model.Profile, *Result, err
 	if err != nil {
 		return nil, nil, err
 	}
+	if f.Stats.Samples == 0 && compressed(f) > 0 {
+		return nil, nil, errCompressed
+	}
 	res := &Result{File: f}
 	p := c.finish(f, o, res, symbols)
 	if err := p.Validate(); err != nil {

@@ -1,6 +1,7 @@
 package perfdata
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -80,8 +81,8 @@ func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model
 	if len(skipped) > 0 {
 		m.Warnings = append(m.Warnings, "perf.data records not imported: "+strings.Join(skipped, ", "))
 	}
-	if n := f.Stats.Skipped[RecordCompressed] + f.Stats.Skipped[RecordCompressed2]; n > 0 {
-		m.Warnings = append(m.Warnings, "the recording is compressed (perf record -z); decompress it with perf inject -i FILE -o FILE.plain first")
+	if compressed(f) > 0 {
+		m.Warnings = append(m.Warnings, errCompressed.Error())
 	}
 	if f.Stats.UnknownID > 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d samples of events the file does not describe were skipped", f.Stats.UnknownID))
@@ -99,6 +100,14 @@ func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model
 
 // eventInfo describes an event; symbols allows reading this machine's
 // tracefs for formats the file lacks.
+// errCompressed explains what to do with perf record -z files: their
+// records are zstd frames, which this reader does not inflate.
+var errCompressed = errors.New("the recording is compressed (perf record -z), which sonde does not read: record without -z, or import the text of perf script -i FILE")
+
+func compressed(f *File) uint64 {
+	return f.Stats.Skipped[RecordCompressed] + f.Stats.Skipped[RecordCompressed2]
+}
+
 func eventInfo(a *Attr, t *Tracing, symbols bool) model.EventInfo {
 	e := model.EventInfo{Name: a.Name, Kind: kindOf(a)}
 	if a.Freq() {

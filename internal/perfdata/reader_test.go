@@ -254,6 +254,7 @@ func TestReadCorrupt(t *testing.T) {
 		{"record_size_zero", patch16(good, int(dataOff)+6, 0), "has size 0"},
 		{"record_past_section", patch16(good, int(dataOff)+6, 0xfff8), "runs past the data section"},
 		{"pipe_truncated_record", pipe[:len(pipe)-3], "file ends early"},
+		{"compressed", readFixture(t, "tiny-z.data"), "compressed (perf record -z)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
