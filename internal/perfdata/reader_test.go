@@ -293,6 +293,7 @@ func FuzzRead(f *testing.F) {
 	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data"} {
 		f.Add(readFixture(f, name))
 	}
+	f.Add(pipeStream(10, 2, 0, 20, 5, 0, 1, 0))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, _, err := convert(bytes.NewReader(data), Options{}, false)
 		if err == nil {
@@ -323,6 +324,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"pipe_head":   pipe[:min(len(pipe), 1200)],
 		"file_head":   good[:min(len(good), int(dataOff)+600)],
 		"pipe_header": []byte("PERFILE2\x10\x00\x00\x00\x00\x00\x00\x00"),
+		"synthetic":   pipeStream(10, 2, 0, 20, 5, 0, 1, 0),
 	}
 	for name, data := range seeds {
 		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
@@ -374,5 +376,69 @@ func TestBuildIDCachePathForm(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("a binary with another build-id was not refused: %+v", res.Unmatched)
+	}
+}
+
+// pipeStream builds a perf pipe stream by hand: one event sampling IP, TID
+// and TIME, then samples at the given times with 0 standing for a
+// FINISHED_ROUND record.
+func pipeStream(times ...uint64) []byte {
+	bo := binary.LittleEndian
+	b := []byte("PERFILE2")
+	b = bo.AppendUint64(b, pipeHeaderSize)
+	rec := func(typ uint32, body []byte) {
+		b = bo.AppendUint32(b, typ)
+		b = bo.AppendUint16(b, 0)
+		b = bo.AppendUint16(b, uint16(recordHeaderSize+len(body)))
+		b = append(b, body...)
+	}
+	attr := make([]byte, minAttrSize)
+	bo.PutUint32(attr[0:], TypeSoftware)
+	bo.PutUint32(attr[4:], minAttrSize)
+	bo.PutUint64(attr[16:], 1000) // period
+	bo.PutUint64(attr[24:], SampleIP|SampleTID|SampleTime)
+	rec(RecordHeaderAttr, attr)
+	for _, t := range times {
+		if t == 0 {
+			rec(RecordFinishedRound, nil)
+			continue
+		}
+		var s []byte
+		s = bo.AppendUint64(s, 0x1000+t) // ip
+		s = bo.AppendUint32(s, 7)        // pid
+		s = bo.AppendUint32(s, 7)        // tid
+		s = bo.AppendUint64(s, t)        // time
+		rec(RecordSample, s)
+	}
+	return b
+}
+
+// TestRoundOrdering releases records like perf's ordered events: at each
+// FINISHED_ROUND, sorted, up to the newest time of the round before; a
+// record older than what already left goes out late rather than never.
+func TestRoundOrdering(t *testing.T) {
+	data := pipeStream(10, 2, 0, 20, 5, 0, 1, 0)
+	var got []uint64
+	f, err := Read(bytes.NewReader(data), func(r *Record) error {
+		got = append(got, r.Time)
+		if r.Sample.Period != 1000 {
+			t.Errorf("period %d, want the attribute's 1000", r.Sample.Period)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{2, 5, 10, 1, 20}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("delivery order %v, want %v", got, want)
+	}
+	if !f.Pipe || f.Stats.Records[RecordFinishedRound] != 3 || f.Stats.Samples != 5 {
+		t.Errorf("stats %+v", f.Stats)
+	}
+	// Unknown record kinds are counted and skipped.
+	data = append(data, 200, 0, 0, 0, 0, 0, 12, 0, 1, 2, 3, 4)
+	f, err = Read(bytes.NewReader(data), nil)
+	if err != nil || f.Stats.Skipped[200] != 1 {
+		t.Fatalf("err %v, skipped %v", err, f.Stats.Skipped)
 	}
 }
