@@ -73,6 +73,7 @@ func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model
 	// two ways (perf 6 writes both); take the larger.
 	m.Lost = max(f.Stats.Lost, f.Stats.LostSamples)
 	m.Throttled = f.Stats.Throttled
+	m.Warnings = append(m.Warnings, f.Warnings...)
 	var skipped []string
 	for t, n := range f.Stats.Skipped {
 		skipped = append(skipped, fmt.Sprintf("%d %s", n, RecordName(t)))

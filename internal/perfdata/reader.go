@@ -46,7 +46,8 @@ type File struct {
 	Clock                          *ClockData // perf clock ↔ wall clock, with -k/--clockid
 	Tracing                        *Tracing   // tracepoint formats, when recorded
 
-	Stats Stats
+	Stats    Stats
+	Warnings []string // what the reader had to assume
 }
 
 // BuildID is one entry of perf's build-id table: an object perf saw hit
@@ -267,6 +268,14 @@ func (rd *reader) file(ra io.ReaderAt) error {
 		}
 	}
 
+	if data.size == 0 && nfeat == 0 {
+		// perf record writes the sizes when it finishes; killed, it leaves
+		// zeros and records up to wherever it stopped, as perf report
+		// assumes too.
+		rd.f.Warnings = append(rd.f.Warnings, "the data size is missing (perf record did not finish): reading records to the end of the file")
+		sr := io.NewSectionReader(ra, int64(data.off), 1<<62)
+		return rd.records(bufio.NewReaderSize(sr, 1<<16), int64(data.off), -1)
+	}
 	sr := io.NewSectionReader(ra, int64(data.off), int64(data.size))
 	return rd.records(bufio.NewReaderSize(sr, 1<<16), int64(data.off), int64(data.size))
 }

@@ -442,3 +442,23 @@ func TestRoundOrdering(t *testing.T) {
 		t.Fatalf("err %v, skipped %v", err, f.Stats.Skipped)
 	}
 }
+
+// TestUnfinishedRecording reads a file whose perf record was killed: no
+// data size, no features; records run to the end of the file.
+func TestUnfinishedRecording(t *testing.T) {
+	good := readFixture(t, "tiny.data")
+	bo := binary.LittleEndian
+	off, size := bo.Uint64(good[40:]), bo.Uint64(good[48:])
+	b := bytes.Clone(good[:off+size])
+	bo.PutUint64(b[48:], 0)
+	for i := 72; i < fileHeaderSize; i++ {
+		b[i] = 0 // no features
+	}
+	p, _, err := convert(bytes.NewReader(b), Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 39 || len(p.Meta.Warnings) == 0 || !strings.Contains(p.Meta.Warnings[0], "did not finish") {
+		t.Errorf("%d samples, warnings %q", len(p.Samples), p.Meta.Warnings)
+	}
+}
