@@ -359,3 +359,37 @@ func (c *converter) loc(pid uint32, addr uint64, mode int, leaf bool) int32 {
 	c.prof.Locs = append(c.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 	return id
 }
+
+// Format is what a file holds, told from its first bytes.
+type Format int
+
+const (
+	FormatOther  Format = iota // not perf's: sonde's own data, folded stacks, …
+	FormatData                 // perf.data (file or pipe format)
+	FormatScript               // perf script text
+)
+
+// SniffLen is how many leading bytes Sniff wants.
+const SniffLen = 4096
+
+// Sniff tells perf.data and perf script text from other inputs by their
+// first bytes (up to SniffLen), so -i can take either.
+func Sniff(head []byte) Format {
+	switch {
+	case IsPerfData(head):
+		return FormatData
+	case LooksLikeScript(head):
+		return FormatScript
+	}
+	return FormatOther
+}
+
+// OpenScript reads a file of perf script text into sonde's model.
+func OpenScript(path string) (*model.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening perf script text: %w", err)
+	}
+	defer f.Close()
+	return ScriptProfile(f)
+}

@@ -188,3 +188,21 @@ func TestLooksLikeScript(t *testing.T) {
 		}
 	}
 }
+
+func TestSniff(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want Format
+	}{
+		{"tiny.data", FormatData},
+		{"tiny-pipe.data", FormatData},
+		{"tiny.script.txt", FormatScript},
+		{"tiny.inferno.folded", FormatOther},
+		{"README.md", FormatOther},
+	} {
+		head := readFixture(t, c.file)
+		if got := Sniff(head[:min(len(head), SniffLen)]); got != c.want {
+			t.Errorf("Sniff(%s) = %v, want %v", c.file, got, c.want)
+		}
+	}
+}
