@@ -29,6 +29,7 @@ type ScriptSample struct {
 	Event    string // as printed, modifiers included: "cpu-clock:pppH"
 	Period   uint64 // 0 when the text has no period
 	Frames   []ScriptFrame
+	hasPid   bool // the text shows pid/tid, not only the tid
 }
 
 // ScriptFrame is one frame line: address, function (offset stripped) and
@@ -113,14 +114,14 @@ func parseEventLine(line string) (*ScriptSample, string, bool) {
 			continue
 		}
 		pidS, tidS, slash := strings.Cut(word, "/")
-		if !allDigits(pidS) || (slash && !allDigits(tidS)) {
+		if !pidLike(pidS) || (slash && !pidLike(tidS)) {
 			continue
 		}
 		s := &ScriptSample{Comm: strings.TrimSpace(line[:ws]), Pid: -1, Tid: -1}
 		pid, _ := strconv.ParseInt(pidS, 10, 32)
 		if slash {
 			tid, _ := strconv.ParseInt(tidS, 10, 32)
-			s.Pid, s.Tid = int32(pid), int32(tid)
+			s.Pid, s.Tid, s.hasPid = int32(pid), int32(tid), true
 		} else {
 			s.Tid = int32(pid)
 		}
@@ -156,6 +157,10 @@ func parseEventLine(line string) (*ScriptSample, string, bool) {
 	}
 	return nil, "", false
 }
+
+// pidLike accepts a pid as perf prints it: digits, or -1 for a task the
+// kernel gave no pid in the recording's namespace.
+func pidLike(s string) bool { return s == "-1" || allDigits(s) }
 
 func allDigits(s string) bool {
 	if s == "" {
@@ -234,9 +239,9 @@ func FoldScript(r io.Reader, o FoldOptions) (map[string]uint64, error) {
 		pname := strings.ReplaceAll(s.Comm, " ", "_")
 		switch {
 		case o.TID:
-			pname += fmt.Sprintf("-%s/%d", orQ(s.Pid), s.Tid)
+			pname += fmt.Sprintf("-%s/%d", s.pidText(), s.Tid)
 		case o.PID:
-			pname += "-" + orQ(s.Pid)
+			pname += "-" + s.pidText()
 		}
 		for i := len(s.Frames) - 1; i >= 0; i-- {
 			f := s.Frames[i]
@@ -274,11 +279,13 @@ func FoldScript(r io.Reader, o FoldOptions) (map[string]uint64, error) {
 	return out, err
 }
 
-func orQ(pid int32) string {
-	if pid < 0 {
+// pidText is the pid for process names; FlameGraph writes "?" when the
+// text shows only the tid.
+func (s *ScriptSample) pidText() string {
+	if !s.hasPid {
 		return "?"
 	}
-	return strconv.Itoa(int(pid))
+	return strconv.Itoa(int(s.Pid))
 }
 
 // eventBase is an event's name without modifiers ("cpu-clock:pppH" →

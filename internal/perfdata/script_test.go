@@ -86,6 +86,12 @@ work 20299 [000]   347.360634:     250000 cpu-clock:pppH:
 			want: "V8_WorkerThread-24636;do_thing_[k] 20\n",
 		},
 		{
+			name: "pid_minus_one",
+			text: "     :-1    -1/-1      350.502464:          1 sched:sched_switch:  ffffffff82265488 __schedule ([kernel.kallsyms])\n",
+			opts: FoldOptions{TID: true},
+			want: ":-1--1/-1;__schedule 1\n",
+		},
+		{
 			name: "first_event_only",
 			text: "w 1 1.0:     100  cpu-clock:  10 a (/bin/w)\nw 1 1.1:     100 task-clock:  10 b (/bin/w)\nw 1 1.2:     100  cpu-clock:  10 a (/bin/w)\n",
 			want: "w;a 200\n",
