@@ -97,6 +97,15 @@ type converter struct {
 	kernAddr uint64 // its address in the recording
 	attrHits map[int]uint64
 	dwarf    bool // user stacks need DWARF unwinding sonde does not do here
+	// ksyms is kernel code named by KSYMBOL records (BPF programs,
+	// trampolines), sorted by start: kallsyms read later may miss it.
+	ksyms []ksym
+}
+
+type ksym struct {
+	start, end uint64
+	loc        int32 // a location per program; samples in it share it
+	name       string
 }
 
 type threadKey struct {
@@ -114,6 +123,7 @@ type dsoInfo struct {
 	pid     uint32
 	buildID string
 	anon    bool
+	named   bool // its locations are named already (KSYMBOL code)
 }
 
 type mapping struct {
@@ -139,6 +149,8 @@ func (c *converter) record(r *Record) error {
 		c.sample(r)
 	case RecordMmap, RecordMmap2:
 		c.mmap(r)
+	case RecordKsymbol:
+		c.ksymbol(r.Ksymbol)
 	case RecordComm:
 		c.comms[r.Comm.Tid] = r.Comm.Comm
 		if r.Comm.Exec {
@@ -159,6 +171,48 @@ func (c *converter) record(r *Record) error {
 		}
 	}
 	return nil
+}
+
+// ksymbol registers or drops a piece of kernel code named outside kallsyms.
+func (c *converter) ksymbol(k Ksymbol) {
+	i := sort.Search(len(c.ksyms), func(i int) bool { return c.ksyms[i].start >= k.Addr })
+	if k.Unregister {
+		if i < len(c.ksyms) && c.ksyms[i].start == k.Addr {
+			c.ksyms = append(c.ksyms[:i], c.ksyms[i+1:]...)
+		}
+		return
+	}
+	if k.Len == 0 || k.Name == "" {
+		return
+	}
+	e := ksym{start: k.Addr, end: k.Addr + uint64(k.Len), loc: -1, name: k.Name}
+	if i < len(c.ksyms) && c.ksyms[i].start == k.Addr {
+		c.ksyms[i] = e
+		return
+	}
+	c.ksyms = append(c.ksyms, ksym{})
+	copy(c.ksyms[i+1:], c.ksyms[i:])
+	c.ksyms[i] = e
+}
+
+// ksymLoc names a kernel address inside a KSYMBOL's code as perf does: the
+// program is both the object and the function.
+func (c *converter) ksymLoc(addr uint64) (int32, bool) {
+	i := sort.Search(len(c.ksyms), func(i int) bool { return c.ksyms[i].end > addr })
+	if i == len(c.ksyms) || c.ksyms[i].start > addr {
+		return 0, false
+	}
+	k := &c.ksyms[i]
+	if k.loc < 0 {
+		dso := int32(len(c.prof.DSOs))
+		c.prof.DSOs = append(c.prof.DSOs, model.DSO{Name: k.name, Kind: model.DSOModule})
+		c.dsoInfo = append(c.dsoInfo, dsoInfo{path: k.name, named: true})
+		fn := int32(len(c.prof.Funcs))
+		c.prof.Funcs = append(c.prof.Funcs, model.Func{Name: k.name, DSO: dso, Start: k.start, Size: k.end - k.start})
+		k.loc = int32(len(c.prof.Locs))
+		c.prof.Locs = append(c.prof.Locs, model.Loc{DSO: dso, Addr: k.start, Func: fn, File: -1})
+	}
+	return k.loc, true
 }
 
 func (c *converter) proc(pid uint32) *process {
@@ -334,6 +388,9 @@ func (c *converter) loc(pid uint32, addr uint64, mode int, leaf bool) int32 {
 	k := rawLoc{dso: -1, addr: addr}
 	switch mode {
 	case modeKernel:
+		if id, ok := c.ksymLoc(addr); ok {
+			return id
+		}
 		if c.kernel < 0 {
 			c.kernel = int32(len(c.prof.DSOs))
 			c.prof.DSOs = append(c.prof.DSOs, model.DSO{Name: "[kernel.kallsyms]", Kind: model.DSOKernel})

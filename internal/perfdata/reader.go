@@ -406,7 +406,7 @@ func (rd *reader) record(typ uint32, misc uint16, body []byte) (uint64, error) {
 		}
 		rd.f.Stats.Samples++
 		return 0, rd.queueRecord(r)
-	case RecordMmap, RecordMmap2, RecordComm, RecordFork, RecordExit, RecordLost, RecordLostSamples, RecordThrottle, RecordUnthrottle:
+	case RecordMmap, RecordMmap2, RecordComm, RecordFork, RecordExit, RecordLost, RecordLostSamples, RecordThrottle, RecordUnthrottle, RecordKsymbol:
 		a, idx := rd.sidebandAttr(body)
 		r := &Record{Type: typ, Misc: misc, Attr: idx}
 		if err := parseSideband(typ, misc, body, a, bo, r); err != nil {

@@ -462,3 +462,54 @@ func TestUnfinishedRecording(t *testing.T) {
 		t.Errorf("%d samples, warnings %q", len(p.Samples), p.Meta.Warnings)
 	}
 }
+
+// TestKsymbol names samples in BPF programs from KSYMBOL records, as perf
+// does: the program is object and function; kallsyms is not asked.
+func TestKsymbol(t *testing.T) {
+	bo := binary.LittleEndian
+	var b []byte
+	b = append(b, "PERFILE2"...)
+	b = bo.AppendUint64(b, pipeHeaderSize)
+	rec := func(typ uint32, misc uint16, body []byte) {
+		b = bo.AppendUint32(b, typ)
+		b = bo.AppendUint16(b, misc)
+		b = bo.AppendUint16(b, uint16(recordHeaderSize+len(body)))
+		b = append(b, body...)
+	}
+	attr := make([]byte, minAttrSize)
+	bo.PutUint32(attr[0:], TypeSoftware)
+	bo.PutUint32(attr[4:], minAttrSize)
+	bo.PutUint64(attr[16:], 1000)
+	bo.PutUint64(attr[24:], SampleIP|SampleTID|SampleTime)
+	rec(RecordHeaderAttr, 0, attr)
+	const prog = 0xffffffffc0001000
+	var k []byte
+	k = bo.AppendUint64(k, prog)
+	k = bo.AppendUint32(k, 0x100)
+	k = bo.AppendUint16(k, 1) // BPF
+	k = bo.AppendUint16(k, 0)
+	k = append(k, "bpf_prog_6deef7357e7b4530_test\x00\x00"...)
+	rec(RecordKsymbol, 0, k)
+	for i, ip := range []uint64{prog + 0x10, prog + 0x20} {
+		var s []byte
+		s = bo.AppendUint64(s, ip)
+		s = bo.AppendUint32(s, 9)
+		s = bo.AppendUint32(s, 9)
+		s = bo.AppendUint64(s, uint64(100+i))
+		rec(RecordSample, MiscKernel, s)
+	}
+	p, res, err := Convert(bytes.NewReader(b), Options{Kallsyms: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 2 || p.Samples[0].Stack != p.Samples[1].Stack {
+		t.Fatalf("samples %+v", p.Samples)
+	}
+	leaf := p.Stacks[p.Samples[0].Stack][0]
+	if p.FrameName(leaf) != "bpf_prog_6deef7357e7b4530_test" || p.DSOName(leaf) != "bpf_prog_6deef7357e7b4530_test" || !p.Kind(leaf).IsKernel() {
+		t.Errorf("frame %q in %q (%v)", p.FrameName(leaf), p.DSOName(leaf), p.Kind(leaf))
+	}
+	if len(res.Unmatched) != 0 {
+		t.Errorf("unmatched %+v", res.Unmatched)
+	}
+}

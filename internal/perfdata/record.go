@@ -27,7 +27,18 @@ type Record struct {
 	Task   perf.Task   // FORK, EXIT
 	Lost   uint64      // LOST, LOST_SAMPLES: samples dropped
 	// Addr is the sampled data address (PERF_SAMPLE_ADDR), when recorded.
-	Addr uint64
+	Addr    uint64
+	Ksymbol Ksymbol // KSYMBOL
+}
+
+// Ksymbol is kernel code that kallsyms may no longer list: a BPF
+// program or an out-of-line trampoline, registered or gone.
+type Ksymbol struct {
+	Addr       uint64
+	Len        uint32
+	Type       uint16 // 1 BPF program, 2 out-of-line code
+	Unregister bool
+	Name       string
 }
 
 // CPUMode is the record's cpumode (MiscKernel, MiscUser, …).
@@ -61,6 +72,16 @@ func (c *cursor) u32() uint32 {
 	}
 	v := c.bo.Uint32(c.b[c.off:])
 	c.off += 4
+	return v
+}
+
+func (c *cursor) u16() uint16 {
+	if c.err != nil || c.off+2 > len(c.b) {
+		c.err = errShort
+		return 0
+	}
+	v := c.bo.Uint16(c.b[c.off:])
+	c.off += 2
 	return v
 }
 
@@ -279,6 +300,14 @@ func parseSideband(typ uint32, misc uint16, b []byte, a *Attr, bo binary.ByteOrd
 		r.Lost = c.u64()
 	case RecordLostSamples:
 		r.Lost = c.u64()
+	case RecordKsymbol:
+		k := Ksymbol{Addr: c.u64(), Len: c.u32(), Type: c.u16()}
+		k.Unregister = c.u16()&1 != 0 // PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER
+		if c.err != nil {
+			return c.err
+		}
+		k.Name = cstring(body[c.off:])
+		r.Ksymbol = k
 	}
 	return c.err
 }

@@ -116,12 +116,15 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 	for _, d := range ids {
 		locs := byDSO[d]
 		info := c.dsoInfo[d]
+		if info.named {
+			continue
+		}
 		if info.buildID == "" {
 			info.buildID = fileIDs[info.path]
 		}
 		p.DSOs[d].BuildID = info.buildID
 		switch kind := p.DSOs[d].Kind; {
-		case kind == model.DSOKernel:
+		case kind == model.DSOKernel && d == c.kernel:
 			p.DSOs[d].BuildID = kernelID
 			k, delta, err := c.loadKernel(f, o, kernelID)
 			if err != nil {
