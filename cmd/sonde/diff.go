@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/diff"
+	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/model"
 )
 
@@ -42,7 +42,7 @@ func newDiffCmd() *cobra.Command {
 		}
 		var profs [2]*model.Profile
 		for i := range profs {
-			p, err := datafile.ReadFileWith(files[i], datafile.ReadOptions{Group: true})
+			p, err := load.Profile(files[i], load.Options{Group: true})
 			if err != nil {
 				return err
 			}
