@@ -321,3 +321,157 @@ func TestDamagedPerfData(t *testing.T) {
 		})
 	}
 }
+
+// TestPerfDataAgainstPerf records work.c (a 3:1 split) with Debian's perf
+// and checks sonde's views of the file against perf's own: report rows
+// within 0.1 points of perf report's for every row above 0.5%, with the
+// same sample and lost counts (file and pipe format, the pipe on standard
+// input); diff against a sonde recording of the same workload without a
+// significant delta; perf script text folded as inferno-collapse-perf
+// --all folds it.
+func TestPerfDataAgainstPerf(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	// perf record fills $HOME/.debug, its build-id cache: keep it aside.
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home}
+	perf := func(stdout *os.File, args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(perfBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if stdout != nil {
+			cmd.Stdout = stdout
+		}
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("perf %v: %v\n%s", args, err, stderr.String())
+		}
+		return out.Bytes()
+	}
+	perf(nil, "record", "-q", "-e", "cpu-clock", "-g", "-o", "perf.data", "./work", "300")
+	pf, err := os.Create(filepath.Join(dir, "pipe.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perf(pf, "record", "-q", "-e", "cpu-clock", "-g", "-o", "-", "./work", "150")
+	pf.Close()
+
+	for _, name := range []string{"perf.data", "pipe.data"} {
+		t.Run(strings.TrimSuffix(name, ".data"), func(t *testing.T) {
+			var stdin []byte
+			in := name
+			if name == "pipe.data" {
+				if stdin, err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+				in = "-"
+			}
+			rep := decodeReport(t, mustEnv(t, dir, env, stdin, append(flatReport, "-i", in)...).Stdout)
+			want := parsePerfRows(t, perf(nil, "report", "-i", name, "--stdio", "--no-children", "-g", "none",
+				"--sort", "comm,dso,sym", "-F", "period,sample,comm,dso,sym", "--percent-limit", "0", "-t", "|"))
+			if rep.Samples != int(want.samples) || rep.Meta.Lost != want.lost {
+				t.Errorf("%d samples, %d lost; perf report %d and %d", rep.Samples, rep.Meta.Lost, want.samples, want.lost)
+			}
+			got := rowPercents(rep)
+			keys := map[string]bool{}
+			for k := range got {
+				keys[k] = true
+			}
+			for k := range want.rows {
+				keys[k] = true
+			}
+			compared := 0
+			for k := range keys {
+				g, w := got[k], 100*float64(want.rows[k])/float64(max(want.period, 1))
+				if g < 0.5 && w < 0.5 {
+					continue
+				}
+				compared++
+				if math.Abs(g-w) > 0.1 {
+					t.Errorf("row %s: %.2f%%, perf report %.2f%%", k, g, w)
+				}
+			}
+			if compared < 2 {
+				t.Errorf("%d rows above 0.5%% (want spin_a and spin_b at least): sonde %v, perf %v", compared, got, want.rows)
+			}
+			t.Logf("%d samples; %d rows above 0.5%% agree with perf report", rep.Samples, compared)
+		})
+	}
+
+	t.Run("diff", func(t *testing.T) {
+		mustEnv(t, dir, env, nil, "record", "-q", "-g", "-o", "sonde.data", "--", "./work", "300")
+		checkNoSignificantDelta(t, mustEnv(t, dir, env, nil, "diff", "--json", "perf.data", "sonde.data").Stdout)
+	})
+
+	t.Run("fold", func(t *testing.T) {
+		inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
+		for _, fields := range [][]string{nil, {"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}} {
+			text := perf(nil, append([]string{"script", "-i", "perf.data"}, fields...)...)
+			if err := os.WriteFile(filepath.Join(dir, "perf-script.txt"), text, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ref := exec.Command(inferno, "--all", "perf-script.txt")
+			ref.Dir = dir
+			want, err := ref.Output()
+			if err != nil {
+				t.Fatalf("inferno-collapse-perf: %v", err)
+			}
+			got := mustEnv(t, dir, env, nil, "flamegraph", "--format", "folded", "-i", "perf-script.txt").Stdout
+			compareFoldedLines(t, "perf script "+strings.Join(fields, " "), got, string(want))
+		}
+	})
+}
+
+type perfRows struct {
+	samples, period, lost uint64
+	rows                  map[string]uint64 // period by comm|dso|sym
+}
+
+// parsePerfRows reads perf report -F period,sample,comm,dso,sym -t '|'.
+// Symbols lose perf's [k]/[.] marks; unnamed addresses become "?"; vDSO
+// functions lose the __vdso_ prefix of the alias perf prefers.
+func parsePerfRows(t *testing.T, out []byte) perfRows {
+	t.Helper()
+	r := perfRows{rows: map[string]uint64{}}
+	for _, l := range strings.Split(string(out), "\n") {
+		if n, ok := strings.CutPrefix(l, "# Total Lost Samples:"); ok {
+			r.lost, _ = strconv.ParseUint(strings.TrimSpace(n), 10, 64)
+		}
+		f := strings.Split(l, "|")
+		if strings.HasPrefix(l, "#") || len(f) != 5 {
+			continue
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		period, err1 := strconv.ParseUint(f[0], 10, 64)
+		n, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("perf report row %q", l)
+		}
+		sym := f[4]
+		if len(sym) > 4 && sym[0] == '[' && sym[2] == ']' {
+			sym = sym[4:]
+		}
+		if strings.HasPrefix(sym, "0x") {
+			sym = "?"
+		}
+		if f[3] == "[vdso]" {
+			sym = strings.TrimPrefix(sym, "__vdso_")
+		}
+		r.samples += n
+		r.period += period
+		r.rows[f[2]+"|"+f[3]+"|"+sym] += period
+	}
+	if r.samples == 0 {
+		t.Fatalf("no rows in perf report:\n%s", out)
+	}
+	return r
+}
