@@ -48,7 +48,7 @@ func newDiffCmd() *cobra.Command {
 			}
 			profs[i] = p
 		}
-		if profs[0].Meta.Event != profs[1].Meta.Event {
+		if !load.SameEvents(profs[0].Meta.Event, profs[1].Meta.Event) {
 			fmt.Fprintf(os.Stderr, "sonde: warning: comparing different events (%s vs %s)\n", profs[0].Meta.Event, profs[1].Meta.Event)
 		}
 		rows := diff.Compare(profs[0], profs[1], diff.Options{Sort: keys, Min: minPct})

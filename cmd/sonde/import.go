@@ -55,7 +55,7 @@ func newImportCmd() *cobra.Command {
 		}
 		var unmatched int
 		warn := load.StderrWarn(in)
-		p, res, kind, err := load.Import(in, load.Options{Perf: po, Warn: func(w string) {
+		p, _, kind, err := load.Import(in, load.Options{Perf: po, Warn: func(w string) {
 			unmatched++
 			warn(w)
 		}})
@@ -66,14 +66,11 @@ func newImportCmd() *cobra.Command {
 			return fmt.Errorf("writing %s: %w", output, err)
 		}
 		if !quiet {
-			lost := ""
-			if p.Meta.Lost > 0 {
-				lost = fmt.Sprintf(" (%d lost)", p.Meta.Lost)
-			}
-			fmt.Fprintf(os.Stderr, "sonde: imported %d samples%s of %s, %s, from %s (%s) into %s (%s)",
-				p.SampleCount(), lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), in, kind, output, cli.FileSize(output))
-			if res != nil && res.File != nil {
-				fmt.Fprintf(os.Stderr, "; %d objects named, %d not", namedObjects(p), unmatched)
+			// As record's summary, with what the import could not name.
+			fmt.Fprintf(os.Stderr, "sonde: %s (%s): %d samples (%d lost) of %s in %s written to %s (%s)",
+				in, kind, p.SampleCount(), p.Meta.Lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
+			if kind == load.KindPerfData {
+				fmt.Fprintf(os.Stderr, "; %d objects named, %d unmatched", namedObjects(p), unmatched)
 			}
 			fmt.Fprintln(os.Stderr)
 		}

@@ -285,3 +285,34 @@ func Subtitle(p *model.Profile) string {
 	}
 	return sub
 }
+
+// SameEvents reports whether two profiles' event lists name the same
+// events, ignoring the modifiers perf appends to the events it chooses
+// itself (perf record's default is cpu-clock:pppH, sonde's cpu-clock).
+func SameEvents(a, b string) bool {
+	as, bs := strings.Split(a, ","), strings.Split(b, ",")
+	if len(as) != len(bs) {
+		return false
+	}
+	for i := range as {
+		if withoutModifiers(as[i]) != withoutModifiers(bs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutModifiers cuts a trailing ":MODS" made only of perf's event
+// modifier letters; tracepoints (sched:sched_switch) keep their name.
+func withoutModifiers(ev string) string {
+	i := strings.LastIndexByte(ev, ':')
+	if i < 0 || i == len(ev)-1 {
+		return ev
+	}
+	for _, c := range ev[i+1:] {
+		if !strings.ContainsRune("ukhIGHpPSDWeb", c) {
+			return ev
+		}
+	}
+	return ev[:i]
+}
