@@ -322,13 +322,14 @@ func TestDamagedPerfData(t *testing.T) {
 	}
 }
 
-// TestPerfDataAgainstPerf records work.c (a 3:1 split) with Debian's perf
-// and checks sonde's views of the file against perf's own: report rows
-// within 0.1 points of perf report's for every row above 0.5%, with the
-// same sample and lost counts (file and pipe format, the pipe on standard
-// input); diff against a sonde recording of the same workload without a
-// significant delta; perf script text folded as inferno-collapse-perf
-// --all folds it.
+// TestPerfDataAgainstPerf records with Debian's perf (work.c's 3:1 split
+// with call chains, the pipe format read from standard input, a fixed
+// period, two events, a tracepoint system-wide) and checks sonde's views
+// against perf's own: report rows within 0.1 points of perf report's for
+// every row above 0.5%, with the same sample and lost counts, per event;
+// diff against a sonde recording of the same workload without a
+// significant delta; perf script text folded as inferno-collapse-perf --all
+// folds it.
 func TestPerfDataAgainstPerf(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
@@ -355,53 +356,45 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 		}
 		return out.Bytes()
 	}
-	perf(nil, "record", "-q", "-e", "cpu-clock", "-g", "-o", "perf.data", "./work", "300")
-	pf, err := os.Create(filepath.Join(dir, "pipe.data"))
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		args []string
+		pipe bool // perf record -o -, read by sonde from standard input
+	}{
+		{name: "perf", args: []string{"-e", "cpu-clock", "-g", "./work", "300"}},
+		{name: "pipe", pipe: true, args: []string{"-e", "cpu-clock", "-g", "./work", "150"}},
+		{name: "fixed_period", args: []string{"-e", "cpu-clock", "-c", "200000", "./work", "80"}},
+		{name: "two_events", args: []string{"-e", "cpu-clock,task-clock", "-c", "250000", "-g", "./work", "80"}},
+		{name: "tracepoint", args: []string{"-e", "sched:sched_switch", "-a", "sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done"}},
 	}
-	perf(pf, "record", "-q", "-e", "cpu-clock", "-g", "-o", "-", "./work", "150")
-	pf.Close()
-
-	for _, name := range []string{"perf.data", "pipe.data"} {
-		t.Run(strings.TrimSuffix(name, ".data"), func(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := tc.name + ".data"
 			var stdin []byte
-			in := name
-			if name == "pipe.data" {
-				if stdin, err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+			in := file
+			if tc.pipe {
+				pf, err := os.Create(filepath.Join(dir, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				perf(pf, append([]string{"record", "-q", "-o", "-"}, tc.args...)...)
+				pf.Close()
+				if stdin, err = os.ReadFile(filepath.Join(dir, file)); err != nil {
 					t.Fatal(err)
 				}
 				in = "-"
+			} else {
+				perf(nil, append([]string{"record", "-q", "-o", file}, tc.args...)...)
 			}
-			rep := decodeReport(t, mustEnv(t, dir, env, stdin, append(flatReport, "-i", in)...).Stdout)
-			want := parsePerfRows(t, perf(nil, "report", "-i", name, "--stdio", "--no-children", "-g", "none",
+			reps := decodeReports(t, mustEnv(t, dir, env, stdin, append(flatReport, "-i", in)...).Stdout)
+			want := parsePerfEvents(t, perf(nil, "report", "-i", file, "--stdio", "--no-children", "-g", "none",
 				"--sort", "comm,dso,sym", "-F", "period,sample,comm,dso,sym", "--percent-limit", "0", "-t", "|"))
-			if rep.Samples != int(want.samples) || rep.Meta.Lost != want.lost {
-				t.Errorf("%d samples, %d lost; perf report %d and %d", rep.Samples, rep.Meta.Lost, want.samples, want.lost)
+			if len(reps) != len(want) {
+				t.Fatalf("%d events, perf report %d", len(reps), len(want))
 			}
-			got := rowPercents(rep)
-			keys := map[string]bool{}
-			for k := range got {
-				keys[k] = true
+			for i, rep := range reps {
+				compareWithPerf(t, rep, want[i])
 			}
-			for k := range want.rows {
-				keys[k] = true
-			}
-			compared := 0
-			for k := range keys {
-				g, w := got[k], 100*float64(want.rows[k])/float64(max(want.period, 1))
-				if g < 0.5 && w < 0.5 {
-					continue
-				}
-				compared++
-				if math.Abs(g-w) > 0.1 {
-					t.Errorf("row %s: %.2f%%, perf report %.2f%%", k, g, w)
-				}
-			}
-			if compared < 2 {
-				t.Errorf("%d rows above 0.5%% (want spin_a and spin_b at least): sonde %v, perf %v", compared, got, want.rows)
-			}
-			t.Logf("%d samples; %d rows above 0.5%% agree with perf report", rep.Samples, compared)
 		})
 	}
 
@@ -430,24 +423,85 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 }
 
 type perfRows struct {
+	event                 string
 	samples, period, lost uint64
 	rows                  map[string]uint64 // period by comm|dso|sym
 }
 
-// parsePerfRows reads perf report -F period,sample,comm,dso,sym -t '|'.
-// Symbols lose perf's [k]/[.] marks; unnamed addresses become "?"; vDSO
-// functions lose the __vdso_ prefix of the alias perf prefers.
-func parsePerfRows(t *testing.T, out []byte) perfRows {
+// decodeReports reads report --json: one report, or a list of one per
+// event.
+func decodeReports(t *testing.T, out string) []jsonReport {
 	t.Helper()
-	r := perfRows{rows: map[string]uint64{}}
-	for _, l := range strings.Split(string(out), "\n") {
-		if n, ok := strings.CutPrefix(l, "# Total Lost Samples:"); ok {
-			r.lost, _ = strconv.ParseUint(strings.TrimSpace(n), 10, 64)
+	if strings.HasPrefix(strings.TrimSpace(out), "[") {
+		var reps []jsonReport
+		if err := json.Unmarshal([]byte(out), &reps); err != nil {
+			t.Fatalf("report JSON: %v\n%s", err, out)
 		}
-		f := strings.Split(l, "|")
-		if strings.HasPrefix(l, "#") || len(f) != 5 {
+		return reps
+	}
+	return []jsonReport{decodeReport(t, out)}
+}
+
+// compareWithPerf checks one event's report against perf report's rows:
+// every row above 0.5% within 0.1 points, the same sample and lost counts.
+// Unnamed addresses are summed per comm and object on both sides.
+func compareWithPerf(t *testing.T, rep jsonReport, want perfRows) {
+	t.Helper()
+	if rep.Samples != int(want.samples) || rep.Meta.Lost != want.lost {
+		t.Errorf("%s: %d samples, %d lost; perf report %d and %d", want.event, rep.Samples, rep.Meta.Lost, want.samples, want.lost)
+	}
+	got := map[string]float64{}
+	for _, e := range rep.Entries {
+		sym, dso := e.Keys["sym"], e.Keys["dso"]
+		if strings.HasPrefix(sym, filepath.Base(dso)+"+0x") {
+			sym = "?" // sonde names an unnamed address object+0xOFFSET
+		}
+		got[e.Keys["comm"]+"|"+dso+"|"+sym] += e.SelfPct
+	}
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want.rows {
+		keys[k] = true
+	}
+	compared := 0
+	for k := range keys {
+		g, w := got[k], 100*float64(want.rows[k])/float64(max(want.period, 1))
+		if g < 0.5 && w < 0.5 {
 			continue
 		}
+		compared++
+		if math.Abs(g-w) > 0.1 {
+			t.Errorf("%s: row %s: %.2f%%, perf report %.2f%%", want.event, k, g, w)
+		}
+	}
+	if compared == 0 {
+		t.Errorf("%s: no rows above 0.5%%: sonde %v, perf %v", want.event, got, want.rows)
+	}
+	t.Logf("%s: %d samples; %d rows above 0.5%% agree with perf report", want.event, rep.Samples, compared)
+}
+
+// parsePerfEvents reads perf report -F period,sample,comm,dso,sym -t '|',
+// one section per event. Symbols lose perf's [k]/[.] marks; unnamed
+// addresses become "?"; vDSO functions lose the __vdso_ prefix of the
+// alias perf prefers.
+func parsePerfEvents(t *testing.T, out []byte) []perfRows {
+	t.Helper()
+	var evs []perfRows
+	var lost uint64
+	for _, l := range strings.Split(string(out), "\n") {
+		if n, ok := strings.CutPrefix(l, "# Total Lost Samples:"); ok {
+			lost, _ = strconv.ParseUint(strings.TrimSpace(n), 10, 64)
+		}
+		if _, name, ok := strings.Cut(l, " of event '"); ok && strings.HasPrefix(l, "# Samples:") {
+			evs = append(evs, perfRows{event: strings.TrimSuffix(name, "'"), lost: lost, rows: map[string]uint64{}})
+		}
+		f := strings.Split(l, "|")
+		if strings.HasPrefix(l, "#") || len(f) != 5 || len(evs) == 0 {
+			continue
+		}
+		r := &evs[len(evs)-1]
 		for i := range f {
 			f[i] = strings.TrimSpace(f[i])
 		}
@@ -470,8 +524,8 @@ func parsePerfRows(t *testing.T, out []byte) perfRows {
 		r.period += period
 		r.rows[f[2]+"|"+f[3]+"|"+sym] += period
 	}
-	if r.samples == 0 {
-		t.Fatalf("no rows in perf report:\n%s", out)
+	if len(evs) == 0 {
+		t.Fatalf("no events in perf report:\n%s", out)
 	}
-	return r
+	return evs
 }
