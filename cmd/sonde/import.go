@@ -70,7 +70,7 @@ func newImportCmd() *cobra.Command {
 			fmt.Fprintf(os.Stderr, "sonde: %s (%s): %d samples (%d lost) of %s in %s written to %s (%s)",
 				in, kind, p.SampleCount(), p.Meta.Lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
 			if kind == load.KindPerfData {
-				fmt.Fprintf(os.Stderr, "; %d objects named, %d unmatched", namedObjects(p), unmatched)
+				fmt.Fprintf(os.Stderr, "; objects: %d named, %d unmatched", namedObjects(p), unmatched)
 			}
 			fmt.Fprintln(os.Stderr)
 		}

@@ -219,6 +219,17 @@ func TestImportPortable(t *testing.T) {
 	if out := mustEnv(t, dir, nil, nil, "annotate", "-i", "tiny.sonde", "--no-source", "spin_a").Stdout; !strings.Contains(out, "<spin_a>:") {
 		t.Errorf("annotate of the imported file without the binary:\n%s", out)
 	}
+	// Without the cache work is unmatched: its warning line, then the
+	// summary counting it.
+	r = mustEnv(t, dir, []string{"PERF_BUILDID_DIR=" + t.TempDir()}, nil, "import", perfFixture("tiny.data"), "-o", "bare.sonde")
+	// (The kernel is unmatched too where this kernel is not the recorded
+	// one.)
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+	n := len(lines) - 1
+	if n < 1 || !strings.Contains(r.Stderr, "/1: /tmp/pd/fx/work") && !strings.Contains(r.Stderr, "/2: /tmp/pd/fx/work") ||
+		!strings.HasSuffix(lines[n], ", "+strconv.Itoa(n)+" unmatched") {
+		t.Errorf("import without the objects:\n%s", r.Stderr)
+	}
 	// perf script text imports too; a sonde data file is refused.
 	mustEnv(t, dir, nil, nil, "import", "-q", perfFixture("tiny.script.txt"), "-o", "text.sonde")
 	if r := runEnv(t, dir, nil, nil, "import", "tiny.sonde", "-o", "again.sonde"); r.Code == 0 || !strings.Contains(r.Stderr, "already a sonde data file") {
