@@ -1,6 +1,5 @@
 // Package load opens what a view's -i names, whoever wrote it: a sonde
-// data file, perf.data (file or pipe format, from perf record or
-// simpleperf's perf.data-compatible output), or perf script text. The kind
+// data file, perf.data (file or pipe format), or perf script text. The kind
 // is told from the first bytes, never from the file name, so every view
 // (report, flamegraph, diff, annotate, script, latency -i) reads all three
 // the same way and a perf recording can be compared with a sonde one.
