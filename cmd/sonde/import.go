@@ -1,16 +1,12 @@
 package main
 
 import (
-	"fmt"
+	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/load"
-	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perfdata"
 )
 
@@ -49,43 +45,11 @@ func newImportCmd() *cobra.Command {
 	f.StringVar(&po.DebugDir, "debug-dir", "", "separate debug files (default /usr/lib/debug)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no summary line")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		in := args[0]
-		if err := datafile.CheckPath(output); err != nil {
-			return err
+		var summary io.Writer = os.Stderr
+		if quiet {
+			summary = nil
 		}
-		var unmatched int
-		warn := load.StderrWarn(in)
-		p, _, kind, err := load.Import(in, load.Options{Perf: po, Warn: func(w string) {
-			unmatched++
-			warn(w)
-		}})
-		if err != nil {
-			return err
-		}
-		if err := datafile.WriteFile(output, p); err != nil {
-			return fmt.Errorf("writing %s: %w", output, err)
-		}
-		if !quiet {
-			// As record's summary, with what the import could not name.
-			fmt.Fprintf(os.Stderr, "sonde: %s (%s): %d samples (%d lost) of %s in %s written to %s (%s)",
-				in, kind, p.SampleCount(), p.Meta.Lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
-			if kind == load.KindPerfData {
-				fmt.Fprintf(os.Stderr, "; objects: %d named, %d unmatched", namedObjects(p), unmatched)
-			}
-			fmt.Fprintln(os.Stderr)
-		}
-		return nil
+		return load.ImportFile(args[0], output, load.Options{Perf: po}, summary)
 	}
 	return cmd
-}
-
-// namedObjects counts the objects with at least one named function.
-func namedObjects(p *model.Profile) int {
-	named := map[int32]bool{}
-	for _, fn := range p.Funcs {
-		if fn.DSO >= 0 {
-			named[fn.DSO] = true
-		}
-	}
-	return len(named)
 }
