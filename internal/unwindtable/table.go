@@ -1,0 +1,448 @@
+// Package unwindtable compiles the DWARF call-frame information of an ELF file
+// (.eh_frame, and .debug_frame where present) into compact sorted rows a BPF
+// stack walker can binary-search: for each pc range, how to find the CFA and
+// where the return address and the caller's frame pointer are.
+package unwindtable
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Arch is the instruction set a table unwinds.
+type Arch uint8
+
+const (
+	ArchX86_64 Arch = iota + 1
+	ArchARM64
+)
+
+func (a Arch) String() string {
+	switch a {
+	case ArchX86_64:
+		return "x86-64"
+	case ArchARM64:
+		return "arm64"
+	}
+	return "arch?"
+}
+
+// Table is the unwind table of one ELF file.
+type Table struct {
+	Arch Arch
+	// Base is the virtual address Row.PC counts from: 0 when every pc fits in 32
+	// bits (shared objects, PIE and classic executables), so PCs are the file's
+	// own addresses; otherwise the lowest pc covered.
+	Base uint64
+	// Rows are sorted by PC; consecutive rows differ in rule. The last row is
+	// KindNone, ending the coverage of the last FDE.
+	Rows []Row
+	// Exec are the file's executable PT_LOAD segments, so a loader can turn a
+	// mapping's file offset into the virtual addresses rows use without
+	// reopening the file.
+	Exec  []Segment
+	Stats Stats
+}
+
+// Segment is an executable PT_LOAD segment: Size bytes at file offset Off are
+// mapped at virtual address Vaddr.
+type Segment struct {
+	Vaddr, Off, Size uint64
+}
+
+// Stats says what went into a table and what could not be represented.
+type Stats struct {
+	CIEs, FDEs     int  // entries parsed from .eh_frame and .debug_frame
+	DebugFrameFDEs int  // FDEs taken from .debug_frame (not covered by .eh_frame)
+	SkippedFDEs    int  // empty, outside executable segments, or overlapping an earlier FDE
+	BadFDEs        int  // FDEs whose CFA program failed; their range is KindUnsupported
+	RawRows        int  // rows before merging consecutive identical rules
+	Unsupported    int  // rows of KindUnsupported
+	Signal, Stop   int  // rows of KindSignal and KindStop
+	SynthPLT       bool // arm64 .plt rows made from the stub layout (ld writes no FDE for it)
+	ParseError     string
+}
+
+// Bytes is the size of the encoded rows.
+func (t *Table) Bytes() int { return len(t.Rows) * RowSize }
+
+// Lookup returns the row covering the virtual address pc. Pcs before the first
+// row get a KindNone row.
+func (t *Table) Lookup(pc uint64) Row {
+	if pc < t.Base || pc-t.Base >= 1<<32 {
+		return Row{Rule: Rule{Kind: KindNone}}
+	}
+	rel := uint32(pc - t.Base)
+	i, found := slices.BinarySearchFunc(t.Rows, rel, func(r Row, pc uint32) int {
+		switch {
+		case r.PC < pc:
+			return -1
+		case r.PC > pc:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		if i == 0 {
+			return Row{Rule: Rule{Kind: KindNone}}
+		}
+		i--
+	}
+	return t.Rows[i]
+}
+
+// Encode returns the rows in their wire form (Row.Encode), ready for a BPF map.
+func (t *Table) Encode() []byte {
+	b := make([]byte, 0, t.Bytes())
+	for _, r := range t.Rows {
+		b = r.Encode(b)
+	}
+	return b
+}
+
+// ErrNoUnwindInfo says a file has neither .eh_frame nor .debug_frame.
+var ErrNoUnwindInfo = errors.New("no .eh_frame or .debug_frame")
+
+// Build reads an ELF file and compiles its unwind table.
+func Build(r io.ReaderAt) (*Table, error) {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading ELF: %w", err)
+	}
+	defer f.Close()
+	return BuildELF(f)
+}
+
+// BuildELF compiles the unwind table of an opened ELF file.
+func BuildELF(f *elf.File) (*Table, error) {
+	t := &Table{}
+	var ar archRegs
+	switch f.Machine {
+	case elf.EM_X86_64:
+		t.Arch, ar = ArchX86_64, regsX86_64
+	case elf.EM_AARCH64:
+		t.Arch, ar = ArchARM64, regsARM64
+	default:
+		return nil, fmt.Errorf("building unwind table: unsupported machine %v", f.Machine)
+	}
+	sec := Section{Order: f.ByteOrder, PtrSize: 8}
+	if f.Class == elf.ELFCLASS32 {
+		sec.PtrSize = 4
+	}
+	if s := f.Section(".text"); s != nil {
+		sec.TextAddr = s.Addr
+	}
+	if s := f.Section(".got"); s != nil {
+		sec.DataAddr = s.Addr
+	}
+
+	type source struct {
+		fde   FDE
+		sec   *Section
+		prio  int         // 0: .eh_frame wins over 1: .debug_frame for the same pcs, 2: synthesized
+		synth []synthRule // rows made by sonde where the linker wrote no FDE
+	}
+	var all []source
+	var perr []error
+	found := false
+	add := func(kind SectionKind, data []byte, addr uint64, prio int) {
+		found = true
+		s := sec
+		s.Kind, s.Addr = kind, addr
+		fr, err := ParseFrames(data, s)
+		if err != nil {
+			perr = append(perr, err)
+		}
+		if fr == nil {
+			return
+		}
+		t.Stats.CIEs += len(fr.CIEs)
+		t.Stats.FDEs += len(fr.FDEs)
+		for _, fd := range fr.FDEs {
+			all = append(all, source{fde: fd, sec: &s, prio: prio})
+		}
+	}
+	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		data, err := s.Data()
+		if err != nil {
+			return nil, fmt.Errorf("reading .eh_frame: %w", err)
+		}
+		add(EHFrame, data, s.Addr, 0)
+	} else if data, addr, ok := ehFrameFromHeader(f); ok {
+		// No section headers (or a stripped-down header table): the loader's own
+		// route through PT_GNU_EH_FRAME still finds .eh_frame.
+		add(EHFrame, data, addr, 0)
+	}
+	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		data, err := s.Data()
+		if err != nil {
+			return nil, fmt.Errorf("reading .debug_frame: %w", err)
+		}
+		add(DebugFrame, data, 0, 1)
+	}
+	if !found {
+		return nil, ErrNoUnwindInfo
+	}
+	if len(perr) > 0 {
+		// One line per error, one line in all: errors.Join would add newlines.
+		msg := perr[0].Error()
+		for _, e := range perr[1:] {
+			msg += "; " + e.Error()
+		}
+		t.Stats.ParseError = msg
+		if len(all) == 0 {
+			return nil, fmt.Errorf("building unwind table: %w", perr[0])
+		}
+	}
+
+	// Keep FDEs that describe loaded code; .debug_frame of discarded sections
+	// and FDEs of non-allocated code point elsewhere (often at 0).
+	var exec [][2]uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			exec = append(exec, [2]uint64{p.Vaddr, p.Vaddr + p.Memsz})
+			t.Exec = append(t.Exec, Segment{Vaddr: p.Vaddr, Off: p.Off, Size: p.Filesz})
+		}
+	}
+	inExec := func(b, e uint64) bool {
+		if len(exec) == 0 {
+			return true // no program headers (relocatable or odd file): trust the FDEs
+		}
+		for _, x := range exec {
+			if b >= x[0] && e <= x[1] {
+				return true
+			}
+		}
+		return false
+	}
+	kept := all[:0]
+	for _, s := range all {
+		if s.fde.End <= s.fde.Begin || !inExec(s.fde.Begin, s.fde.End) {
+			t.Stats.SkippedFDEs++
+			continue
+		}
+		kept = append(kept, s)
+	}
+	if t.Arch == ArchARM64 {
+		if b, e, rules, ok := arm64PLT(f); ok && !overlapsAny(kept, b, e, func(s source) (uint64, uint64) { return s.fde.Begin, s.fde.End }) {
+			kept = append(kept, source{fde: FDE{Begin: b, End: e}, prio: 2, synth: rules})
+			t.Stats.SynthPLT = true
+		}
+	}
+	slices.SortFunc(kept, func(a, b source) int {
+		switch {
+		case a.fde.Begin != b.fde.Begin:
+			if a.fde.Begin < b.fde.Begin {
+				return -1
+			}
+			return 1
+		case a.prio != b.prio:
+			return a.prio - b.prio
+		case a.fde.End != b.fde.End:
+			if a.fde.End > b.fde.End {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	if len(kept) == 0 {
+		return nil, ErrNoUnwindInfo
+	}
+	maxEnd := uint64(0)
+	for _, s := range kept {
+		maxEnd = max(maxEnd, s.fde.End)
+	}
+	if maxEnd > 1<<32 {
+		t.Base = kept[0].fde.Begin
+		if maxEnd-t.Base > 1<<32 {
+			return nil, fmt.Errorf("building unwind table: code spans %#x bytes, more than 32-bit row offsets reach", maxEnd-t.Base)
+		}
+	}
+
+	b := &builder{t: t}
+	// Compilers emit about six rows per FDE; one allocation in the common case.
+	t.Rows = make([]Row, 0, 8*len(kept))
+	var scratch []stateRow
+	covered := uint64(0)
+	for _, s := range kept {
+		fd := s.fde
+		if fd.Begin < covered {
+			if fd.End <= covered {
+				t.Stats.SkippedFDEs++
+				continue
+			}
+			fd.Begin = covered // partial overlap: the earlier FDE keeps its pcs
+		}
+		if s.prio == 1 {
+			t.Stats.DebugFrameFDEs++
+		}
+		if fd.Begin > covered && covered != 0 {
+			b.add(covered, Rule{Kind: KindNone})
+		}
+		if s.synth != nil {
+			for _, r := range s.synth {
+				if r.pc >= fd.Begin {
+					b.add(r.pc, r.rule)
+				}
+			}
+			covered = fd.End
+			continue
+		}
+		rows, err := run(&s.fde, s.sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn}, scratch)
+		scratch = rows
+		if err != nil {
+			t.Stats.BadFDEs++
+			b.add(fd.Begin, Rule{Kind: KindUnsupported})
+		} else {
+			for i, sr := range rows {
+				start, end := sr.pc, fd.End
+				if i+1 < len(rows) {
+					end = min(end, rows[i+1].pc)
+				}
+				start = max(start, fd.Begin)
+				if start >= end {
+					continue
+				}
+				b.add(start, rowFor(&sr.st, fd.CIE, ar))
+			}
+		}
+		covered = fd.End
+	}
+	b.add(covered, Rule{Kind: KindNone})
+	for _, r := range t.Rows {
+		switch r.Kind {
+		case KindUnsupported:
+			t.Stats.Unsupported++
+		case KindSignal:
+			t.Stats.Signal++
+		case KindStop:
+			t.Stats.Stop++
+		}
+	}
+	t.Rows = slices.Clone(t.Rows) // drop the spare capacity: tables live as long as the cache holds them
+	return t, nil
+}
+
+// builder appends rows in pc order, merging a row into the previous one when
+// it unwinds the same way and replacing an empty predecessor at the same pc.
+type builder struct {
+	t *Table
+}
+
+func (b *builder) add(pc uint64, rule Rule) {
+	b.t.Stats.RawRows++
+	r := Row{PC: uint32(pc - b.t.Base), Rule: rule}
+	rows := b.t.Rows
+	if n := len(rows); n > 0 {
+		if rows[n-1].PC == r.PC {
+			rows = rows[:n-1]
+		}
+	}
+	if n := len(rows); n > 0 && rows[n-1].Rule == r.Rule {
+		b.t.Rows = rows
+		return
+	}
+	b.t.Rows = append(rows, r)
+}
+
+// ehFrameFromHeader finds .eh_frame through PT_GNU_EH_FRAME when the section
+// headers do not name it. The header gives the start of .eh_frame; its end is
+// the end of the segment that holds it (parsing stops at the zero terminator).
+func ehFrameFromHeader(f *elf.File) ([]byte, uint64, bool) {
+	var hdr *elf.Prog
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_GNU_EH_FRAME {
+			hdr = p
+		}
+	}
+	if hdr == nil || hdr.Filesz < 8 {
+		return nil, 0, false
+	}
+	h := make([]byte, 8+8)
+	n, _ := hdr.ReadAt(h, 0)
+	if n < 8 || h[0] != 1 {
+		return nil, 0, false
+	}
+	s := Section{Order: f.ByteOrder, PtrSize: 8, Addr: hdr.Vaddr, DataAddr: hdr.Vaddr}
+	if f.Class == elf.ELFCLASS32 {
+		s.PtrSize = 4
+	}
+	r := &buf{b: h[:n], off: 4, order: f.ByteOrder}
+	ehAddr := r.pointer(h[1], &s, 0)
+	if r.err != nil {
+		return nil, 0, false
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || ehAddr < p.Vaddr || ehAddr >= p.Vaddr+p.Filesz {
+			continue
+		}
+		n := p.Vaddr + p.Filesz - ehAddr
+		if n > 1<<30 {
+			return nil, 0, false // not a plausible .eh_frame: refuse the allocation
+		}
+		data := make([]byte, n)
+		if n, err := p.ReadAt(data, int64(ehAddr-p.Vaddr)); err != nil && n < len(data) {
+			return nil, 0, false
+		}
+		return data, ehAddr, true
+	}
+	return nil, 0, false
+}
+
+type synthRule struct {
+	pc   uint64
+	rule Rule
+}
+
+func overlapsAny[T any](xs []T, b, e uint64, span func(T) (uint64, uint64)) bool {
+	for _, x := range xs {
+		if xb, xe := span(x); xb < e && b < xe {
+			return true
+		}
+	}
+	return false
+}
+
+// AArch64 instructions that identify the PLT header GNU ld writes.
+const (
+	arm64StpX16X30 = 0xa9bf7bf0 // stp x16, x30, [sp, #-16]!
+	arm64BTIC      = 0xd503245f // bti c
+	arm64PLT0Size  = 32
+)
+
+// arm64PLT describes the .plt of an arm64 file, for which GNU ld emits no
+// unwind information. Every stub after the 32-byte header only loads a GOT
+// entry and branches: SP is untouched and the return address is in x30. The
+// header (reached on lazy binding) first pushes x16 and x30, then jumps to the
+// resolver, which has its own FDE. The header is recognised by its first
+// instructions; an unknown layout gets no rows.
+func arm64PLT(f *elf.File) (begin, end uint64, rules []synthRule, ok bool) {
+	s := f.Section(".plt")
+	if s == nil || s.Type != elf.SHT_PROGBITS || s.Size < arm64PLT0Size {
+		return 0, 0, nil, false
+	}
+	head := make([]byte, 8)
+	if _, err := s.ReadAt(head, 0); err != nil {
+		return 0, 0, nil, false
+	}
+	w0, w1 := f.ByteOrder.Uint32(head), f.ByteOrder.Uint32(head[4:])
+	var pushed uint64 // address of the first instruction after the push
+	switch {
+	case w0 == arm64StpX16X30:
+		pushed = s.Addr + 4
+	case w0 == arm64BTIC && w1 == arm64StpX16X30:
+		pushed = s.Addr + 8
+	default:
+		return 0, 0, nil, false
+	}
+	inLR := Rule{Kind: KindSP, Flags: FlagRAInLR}
+	return s.Addr, s.Addr + s.Size, []synthRule{
+		{s.Addr, inLR},
+		{pushed, Rule{Kind: KindSP, CFA: 2, RA: -1}},
+		{s.Addr + arm64PLT0Size, inLR},
+	}, true
+}
