@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // ChildArg is the hidden first argument with which sonde re-executes itself
@@ -82,15 +84,4 @@ func (c *Child) Abort() {
 }
 
 // ExitCode turns a Wait result into a shell-style exit code.
-func ExitCode(err error, state *os.ProcessState) int {
-	if state == nil {
-		if err != nil {
-			return 127
-		}
-		return 0
-	}
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return state.ExitCode()
-}
+func ExitCode(err error, state *os.ProcessState) int { return runctl.ExitCode(err, state) }

@@ -119,14 +119,16 @@ loop:
 			o.Target.Process.Signal(syscall.SIGTERM)
 		}
 		<-exited
-		res.ExitCode = exitCode(waitErr, o.Target.ProcessState)
+		res.ExitCode = ExitCode(waitErr, o.Target.ProcessState)
 	}
 	res.Elapsed = time.Since(start)
 	return res, err
 }
 
-// exitCode turns a Wait result into a shell-style exit code.
-func exitCode(err error, state *os.ProcessState) int {
+// ExitCode turns a Wait result into a shell-style exit code: the
+// command's status, 128+signal when a signal ended it, 127 when it could
+// not be waited for.
+func ExitCode(err error, state *os.ProcessState) int {
 	if state == nil {
 		if err != nil {
 			return 127

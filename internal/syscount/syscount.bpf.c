@@ -68,12 +68,20 @@ static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr)
 	return v;
 }
 
+/* The current process and thread; false when the pid filter rejects them. */
+static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	*pid = id >> 32;
+	*tid = (__u32)id;
+	return !target_pid || *pid == target_pid;
+}
+
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter(struct enter_args *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if (target_pid && pid != target_pid)
+	__u32 pid, tid;
+	if (!current_ids(&pid, &tid))
 		return 0;
 	__u32 nr = (__u32)ctx->id;
 	/* Counted at entry: exit and exit_group never return. */
@@ -90,9 +98,8 @@ int sys_enter(struct enter_args *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit(struct exit_args *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if (target_pid && pid != target_pid)
+	__u32 pid, tid;
+	if (!current_ids(&pid, &tid))
 		return 0;
 	if (!latency) {
 		if (ctx->ret < 0) {
