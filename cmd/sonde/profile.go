@@ -13,6 +13,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/profile"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
 func runProfile(args []string) (int, error) {
@@ -94,11 +95,13 @@ func writeProfileReport(w io.Writer, res *profile.Result, comms []string, asJSON
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			*report.Report
-			BPFErrors profile.Errors `json:"bpf_errors"`
-		}{rep, res.Errors})
+			BPFErrors profile.Errors      `json:"bpf_errors"`
+			Stacks    unwind.Completeness `json:"user_stacks"`
+			Unwind    profile.Unwind      `json:"unwind"`
+		}{rep, res.Errors, res.Stacks, res.Unwind})
 	}
 	rep.WriteText(w)
-	_, err := fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n\n", res.Errors.UserStack, res.Errors.KernelStack, res.Errors.MapFull)
+	_, err := fmt.Fprintf(w, "# BPF: %d kernel stack walks failed, %d samples lost (map full)\n# user %s\n\n", res.Errors.KernelStack, res.Errors.MapFull, res.Stacks.String())
 	return err
 }
 

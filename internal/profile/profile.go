@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
@@ -19,6 +20,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
 // Options configure one profile run.
@@ -50,6 +52,16 @@ type Result struct {
 	Profile *model.Profile
 	Errors  Errors
 	Attach  string // "perf_event"
+	// Stacks says how many samples have complete user stacks (weighted by
+	// samples); Unwind is the walker's own view and the loader's work.
+	Stacks unwind.Completeness
+	Unwind Unwind
+}
+
+// Unwind is what the user-stack walker and its table loader did.
+type Unwind struct {
+	Walker unwind.Counters `json:"walker"`
+	Loader unwind.Stats    `json:"loader"`
 }
 
 // Run loads the program, samples until the duration passes, ctx ends or
@@ -59,7 +71,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Freq = 49
 	}
 	var maps profileMaps
-	s, err := open(&maps, o.Freq, o.CPUs, map[string]any{
+	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 	})
@@ -67,9 +79,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
+	defer ld.Stop()
 	// Stack ids may still be in use by later samples: only counts are reset.
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
-		return collect(&maps, o, d, start)
+		return collect(&maps, ld, o, d, start)
 	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
 	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
 		return nil, err
@@ -78,9 +91,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // open loads the sampler and attaches it to a cpu-clock event at hz on
-// each of cpus (nil: every online CPU).
-func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpfskel.Session, error) {
+// each of cpus (nil: every online CPU), with the user-stack walker's
+// tables loaded for pid (0: for each process as the walker meets it).
+func open(maps *profileMaps, hz uint64, cpus []int, pid int, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+	var ld *unwind.Loader
 	events := func() ([]int, error) {
+		// The maps exist now and no sample is taken yet: load the target's
+		// tables first, so its first samples unwind fully.
+		ld = unwind.New(unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
+			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}, rowCapacity(pid))
+		if pid != 0 {
+			if err := ld.Load(pid); err != nil {
+				return nil, err
+			}
+		}
+		if err := ld.Start(); err != nil {
+			return nil, err
+		}
 		if cpus == nil {
 			var err error
 			if cpus, err = perf.OnlineCPUs(); err != nil {
@@ -102,26 +129,62 @@ func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpf
 		}
 		return fds, nil
 	}
-	return bpfskel.Open(bpfskel.Tool{
-		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
-		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
+	for k, v := range unwind.Consts() {
+		consts[k] = v
+	}
+	spec := func() (*ebpf.CollectionSpec, error) {
+		s, err := loadProfile()
+		if err == nil {
+			err = unwind.Configure(s, rowCapacity(pid))
+		}
+		return s, err
+	}
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "BPF profiler", Spec: spec, Maps: maps, Consts: consts,
+		Hooks: append(unwind.Hooks(), bpfskel.PerfEventHook(profileProgDoSample, events)),
 	})
+	if err != nil {
+		if ld != nil {
+			ld.Stop()
+		}
+		return nil, nil, err
+	}
+	return s, ld, nil
 }
 
-func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
+// rowCapacity is how many unwind-table rows to make room for: one process
+// needs its own files' rows (python3 and its libraries: about 120,000);
+// system-wide, every process's.
+func rowCapacity(pid int) uint32 {
+	if pid != 0 {
+		return 1 << 20
+	}
+	return unwind.DefaultRows
+}
+
+func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
 	b := record.NewBuilder()
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
 	var count uint64
-	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
+	kbuf := make([]uint64, perf.MaxStack)
+	var ubuf [unwind.MaxFrames]uint64
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
 		}
-		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), bpfmaps.Stack(objs.Stacks, key.UserStack, ubuf))
+		var user []uint64
+		if o.User && key.Pid != 0 {
+			us, ok := ld.Stack(key.UserStack, &ubuf)
+			if ok {
+				user = us.PCs
+				res.Stacks.Add(ld, key.Pid, us, count)
+			}
+		}
+		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), user)
 		if len(locs) == 0 {
 			continue
 		}
@@ -139,14 +202,21 @@ func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Tim
 	meta := model.Meta{
 		Event: "cpu-clock", Freq: o.Freq, Callchain: true, Target: "system-wide",
 		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),
-		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-fp",
+		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-tables",
 	}
+	res.Unwind = Unwind{Walker: ld.Counters(), Loader: ld.Stats()}
+	// Samples whose user stack found the stack map full carry none.
+	res.Stacks.Lost = res.Unwind.Walker.StacksFull
+	res.Stacks.Total += res.Stacks.Lost
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
 	record.HostMeta(&meta)
-	if res.Errors.UserStack+res.Errors.KernelStack > 0 {
-		meta.Warnings = append(meta.Warnings, fmt.Sprintf("stack walks failed: %d user, %d kernel (stack map full or no frame pointers)", res.Errors.UserStack, res.Errors.KernelStack))
+	if res.Errors.KernelStack > 0 {
+		meta.Warnings = append(meta.Warnings, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
+	}
+	if o.User && res.Stacks.Total > res.Stacks.Complete {
+		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
 	}
 	res.Profile = b.Finish(meta)
 	return res, nil
