@@ -100,6 +100,7 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, consts map[string]a
 		// tables first, so its first samples unwind fully.
 		ld = unwind.New(unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
 			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}, rowCapacity(pid))
+		ld.Only = pid
 		if pid != 0 {
 			if err := ld.Load(pid); err != nil {
 				return nil, err

@@ -35,6 +35,10 @@ type Loader struct {
 	ring    *bpfskel.Ring
 	pending chan uint32
 	done    chan struct{}
+
+	// Only, when set, is the one process the tool traces: notices about
+	// others (exec and exit are seen system-wide) are ignored.
+	Only int
 }
 
 type span struct{ first, count uint32 }
@@ -109,6 +113,9 @@ func (l *Loader) Stop() {
 func (l *Loader) notice(raw []byte) {
 	n := bpfskel.View[noticeValue](raw)
 	if n == nil {
+		return
+	}
+	if l.Only != 0 && int(n.Pid) != l.Only {
 		return
 	}
 	l.mu.Lock()
