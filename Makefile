@@ -6,7 +6,7 @@ OUT      := out
 BIN      := $(OUT)/sonde
 export CGO_ENABLED := 0
 
-.PHONY: all build run test unit fuzz cross generate bench clean
+.PHONY: all build run test unit fuzz cross generate bench man clean
 
 all: build
 
@@ -51,6 +51,12 @@ cross:
 # Regenerate the BPF objects and their Go bindings (needs clang, libbpf-dev).
 generate:
 	$(GO) generate ./...
+
+# A man page per command (sonde.1, sonde-record.1, …), generated from the
+# same definitions the command line parses with.
+man: build
+	$(BIN) man -o $(OUT)/man
+	@ls $(OUT)/man | wc -l | xargs echo "man pages in $(OUT)/man:"
 
 # Side by side with perf (Debian's linux-perf): see bench/README.md.
 bench: build

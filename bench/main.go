@@ -5,7 +5,10 @@
 //     system-wide with call chains at 999 Hz (none / perf / sonde, rotated);
 //  2. bytes per sample of the data files those recordings wrote;
 //  3. time and peak RSS to produce a report and a flame-graph input from a
-//     recording of at least -samples samples.
+//     recording of at least -samples samples;
+//  4. seed 002's dd pipeline alone and under sonde cputime;
+//  5. a flame graph of a million distinct folded stacks (time, peak RSS,
+//     page size against issue 10's targets; -flamegraph runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -42,6 +45,18 @@ var (
 
 func main() {
 	flag.Parse()
+	if *onlyFlame {
+		dir, err := os.MkdirTemp("", "sonde-bench")
+		if err != nil {
+			fail(err.Error())
+		}
+		ok := flameScale(dir)
+		os.RemoveAll(dir)
+		if !ok {
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Geteuid() != 0 {
 		fail("bench records system-wide: run as root")
 	}
@@ -96,6 +111,7 @@ func main() {
 	fmt.Printf("   perf.data   %8.1f B/sample\n   sonde.data  %8.1f B/sample\n   ratio sonde/perf: %.3f (goal ≤ 0.25)\n", bp, bs, bs/bp)
 
 	seed002()
+	flameScale(dir)
 	if *skipBig {
 		return
 	}

@@ -1,45 +1,55 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
-	"os"
+	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/annotate"
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 )
 
-func runAnnotate(args []string) (int, error) {
-	fs := newFlags("annotate", "[-i FILE] [-s SYMBOL] [--top N] [--stdio] [--no-source] [--asm-raw] [--json]")
-	input := fs.String("i", "sonde.data", "data file to read")
-	sym := fs.String("s", "", "annotate this function (default: the hottest ones)")
-	top := fs.Int("top", 3, "how many hot functions without -s")
-	fs.Bool("stdio", true, "plain text (the only mode; accepted for perf compatibility)")
-	noSource := fs.Bool("no-source", false, "no source lines")
-	raw := fs.Bool("asm-raw", false, "show instruction bytes")
-	asJSON := fs.Bool("json", false, "JSON output")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newAnnotateCmd() *cobra.Command {
+	var (
+		input, sym            string
+		top                   int
+		noSource, raw, asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:     "annotate [flags] [SYMBOL]",
+		Short:   "disassembly of hot functions with per-instruction samples and source lines",
+		Example: "  sonde annotate\n  sonde annotate -i run.data spin_a\n  sonde annotate --top 1 --no-source --json",
+		Args:    cobra.MaximumNArgs(1),
 	}
-	if fs.NArg() == 1 && *sym == "" {
-		*sym = fs.Arg(0) // perf annotate SYMBOL
-	} else if fs.NArg() > 0 {
-		return 2, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(fs.NArg()-1))}
+	f := cmd.Flags()
+	f.StringVarP(&input, "input", "i", "sonde.data", "data file to read")
+	f.StringVarP(&sym, "symbol", "s", "", "annotate this function (default: the hottest ones); also the positional SYMBOL")
+	f.IntVar(&top, "top", 3, "how many hot functions without a symbol")
+	f.Bool("stdio", true, "plain text (the only mode; accepted for perf compatibility)")
+	f.BoolVar(&noSource, "no-source", false, "no source lines")
+	f.BoolVar(&raw, "asm-raw", false, "show instruction bytes")
+	addJSONFlag(f, &asJSON)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			if sym != "" {
+				return usagef("give the symbol once: -s %s or %s", sym, args[0])
+			}
+			sym = args[0] // perf annotate SYMBOL
+		}
+		p, err := datafile.ReadFileWith(input, datafile.ReadOptions{Group: true})
+		if err != nil {
+			return err
+		}
+		o := annotate.Options{Symbol: sym, Top: top, NoSource: noSource, AsmRaw: raw}
+		funcs, err := annotate.Build(p, o)
+		if err != nil {
+			return err
+		}
+		out := cli.Stdout()
+		if asJSON {
+			return out.Finish(annotate.WriteJSON(out, funcs))
+		}
+		annotate.WriteText(out, p, funcs, o)
+		return out.Finish(nil)
 	}
-	p, err := datafile.ReadFileWith(*input, datafile.ReadOptions{Group: true})
-	if err != nil {
-		return 1, err
-	}
-	o := annotate.Options{Symbol: *sym, Top: *top, NoSource: *noSource, AsmRaw: *raw}
-	funcs, err := annotate.Build(p, o)
-	if err != nil {
-		return 1, err
-	}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	if *asJSON {
-		return 0, annotate.WriteJSON(w, funcs)
-	}
-	annotate.WriteText(w, p, funcs, o)
-	return 0, nil
+	return cmd
 }

@@ -24,13 +24,13 @@ type offcpuJSON struct {
 	Stacks []struct {
 		Comm      string  `json:"comm"`
 		Pid       int     `json:"pid"`
-		BlockedUS float64 `json:"blocked_us"`
+		BlockedNS float64 `json:"blocked_ns"`
 		Frames    []struct {
 			Sym    string `json:"sym"`
 			Kernel bool   `json:"kernel"`
 		} `json:"frames"`
 	} `json:"stacks"`
-	Total float64 `json:"total_blocked_us"`
+	Total float64 `json:"total_blocked_ns"`
 }
 
 func freePort(t *testing.T, network string) int {
@@ -158,7 +158,7 @@ func lookupShare(o offcpuJSON) (float64, float64) {
 	var in float64
 	for _, s := range o.Stacks {
 		if hasFrame(s.Frames, lookup, false) && hasFrame(s.Frames, wait, true) {
-			in += s.BlockedUS
+			in += s.BlockedNS
 		}
 	}
 	return in, o.Total
@@ -173,7 +173,7 @@ func TestSeed004DNSStall(t *testing.T) {
 	// Off-CPU: the server's blocked time is in reverse_lookup, waiting in poll.
 	o := offcpuRun(t, dir, "offcpu", "-p", p, "-d", "2s", "--json")
 	in, total := lookupShare(o)
-	t.Logf("offcpu: %.0f of %.0f us blocked in reverse_lookup → poll/recv (%.1f%%)", in, total, 100*in/total)
+	t.Logf("offcpu: %.0f of %.0f ns blocked in reverse_lookup → poll/recv (%.1f%%)", in, total, 100*in/total)
 	if total == 0 || in/total < 0.8 {
 		t.Errorf("reverse_lookup + poll/recv holds %.1f%% of blocked time, want ≥ 80%%", 100*in/max(total, 1))
 	}
@@ -221,12 +221,12 @@ func TestSeed004DNSStall(t *testing.T) {
 		if !hasFrame(blocked, regexp.MustCompile(`^reverse_lookup$`), false) {
 			continue
 		}
-		lookupTotal += s.BlockedUS
+		lookupTotal += s.BlockedNS
 		if hasFrame(waker, rx, true) {
-			woken += s.BlockedUS
+			woken += s.BlockedNS
 		}
 	}
-	t.Logf("wakeup: %.0f of %.0f us in reverse_lookup woken through the UDP receive path", woken, lookupTotal)
+	t.Logf("wakeup: %.0f of %.0f ns in reverse_lookup woken through the UDP receive path", woken, lookupTotal)
 	if lookupTotal == 0 || woken/lookupTotal < 0.8 {
 		t.Errorf("the UDP receive path woke %.1f%% of reverse_lookup's blocked time, want most", 100*woken/max(lookupTotal, 1))
 	}
@@ -238,9 +238,9 @@ func TestSeed004DNSStall(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the first lookups of each client fill the cache
 	o2 := offcpuRun(t, dir2, "offcpu", "-p", strconv.Itoa(pid2), "-d", "2s", "--json")
 	in2, total2 := lookupShare(o2)
-	t.Logf("cached: %.0f of %.0f us blocked in reverse_lookup", in2, total2)
+	t.Logf("cached: %.0f of %.0f ns blocked in reverse_lookup", in2, total2)
 	if in2 > 0.05*in {
-		t.Errorf("cached build still blocks %.0f us in reverse_lookup (uncached: %.0f)", in2, in)
+		t.Errorf("cached build still blocks %.0f ns in reverse_lookup (uncached: %.0f)", in2, in)
 	}
 }
 
@@ -343,7 +343,7 @@ func TestRunqlat(t *testing.T) {
 	}
 	count, busyMean := parse(string(rqOut))
 	var rqMeta struct {
-		Elapsed float64 `json:"elapsed_ns"`
+		Duration float64 `json:"duration_ns"`
 	}
 	json.Unmarshal(rqOut, &rqMeta)
 	var stMeta struct {
@@ -352,7 +352,7 @@ func TestRunqlat(t *testing.T) {
 	stRaw := r.Stdout[len(rqOut):]
 	json.Unmarshal([]byte(strings.TrimSpace(stRaw)), &stMeta)
 	switchRate := statValue(t, s, "sched:sched_switch") / stMeta.Elapsed
-	waitRate := float64(count) / (rqMeta.Elapsed / 1e9)
+	waitRate := float64(count) / (rqMeta.Duration / 1e9)
 	t.Logf("idle mean %.0f ns, busy mean %.0f ns; %.0f waits/s vs %.0f switches/s", idleMean, busyMean, waitRate, switchRate)
 	if busyMean <= idleMean {
 		t.Errorf("run-queue latency under load (%.0f ns) not above idle (%.0f ns)", busyMean, idleMean)
@@ -480,7 +480,7 @@ func TestOffcpuIntervals(t *testing.T) {
 	for dec.More() {
 		var o struct {
 			Duration uint64  `json:"duration_ns"`
-			Total    float64 `json:"total_blocked_us"`
+			Total    float64 `json:"total_blocked_ns"`
 		}
 		if err := dec.Decode(&o); err != nil {
 			t.Fatalf("report %d: %v", n, err)

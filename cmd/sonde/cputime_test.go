@@ -91,7 +91,7 @@ func TestCputimeAgainstSchedstat(t *testing.T) {
 		End   uint64 `json:"end_ns"`
 		Tasks []struct {
 			Tid     int     `json:"tid"`
-			NS      uint64  `json:"ns"`
+			NS      uint64  `json:"cpu_ns"`
 			Sampled *uint64 `json:"sampled_ns"`
 		} `json:"tasks"`
 	}

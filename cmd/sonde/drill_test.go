@@ -150,7 +150,7 @@ type diffJSON []struct {
 	Sym      string  `json:"sym"`
 	Baseline float64 `json:"baseline_percent"`
 	New      float64 `json:"new_percent"`
-	Delta    float64 `json:"delta"`
+	Delta    float64 `json:"delta_percent"`
 }
 
 func TestDiffKnapsack(t *testing.T) {

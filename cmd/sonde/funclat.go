@@ -1,88 +1,85 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/sonde-dev/sonde/internal/funclat"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
-func runFunclat(args []string) (int, error) {
-	fs := newFlags("funclat", "[-p PID] [-x BINARY] [--unit ns|us|ms] [--linear STEP] [-d DURATION] [-i INTERVAL] [--json] PATTERN…")
-	pid := fs.Int("p", 0, "only this process")
-	binary := fs.String("x", "", "binary or library for patterns without one")
-	unitFlag := fs.String("unit", "us", "ns, us, ms or s")
-	linear := fs.Uint64("linear", 0, "linear buckets of this width (in --unit)")
-	duration := fs.Duration("d", 0, "stop after this long (default: until Ctrl-C)")
-	fs.DurationVar(duration, "duration", 0, "same as -d")
-	interval := fs.Duration("i", 0, "print every interval")
-	asJSON := fs.Bool("json", false, "JSON output")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
-	}
-	if fs.NArg() == 0 {
-		return 2, usageError{"give functions: /path/bin:glob, lib:func (e.g. libc:getaddrinfo), -x BINARY glob, or a kernel function"}
-	}
-	unit, err := histogram.ParseUnit(*unitFlag)
-	if err != nil {
-		return 2, usageError{err.Error()}
-	}
-	if *pid != 0 {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", *pid)); err != nil {
-			return 1, fmt.Errorf("no such process: %d", *pid)
-		}
-	}
-	funcs, err := funclat.Resolve(fs.Args(), *binary, *pid)
-	if err != nil {
-		return 2, usageError{err.Error()}
-	}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	print := func(hs []*histogram.Hist, elapsed time.Duration, drops uint64) error {
-		if *asJSON {
-			type fn struct {
-				Function string             `json:"function"`
-				Stats    histogram.Stats    `json:"stats"`
-				Buckets  []histogram.Bucket `json:"buckets"`
+func newFunclatCmd() *cobra.Command {
+	l := &live{minInterval: 100 * time.Millisecond}
+	var binary string
+	var df distFlags
+	cmd := newLive(l, &cobra.Command{
+		Use:   "funclat [flags] FUNCTION…",
+		Short: "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)",
+		Long: "Time every call of the functions, as bcc's funclatency does. A function is /path/bin:glob,\n" +
+			"lib:func (libc:getaddrinfo), a glob with -x BINARY, or a kernel function.",
+		Example: "  sonde funclat ./srv:handle -p 1234\n  sonde funclat -u ms -d 10 libc:getaddrinfo",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give functions: /path/bin:glob, lib:func (e.g. libc:getaddrinfo), -x BINARY glob, or a kernel function")
 			}
-			var out []fn
-			for i, h := range hs {
-				b := h.Log2(unit)
-				if *linear > 0 {
-					b = h.Linear(unit, *linear)
-				}
-				out = append(out, fn{Function: funcs[i].String(), Stats: h.Stats(), Buckets: b})
-			}
-			enc := json.NewEncoder(w)
-			return enc.Encode(map[string]any{"unit": unit.Name, "functions": out, "lost": drops, "elapsed_ns": elapsed.Nanoseconds()})
+			return nil
+		},
+	}, "time calls of this process only")
+	cmd.Flags().StringVarP(&binary, "binary", "x", "", "binary or library for functions given without one")
+	df.add(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		do, err := df.options()
+		if err != nil {
+			return err
 		}
-		for i, h := range hs {
-			fmt.Fprintf(w, "%s\n", funcs[i])
-			b := h.Log2(unit)
-			if *linear > 0 {
-				b = h.Linear(unit, *linear)
-			}
-			histogram.WriteBars(w, b, unit.Name)
-			histogram.WriteSummary(w, h.Stats(), unit)
-			fmt.Fprintln(w)
+		ctx, tgt, stop, err := l.start(cmd, nil, "timing functions")
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(w, "# %d functions, %s, %d calls lost (ring buffer full)\n\n", len(hs), elapsed.Round(time.Millisecond), drops)
-		return w.Flush()
+		defer stop()
+		funcs, err := funclat.Resolve(args, binary, l.pid)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		names := make([]string, len(funcs))
+		for i, fn := range funcs {
+			names[i] = fn.String()
+			if fn.Note != "" {
+				fmt.Fprintln(os.Stderr, "sonde: "+fn.Note)
+			}
+		}
+		o := funclat.Options{Funcs: funcs, Pid: l.pid, Duration: l.duration, Interval: l.interval}
+		start := time.Now()
+		o.OnInterval = func(hs []*histogram.Hist) { l.w.Interval(dist.NewFunctions(do, tgt, names, hs, 0, time.Since(start))) }
+		res, err := funclat.Run(ctx, o)
+		if err != nil {
+			return err
+		}
+		return l.w.Final(dist.NewFunctions(do, tgt, names, res.Hists, res.Drops, res.Elapsed))
 	}
-	o := funclat.Options{Funcs: funcs, Pid: *pid, Duration: *duration, Interval: *interval}
-	start := time.Now()
-	o.OnInterval = func(hs []*histogram.Hist) { print(hs, time.Since(start), 0) }
-	if isTerminal(2) {
-		fmt.Fprintf(os.Stderr, "sonde: measuring %d functions, Ctrl-C to stop\n", len(funcs))
-	}
-	res, err := funclat.Run(context.Background(), o)
+	return cmd
+}
+
+// distFlags say how funclat, runqlat and biolat show distributions.
+type distFlags struct {
+	unit   string
+	linear uint64
+}
+
+func (d *distFlags) add(f *pflag.FlagSet) {
+	f.StringVarP(&d.unit, "unit", "u", "us", "histogram unit: ns, us, ms or s")
+	f.Uint64Var(&d.linear, "linear", 0, "linear buckets of this width (in --unit) instead of powers of two")
+}
+
+func (d *distFlags) options() (dist.Options, error) {
+	u, err := histogram.ParseUnit(d.unit)
 	if err != nil {
-		return 1, err
+		return dist.Options{}, usagef("-u/--unit: %v", err)
 	}
-	return 0, print(res.Hists, res.Elapsed, res.Drops)
+	return dist.Options{Unit: u, Linear: d.linear}, nil
 }

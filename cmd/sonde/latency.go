@@ -2,163 +2,125 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
-	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/pairbpf"
+	"github.com/sonde-dev/sonde/internal/view/emit"
+	"github.com/sonde-dev/sonde/internal/view/latencyview"
 )
 
-func runLatency(args []string) (int, error) {
-	fs := newFlags("latency", "--start EV --end EV [--key FIELD[,FIELD]] [-a | -p PID | -- CMD | -i FILE] [--per comm|pid|FIELD] [--events] [--unit us] [--linear STEP] [--duration D] [--json]")
-	start := fs.String("start", "", "start event (e.g. block:block_rq_issue)")
-	end := fs.String("end", "", "end event (e.g. block:block_rq_complete)")
-	key := fs.String("key", "", "fields that pair a start with its end (e.g. dev,sector); default: the thread")
-	input := fs.String("i", "", "read a recording instead of tracing live")
-	all := fs.Bool("a", false, "system-wide (the default without -p; a command then sets the duration)")
-	pids := fs.String("p", "", "only these processes")
-	per := fs.String("per", "", "one distribution per comm, pid or a start-event field (e.g. dev)")
-	showEvents := fs.Bool("events", false, "print every pair")
-	unitFlag := fs.String("unit", "us", "ns, us, ms or s")
-	linear := fs.Uint64("linear", 0, "linear buckets of this width (in --unit) instead of log2")
-	duration := fs.Duration("duration", 0, "stop tracing after this long (default: the command, or Ctrl-C)")
-	filter := fs.String("filter", "", "kernel-side filter for both events")
-	asJSON := fs.Bool("json", false, "JSON output")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
-	}
-	if *start == "" || *end == "" {
-		return 2, usageError{"--start and --end are required"}
-	}
-	unit, err := histogram.ParseUnit(*unitFlag)
-	if err != nil {
-		return 2, usageError{err.Error()}
-	}
-	lo := latency.Options{Start: *start, End: *end, Key: splitList(*key), Per: *per, Events: *showEvents}
-	var res *latency.Result
-	var lost uint64
-	var dur time.Duration
-	exit := 0
-	extra := ""
-	if *input != "" {
-		// From a recording: pair the recorded samples.
-		p, err := datafile.ReadFile(*input)
+func newLatencyCmd() *cobra.Command {
+	var (
+		tf                                    targetFlags
+		start, end, key, input, per, unitName string
+		filter                                string
+		showEvents, asJSON                    bool
+		linear                                uint64
+		duration                              time.Duration
+	)
+	cmd := acceptsCommand(&cobra.Command{
+		Use:   "latency --start EV --end EV [flags] [--] [COMMAND [ARGS…]]",
+		Short: "latency distribution between two events paired by key fields (e.g. block issue → complete)",
+		Long: "Pair a start event with its end event by key fields and show the time between them.\n" +
+			"Live, pairing happens in the kernel (BPF); with -i it pairs a recording's samples.\n" +
+			"Live tracing is system-wide unless -p is given; a command after the options sets how long.",
+		Example: "  sonde latency --start block:block_rq_issue --end block:block_rq_complete --key dev,sector -d 10\n" +
+			"  sonde latency --start u:./srv:handle --end u:./srv:handle%return -p 1234 sleep 5\n" +
+			"  sonde latency -i blk.data --start block:block_rq_issue --end block:block_rq_complete --key dev,sector --per dev",
+	})
+	f := cmd.Flags()
+	f.StringVar(&start, "start", "", "start event (e.g. block:block_rq_issue)")
+	f.StringVar(&end, "end", "", "end event (e.g. block:block_rq_complete)")
+	f.StringVarP(&key, "key", "k", "", "fields that pair a start with its end (e.g. dev,sector); default: the thread")
+	f.StringVarP(&input, "input", "i", "", "read a recording instead of tracing live")
+	tf.Add(f, "trace")
+	f.StringVar(&per, "per", "", "one distribution per comm, pid or a start-event field (e.g. dev)")
+	f.BoolVar(&showEvents, "events", false, "print every pair")
+	f.StringVarP(&unitName, "unit", "u", "us", "ns, us, ms or s")
+	f.Uint64Var(&linear, "linear", 0, "linear buckets of this width (in --unit) instead of log2")
+	addDurationFlag(f, &duration, "tracing")
+	f.StringVar(&filter, "filter", "", "kernel-side filter for both events (recordings only: record --filter, then latency -i)")
+	addJSONFlag(f, &asJSON)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if start == "" || end == "" {
+			return usagef("--start and --end are required")
+		}
+		unit, err := histogram.ParseUnit(unitName)
 		if err != nil {
-			return 1, err
+			return usagef("-u/--unit: %v", err)
 		}
-		if res, err = latency.Compute(p, lo); err != nil {
-			return 2, usageError{err.Error()}
-		}
-		lost, dur = p.Meta.Lost, time.Duration(p.Meta.DurationNS)
-	} else {
-		// Live: pair in the kernel with BPF, which also sees events that
-		// perf sampling misses in interrupt context.
-		if *all && *pids != "" {
-			return 2, usageError{"choose -a or -p"}
-		}
-		pidList, err := parseIntList(*pids, "-p")
-		if err != nil {
-			return 2, err
-		}
-		if len(pidList) > 1 {
-			return 2, usageError{"live latency takes one -p PID"}
-		}
-		o := pairbpf.Options{Key: lo.Key, Per: lo.Per, Events: lo.Events, Command: fs.Args(), Duration: *duration}
-		if len(pidList) == 1 {
-			o.Pid = pidList[0]
-		}
-		for i, n := range []string{*start, *end} {
-			s, err := events.Resolve([]string{n})
+		lo := latency.Options{Start: start, End: end, Key: splitList(key), Per: per, Events: showEvents}
+		r := latencyview.Report{Start: start, End: end, Key: lo.Key, Unit: unit, Linear: linear, Events: showEvents}
+		exit := 0
+		if input != "" {
+			// From a recording: pair the recorded samples.
+			p, err := datafile.ReadFile(input)
 			if err != nil {
-				return 2, usageError{err.Error()}
+				return err
 			}
-			if len(s) != 1 || !s[0].Tracepoint() {
-				return 2, usageError{fmt.Sprintf("%s: want one tracepoint or probe event", n)}
+			if r.Result, err = latency.Compute(p, lo); err != nil {
+				return usagef("%v", err)
 			}
-			if i == 0 {
-				o.Start = s[0]
-			} else {
-				o.End = s[0]
+			r.Lost, r.Duration = p.Meta.Lost, time.Duration(p.Meta.DurationNS)
+		} else {
+			if r.Result, exit, err = traceLatency(&r, lo, tf, args, duration, filter); err != nil {
+				return err
 			}
 		}
-		if *filter != "" {
-			return 2, usageError{"--filter works on recordings (sonde record --filter, then latency -i)"}
+		if err := emit.New(os.Stdout, asJSON).Final(&r); err != nil {
+			return err
 		}
-		if isTerminal(2) && len(o.Command) == 0 && *duration == 0 {
-			fmt.Fprintf(os.Stderr, "sonde: tracing %s → %s, Ctrl-C to stop\n", *start, *end)
-		}
-		r, err := pairbpf.Run(context.Background(), o)
-		if err != nil {
-			return 1, err
-		}
-		res, exit, dur = r.Result, r.ExitCode, r.Elapsed
-		lost = r.Counters.Drops + r.Counters.Full
-		extra = fmt.Sprintf(", %d ends of other requests", r.Counters.Unmatched)
-		res.Unmatched = 0
+		return exitWith(exit)
 	}
-	w := os.Stdout
-	if *asJSON {
-		type group struct {
-			Group   string             `json:"group,omitempty"`
-			Stats   histogram.Stats    `json:"stats"`
-			Buckets []histogram.Bucket `json:"buckets"`
-		}
-		var gs []group
-		for _, g := range res.GroupNames() {
-			h := res.Groups[g]
-			b := h.Log2(unit)
-			if *linear > 0 {
-				b = h.Linear(unit, *linear)
-			}
-			gs = append(gs, group{Group: g, Stats: h.Stats(), Buckets: b})
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return exit, enc.Encode(map[string]any{
-			"start": *start, "end": *end, "key": lo.Key, "unit": unit.Name, "groups": gs, "pairs": res.Pairs,
-			"starts": res.Starts, "ends": res.Ends, "unmatched_ends": res.Unmatched, "open_starts": res.Pending,
-			"lost": lost, "duration_ns": dur.Nanoseconds(),
-		})
-	}
-	if *showEvents {
-		fmt.Fprintf(w, "%-18s %-16s %7s %-24s %12s\n", "START(s)", "COMM", "PID", "KEY", "LAT("+unit.Name+")")
-		for _, pr := range res.Pairs {
-			fmt.Fprintf(w, "%-18.6f %-16s %7d %-24s %12.3f\n", float64(pr.StartNS)/1e9, pr.Comm, pr.Pid, pr.Key, float64(pr.Latency)/float64(unit.NS))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "%s → %s", *start, *end)
-	if len(lo.Key) > 0 {
-		fmt.Fprintf(w, " by %s", strings.Join(lo.Key, ","))
-	}
-	fmt.Fprintf(w, ": %d pairs, %d ends without a start%s, %d starts still open, %d lost, %s\n\n",
-		countPairs(res), res.Unmatched, extra, res.Pending, lost, dur.Round(time.Millisecond))
-	for _, g := range res.GroupNames() {
-		h := res.Groups[g]
-		if g != "" {
-			fmt.Fprintf(w, "%s\n", g)
-		}
-		b := h.Log2(unit)
-		if *linear > 0 {
-			b = h.Linear(unit, *linear)
-		}
-		histogram.WriteBars(w, b, unit.Name)
-		histogram.WriteSummary(w, h.Stats(), unit)
-		fmt.Fprintln(w)
-	}
-	return exit, nil
+	return cmd
 }
 
-func countPairs(r *latency.Result) int {
-	n := 0
-	for _, h := range r.Groups {
-		n += h.Count()
+// traceLatency pairs live in the kernel with BPF, which also sees events
+// that perf sampling misses in interrupt context.
+func traceLatency(r *latencyview.Report, lo latency.Options, tf targetFlags, args []string, d time.Duration, filter string) (*latency.Result, int, error) {
+	t, err := tf.Resolve(args)
+	if err != nil {
+		return nil, 0, err
 	}
-	return n
+	if len(t.Pids) > 1 || len(t.Tids) > 0 || len(t.CPUs) > 0 {
+		return nil, 0, usagef("live latency takes one -p PID (or -a, or a command)")
+	}
+	if filter != "" {
+		return nil, 0, usagef("--filter works on recordings (sonde record --filter, then latency -i)")
+	}
+	o := pairbpf.Options{Key: lo.Key, Per: lo.Per, Events: lo.Events, Command: t.Command, Duration: d}
+	if len(t.Pids) == 1 {
+		o.Pid = t.Pids[0]
+	}
+	if o.Start, err = cli.Tracepoint(lo.Start); err != nil {
+		return nil, 0, err
+	}
+	if o.End, err = cli.Tracepoint(lo.End); err != nil {
+		return nil, 0, err
+	}
+	if isTerminal(2) && len(args) == 0 && d == 0 {
+		fmt.Fprintf(os.Stderr, "sonde: tracing %s → %s, Ctrl-C to stop\n", lo.Start, lo.End)
+	}
+	var res *pairbpf.Result
+	exit, err := t.Measure(context.Background(), func(ctx context.Context) (code int, err error) {
+		if res, err = pairbpf.Run(ctx, o); err != nil {
+			return 0, err
+		}
+		return res.ExitCode, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	r.Duration, r.Lost = res.Elapsed, res.Counters.Drops+res.Counters.Full
+	r.Extra = fmt.Sprintf(", %d ends of other requests", res.Counters.Unmatched)
+	res.Result.Unmatched = 0
+	return res.Result, exit, nil
 }

@@ -1,125 +1,103 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/datafile"
-	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/profile"
-	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/unwind"
+	"github.com/sonde-dev/sonde/internal/view/emit"
+	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
-func runProfile(args []string) (int, error) {
-	fs := newFlags("profile", "[-F HZ] [-a | -p PID] [--user | --kernel] [-d DURATION] [--folded] [--flamegraph FILE] [-o FILE] [--json]")
-	freq := fs.Uint64("F", 97, "samples per second per CPU")
-	all := fs.Bool("a", false, "system-wide (the default without -p)")
-	pid := fs.Int("p", 0, "only this process")
-	perThread := fs.Bool("tid", false, "keep threads apart")
-	comm := fs.String("comm", "", "only these commands in the output (comma-separated)")
-	userOnly := fs.Bool("user", false, "user stacks only")
-	kernelOnly := fs.Bool("kernel", false, "kernel stacks only")
-	idle := fs.Bool("idle", false, "include the idle task")
-	duration := fs.Duration("d", 0, "stop after this long (default: until Ctrl-C)")
-	fs.DurationVar(duration, "duration", 0, "same as -d")
-	folded := fs.Bool("folded", false, "print collapsed stacks instead of a report")
-	flame := fs.String("flamegraph", "", "also write a flame graph (.html or .svg)")
-	output := fs.String("o", "", "also write a data file for report/flamegraph")
-	asJSON := fs.Bool("json", false, "JSON report")
-	interval := fs.Duration("i", 0, "print a report every interval (-o, --folded and --flamegraph then cover the last one)")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
-	}
-	if *interval != 0 && *interval < 100*time.Millisecond {
-		return 2, usageError{"-i: at least 100ms"}
-	}
-	if fs.NArg() > 0 {
-		return 2, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if *userOnly && *kernelOnly {
-		return 2, usageError{"--user and --kernel exclude each other"}
-	}
-	if *all && *pid != 0 {
-		return 2, usageError{"choose -a or -p"}
-	}
-	if *pid != 0 {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", *pid)); err != nil {
-			return 1, fmt.Errorf("no such process: %d", *pid)
+func newProfileCmd() *cobra.Command {
+	l := &live{minInterval: 100 * time.Millisecond, durationArg: true}
+	o := profile.Options{Version: version}
+	var all bool
+	var cpus string
+	var sf stackFlags
+	cmd := newLive(l, &cobra.Command{
+		Use:     "profile [flags] [DURATION]",
+		Short:   "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)",
+		Long:    "Sample on-CPU stacks on every CPU and count them in the kernel, as bcc's profile does.",
+		Example: "  sonde profile 10\n  sonde profile -F 99 -p 1234 -d 5 --flamegraph cpu.html\n  sonde profile -af 5 > out.folded",
+	}, "profile only this process")
+	f := cmd.Flags()
+	f.Uint64VarP(&o.Freq, "freq", "F", 97, "samples per second per CPU")
+	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")
+	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
+	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
+	sf.add(f, "samples")
+	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
+		if all && l.pid != 0 {
+			return usagef("-a/--all-cpus and -p/--pid conflict: choose one target")
 		}
-	}
-	o := profile.Options{Freq: *freq, Pid: *pid, PerThread: *perThread, User: !*kernelOnly, Kernel: !*userOnly, Idle: *idle, Duration: *duration, Version: version, Interval: *interval}
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	if *interval > 0 && !*folded {
-		o.OnInterval = func(r *profile.Result) {
-			writeProfileReport(w, r, splitList(*comm), *asJSON)
-			w.Flush()
+		if o.Freq == 0 {
+			return usagef("-F/--freq: want a positive number of Hz")
 		}
-	}
-	if isTerminal(2) && *duration == 0 {
-		fmt.Fprintln(os.Stderr, "sonde: profiling, Ctrl-C to stop")
-	} else if isTerminal(2) {
-		fmt.Fprintf(os.Stderr, "sonde: profiling for %s\n", *duration)
-	}
-	res, err := profile.Run(context.Background(), o)
-	if err != nil {
-		return 1, err
-	}
-	p := res.Profile
-	if *output != "" {
-		if err := datafile.WriteFile(*output, p); err != nil {
-			return 1, err
+		if cpus != "" {
+			if o.CPUs, err = perf.ParseCPUList(cpus); err != nil {
+				return usagef("-C/--cpu: %v", err)
+			}
 		}
-	}
-	if *flame != "" {
-		if err := writeFlame(*flame, flamegraph.FromProfile(p), fmt.Sprintf("sonde profile: %d samples, %s", len(p.Samples), time.Duration(p.Meta.DurationNS).Round(time.Millisecond))); err != nil {
-			return 1, err
+		if err := sf.check(); err != nil {
+			return err
 		}
+		ctx, tgt, stop, err := l.start(cmd, args, "profiling")
+		if err != nil {
+			return err
+		}
+		defer stop()
+		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.pid, sf.perThread, !sf.kernel, !sf.user, l.duration, l.interval
+		report := func(r *profile.Result) emit.Report {
+			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
+			rep := stackprof.New(r.Profile, e, tgt, sf.comms)
+			if o.User {
+				rep.UserStacks = &r.Stacks
+			}
+			return rep
+		}
+		if l.interval > 0 && !sf.folded {
+			o.OnInterval = func(r *profile.Result) { l.w.Interval(report(r)) }
+		}
+		res, err := profile.Run(ctx, o)
+		if err != nil {
+			return err
+		}
+		return sf.files("sonde profile", fmt.Sprintf("%d samples", len(res.Profile.Samples))).Finish(l.w, res.Profile, report(res))
 	}
-	if *folded {
-		return 0, flamegraph.WriteFolded(w, flamegraph.FromProfile(p))
-	}
-	return 0, writeProfileReport(w, res, splitList(*comm), *asJSON)
+	return cmd
 }
 
-func writeProfileReport(w io.Writer, res *profile.Result, comms []string, asJSON bool) error {
-	rep := report.Build(res.Profile, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms})
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			*report.Report
-			BPFErrors profile.Errors      `json:"bpf_errors"`
-			Stacks    unwind.Completeness `json:"user_stacks"`
-			Unwind    profile.Unwind      `json:"unwind"`
-		}{rep, res.Errors, res.Stacks, res.Unwind})
-	}
-	rep.WriteText(w)
-	_, err := fmt.Fprintf(w, "# BPF: %d kernel stack walks failed, %d samples lost (map full)\n# user %s\n\n", res.Errors.KernelStack, res.Errors.MapFull, res.Stacks.String())
-	return err
+// stackFlags are the options profile, offcpu and wakeup share: the side of
+// the stack (bcc's -U, -K), the threads and commands shown, the files.
+type stackFlags struct {
+	user, kernel, folded, perThread bool
+	flame, output                   string
+	comms                           []string
 }
 
-func writeFlame(path string, root *flamegraph.Node, subtitle string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("creating flame graph: %w", err)
+func (s *stackFlags) add(f *pflag.FlagSet, unit string) {
+	f.BoolVarP(&s.user, "user", "U", false, "user stacks only")
+	f.BoolVarP(&s.kernel, "kernel", "K", false, "kernel stacks only")
+	f.BoolVar(&s.perThread, "per-thread", false, "keep threads apart")
+	f.StringSliceVar(&s.comms, "comm", nil, "only these commands in the output (comma-separated)")
+	f.BoolVarP(&s.folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
+	f.StringVar(&s.flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
+	f.StringVarP(&s.output, "output", "o", "", "also write a data file for report and flamegraph")
+}
+
+func (s *stackFlags) check() error {
+	if s.user && s.kernel {
+		return usagef("-U/--user and -K/--kernel conflict: leave both out for both stacks")
 	}
-	defer f.Close()
-	w := bufio.NewWriter(f)
-	o := flamegraph.Options{Title: "sonde profile", Subtitle: subtitle}
-	if len(path) > 4 && path[len(path)-4:] == ".svg" {
-		err = flamegraph.WriteSVG(w, root, o)
-	} else {
-		err = flamegraph.WriteHTML(w, root, o)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	return err
+	return nil
+}
+
+// files are the outputs asked for beside the report.
+func (s *stackFlags) files(title, what string) stackprof.Files {
+	return stackprof.Files{Data: s.output, Flame: s.flame, Folded: s.folded, Title: title, What: what}
 }

@@ -1,184 +1,100 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
+	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
-	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/pprofout"
 	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
-func runReport(args []string) (int, error) {
-	fs := newFlags("report", "[-i FILE] [--sort KEYS] [--children|--no-children] [-g caller|callee|none[,MIN%]] [--comm|--pid|--tid|--dso|--sym FILTER] [--percent-limit P] [--stdio] [--json] [--format text|json|pprof -o FILE]")
-	input := fs.String("i", "sonde.data", "data file to read")
-	sortKeys := fs.String("sort", "", "group by these keys: comm,pid,tid,dso,sym,cpu,srcline (default comm,dso,sym)")
-	children := fs.Bool("children", false, "add callees' time to callers (default with call chains)")
-	noChildren := fs.Bool("no-children", false, "self time only")
-	graph := fs.String("g", "caller,0.5", "call graph: caller|callee|none[,MIN%]")
-	comm := fs.String("comm", "", "only these commands (comma-separated)")
-	pid := fs.String("pid", "", "only these pids")
-	tid := fs.String("tid", "", "only these tids")
-	dso := fs.String("dso", "", "only these objects (base names)")
-	sym := fs.String("sym", "", "only these symbols")
-	limit := fs.Float64("percent-limit", 0, "hide entries below this percent")
-	fs.Bool("stdio", true, "plain text output (the only interactive-free mode; accepted for perf compatibility)")
-	asJSON := fs.Bool("json", false, "JSON output")
-	format := fs.String("format", "text", "text, json or pprof")
-	output := fs.String("o", "", "output file (required for pprof; default stdout)")
-	if err := parseFlags(fs, args); err != nil {
-		return 2, err
+func newReportCmd() *cobra.Command {
+	var (
+		input, sortKeys, graph, format, output string
+		comm, pid, tid, dso, sym               string
+		children, noChildren, asJSON           bool
+		limit                                  float64
+	)
+	cmd := &cobra.Command{
+		Use:   "report [flags]",
+		Short: "show a data file as a perf-style report (text, JSON or pprof)",
+		Long: "Show a recording as perf report --stdio does: samples grouped by --sort keys, with\n" +
+			"call graphs when the recording has call chains. -g alone turns the graph on with its\n" +
+			"defaults (caller, 0.5%); -g callee,1 chooses order and cut-off.",
+		Example: "  sonde report\n  sonde report -i run.data --no-children -s comm,sym\n  sonde report -g callee,1 --percent-limit 2\n" +
+			"  sonde report --format pprof -o cpu.pb.gz",
+		Args: cobra.MaximumNArgs(1),
 	}
-	if fs.NArg() > 0 {
-		return 2, usageError{fmt.Sprintf("unexpected argument %q (the data file goes after -i)", fs.Arg(0))}
-	}
-	if *asJSON {
-		*format = "json"
-	}
-	if *format != "text" && *format != "json" && *format != "pprof" {
-		return 2, usageError{fmt.Sprintf("--format %q: want text, json or pprof", *format)}
-	}
-	keys, err := report.ParseSort(*sortKeys)
-	if err != nil {
-		return 2, usageError{err.Error()}
-	}
-	o := report.Options{Sort: keys, Children: true, Graph: "caller", GraphMin: 0.5, PercentLimit: *limit}
-	if *noChildren {
-		o.Children = false
-	}
-	if *children {
-		o.Children = true
-	}
-	g, minStr, hasMin := strings.Cut(*graph, ",")
-	switch g {
-	case "caller", "callee", "none":
-		o.Graph = g
-	case "graph", "fractal", "":
-		o.Graph = "caller"
-	default:
-		return 2, usageError{fmt.Sprintf("-g %q: want caller, callee or none, optionally ,MIN%%", *graph)}
-	}
-	if hasMin {
-		m, err := strconv.ParseFloat(strings.TrimSuffix(minStr, "%"), 64)
-		if err != nil || m < 0 {
-			return 2, usageError{fmt.Sprintf("-g %q: bad minimum percent", *graph)}
+	f := cmd.Flags()
+	f.StringVarP(&input, "input", "i", "sonde.data", "data file to read")
+	f.StringVarP(&sortKeys, "sort", "s", "", "group by these keys: comm,pid,tid,dso,sym,cpu,srcline or tracepoint fields (default comm,dso,sym)")
+	f.BoolVar(&children, "children", false, "add callees' time to callers (default with call chains)")
+	f.BoolVar(&noChildren, "no-children", false, "self time only")
+	f.StringVarP(&graph, "call-graph", "g", "caller,0.5", "call graph: caller|callee|none[,MIN%]; -g alone: caller,0.5")
+	f.Lookup("call-graph").NoOptDefVal = "caller,0.5"
+	f.StringVar(&comm, "comm", "", "only these commands (comma-separated)")
+	f.StringVar(&pid, "pid", "", "only these pids")
+	f.StringVar(&tid, "tid", "", "only these tids")
+	f.StringVar(&dso, "dso", "", "only these objects (base names)")
+	f.StringVar(&sym, "sym", "", "only these symbols")
+	f.Float64Var(&limit, "percent-limit", 0, "hide entries below this percent")
+	f.Bool("stdio", true, "plain text output (the only mode; accepted for perf compatibility)")
+	addJSONFlag(f, &asJSON)
+	f.StringVar(&format, "format", "text", "text, json or pprof")
+	f.StringVarP(&output, "output", "o", "", "output file (required for pprof; default stdout)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			// -g takes its argument attached (-gcallee, -g=callee) as perf
+			// does; a separate one (-g callee) arrives here.
+			if !cmd.Flags().Changed("call-graph") {
+				return usagef("unexpected argument %q (the data file goes after -i)", args[0])
+			}
+			graph = args[0]
 		}
-		o.GraphMin = m
-	}
-	o.Comms = splitList(*comm)
-	o.DSOs = splitList(*dso)
-	o.Syms = splitList(*sym)
-	if o.Pids, err = parseIntList(*pid, "--pid"); err != nil {
-		return 2, err
-	}
-	if o.Tids, err = parseIntList(*tid, "--tid"); err != nil {
-		return 2, err
-	}
-	ro := datafile.ReadOptions{Group: true}
-	if fk := report.FieldKeys(keys); len(fk) > 0 {
-		ro.Extra = fieldExtractor(fk)
-	}
-	prof, err := datafile.ReadFileWith(*input, ro)
-	if err != nil {
-		return 1, err
-	}
-	if err := report.CheckFieldKeys(prof, keys); err != nil {
-		return 2, usageError{err.Error()}
-	}
-	out := os.Stdout
-	if *output != "" {
-		f, err := os.Create(*output)
+		if asJSON {
+			format = "json"
+		}
+		if format != "text" && format != "json" && format != "pprof" {
+			return usagef("--format %q: want text, json or pprof", format)
+		}
+		keys, err := report.ParseSort(sortKeys)
 		if err != nil {
-			return 1, fmt.Errorf("creating output: %w", err)
+			return usagef("%v", err)
 		}
-		defer f.Close()
-		out = f
-	} else if *format == "pprof" {
-		return 2, usageError{"--format pprof needs -o FILE.pb.gz"}
+		o := report.Options{Sort: keys, Children: !noChildren || children, PercentLimit: limit}
+		if o.Graph, o.GraphMin, err = report.ParseGraph(graph); err != nil {
+			return usagef("-g %v", err)
+		}
+		o.Comms, o.DSOs, o.Syms = splitList(comm), splitList(dso), splitList(sym)
+		if o.Pids, err = parseIntList(pid, "--pid"); err != nil {
+			return err
+		}
+		if o.Tids, err = parseIntList(tid, "--tid"); err != nil {
+			return err
+		}
+		ro := datafile.ReadOptions{Group: true}
+		if fk := report.FieldKeys(keys); len(fk) > 0 {
+			ro.Extra = report.FieldExtractor(fk)
+		}
+		prof, err := datafile.ReadFileWith(input, ro)
+		if err != nil {
+			return err
+		}
+		if err := report.CheckFieldKeys(prof, keys); err != nil {
+			return usagef("%v", err)
+		}
+		if format == "pprof" && output == "" {
+			return usagef("--format pprof needs -o FILE.pb.gz")
+		}
+		out, err := cli.Create(output)
+		if err != nil {
+			return err
+		}
+		if format == "pprof" {
+			return out.Finish(pprofout.Write(out, prof))
+		}
+		return out.Finish(report.WriteAll(out, report.BuildEach(prof, o), format == "json"))
 	}
-	w := bufio.NewWriterSize(out, 1<<16)
-	defer w.Flush()
-	switch *format {
-	case "pprof":
-		if err := pprofout.Write(w, prof); err != nil {
-			return 1, err
-		}
-	case "json":
-		if len(prof.Meta.Events) > 1 {
-			// One report per event, as perf does: their periods do not add up.
-			var reps []*report.Report
-			for i := range prof.Meta.Events {
-				o.OnlyEvent = i + 1
-				reps = append(reps, report.Build(prof, o))
-			}
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(reps); err != nil {
-				return 1, err
-			}
-			break
-		}
-		if err := report.Build(prof, o).WriteJSON(w); err != nil {
-			return 1, err
-		}
-	default:
-		if len(prof.Meta.Events) > 1 {
-			for i := range prof.Meta.Events {
-				o.OnlyEvent = i + 1
-				if err := report.Build(prof, o).WriteText(w); err != nil {
-					return 1, err
-				}
-				fmt.Fprintln(w)
-			}
-			break
-		}
-		if err := report.Build(prof, o).WriteText(w); err != nil {
-			return 1, err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return 1, fmt.Errorf("writing output: %w", err)
-	}
-	return 0, nil
-}
-
-// fieldExtractor returns the values of tracepoint fields as a group key.
-func fieldExtractor(names []string) func(m *model.Meta, s *model.Sample) string {
-	var cache [][]tracefs.Field
-	return func(m *model.Meta, s *model.Sample) string {
-		if cache == nil {
-			cache = eventFields(&model.Profile{Meta: *m})
-		}
-		if int(s.Event) >= len(cache) {
-			return ""
-		}
-		vals := make([]string, len(names))
-		for i, n := range names {
-			for _, f := range cache[s.Event] {
-				if f.Name == n {
-					vals[i] = f.String(s.Raw)
-				}
-			}
-		}
-		return strings.Join(vals, "\x00")
-	}
-}
-
-func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
+	return cmd
 }

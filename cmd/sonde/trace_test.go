@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/view/eventlist"
 )
 
 type statJSON struct {
@@ -150,9 +151,10 @@ func TestStatAgainstPerf(t *testing.T) {
 	}
 	p := perfStatCSV(t, dir, "-e", evs, "--", "./statwork", "20000", "300")
 	within(t, "page-faults (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "page-faults"), p["page-faults"], 5)
-	within(t, "context-switches (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "context-switches"), p["context-switches"], 5)
 	// task-clock of separate runs varies from 133 to 201 ms on this VM for
-	// both tools alike, so it is compared on the same run above.
+	// both tools alike, and context-switches from 438 to 3002 (they follow
+	// the load of the shared machine), so both are compared on the same
+	// run above.
 }
 
 func TestStatRepeatAndInterval(t *testing.T) {
@@ -332,13 +334,16 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	bio := testutil.RequireTool(t, "biolatency", "libbpf-tools")
 	dir := t.TempDir()
+	// Build sonde first: linking it while biolatency runs would write the
+	// binary (I/O only biolatency sees) and delay sonde's start.
+	sonde := testutil.Sonde(t)
 	bc := exec.Command(bio, "5", "1")
 	var bout strings.Builder
 	bc.Stdout = &bout
 	if err := bc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := exec.Command(testutil.Sonde(t), "latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "--key", "dev,sector", "--duration", "4500ms", "--json")
+	sc := exec.Command(sonde, "latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "--key", "dev,sector", "--duration", "4500ms", "--json")
 	var sout strings.Builder
 	sc.Stdout = &sout
 	if err := sc.Start(); err != nil {
@@ -498,7 +503,7 @@ func TestEventErrors(t *testing.T) {
 func TestList(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	r := testutil.MustRun(t, t.TempDir(), "list", "--json")
-	var evs []listedEvent
+	var evs []eventlist.Event
 	if err := json.Unmarshal([]byte(r.Stdout), &evs); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ type Options struct {
 // Insn is one instruction.
 type Insn struct {
 	Addr     uint64  `json:"addr"`
-	Bytes    string  `json:"bytes,omitempty"`
+	Bytes    string  `json:"code_bytes,omitempty"`
 	Text     string  `json:"asm"`
 	Samples  uint64  `json:"samples"`
 	Percent  float64 `json:"percent"` // of the function's samples
@@ -57,7 +57,7 @@ type LineStat struct {
 type Func struct {
 	Name       string     `json:"function"`
 	DSO        string     `json:"dso"`
-	Start      uint64     `json:"start"`
+	Start      uint64     `json:"addr"`
 	Samples    uint64     `json:"samples"`
 	Percent    float64    `json:"percent_of_total"`
 	Arch       string     `json:"arch"`

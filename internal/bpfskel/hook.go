@@ -39,6 +39,7 @@ type Hook struct {
 	ret   bool            // return probe (uretprobe, kretprobe/fexit)
 
 	binary string // uprobes
+	offset uint64 // uprobes: bytes past the symbol's first instruction
 	pid    int    // uprobes: 0 every process
 	cookie uint64 // uprobes and kernel functions
 
@@ -66,6 +67,15 @@ func UprobeHook(binary, symbol, prog string, ret bool, pid int, cookie uint64) H
 		progs: map[Mode]string{Uprobe: prog}}
 }
 
+// UprobeAt hooks an instruction offset bytes into a user function (a
+// return instruction, for timing functions where uretprobes are unsafe).
+// offset must be an instruction boundary: anything else corrupts the
+// traced program (see internal/funcexit).
+func UprobeAt(binary, symbol string, offset uint64, prog string, pid int, cookie uint64) Hook {
+	return Hook{kind: kindUprobe, event: symbol, binary: binary, offset: offset, pid: pid, cookie: cookie,
+		progs: map[Mode]string{Uprobe: prog}}
+}
+
 // KernelFunc hooks a kernel function (entry, or return with ret): the
 // fentry/fexit program where BPF trampolines work, else the kprobe one.
 func KernelFunc(fn, fentryProg, kprobeProg string, ret bool, cookie uint64) Hook {
@@ -81,6 +91,9 @@ func PerfEventHook(prog string, open func() ([]int, error)) Hook {
 
 func (h Hook) String() string {
 	if h.binary != "" {
+		if h.offset != 0 {
+			return fmt.Sprintf("%s:%s+%#x", h.binary, h.event, h.offset)
+		}
 		return h.binary + ":" + h.event
 	}
 	return h.event

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/tracefs"
 	"io"
 	"os"
 	"runtime"
@@ -20,7 +21,6 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -54,7 +54,7 @@ type Session struct {
 	coll    *ebpf.Collection
 	maps    io.Closer
 	links   []io.Closer
-	child   *record.Child
+	child   *runctl.Child
 }
 
 // Open loads and attaches t. On error everything opened so far is closed
@@ -79,7 +79,7 @@ func Open(t Tool) (s *Session, err error) {
 	}()
 	consts := t.Consts
 	if len(t.Command) > 0 {
-		if s.child, err = record.StartChild(t.Command); err != nil {
+		if s.child, err = runctl.StartChild(t.Command); err != nil {
 			return s, err
 		}
 		if t.PidConst != "" {
@@ -169,6 +169,11 @@ func (s *Session) attach(c Choice) error {
 	case RawTP:
 		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.event, Program: p})
 	case Tracepoint:
+		// cilium/ebpf reads the event id from tracefs; on a fresh boot it
+		// may not be mounted yet (sonde mounts it, as perf does).
+		if _, err := tracefs.Root(); err != nil {
+			return fmt.Errorf("attaching %s: %w", h.event, err)
+		}
 		group, name, _ := strings.Cut(h.event, ":")
 		l, err = link.Tracepoint(group, name, p, nil)
 	case Kprobe:
@@ -183,7 +188,7 @@ func (s *Session) attach(c Choice) error {
 		if ex, err = link.OpenExecutable(h.binary); err != nil {
 			return fmt.Errorf("opening %s: %w", h.binary, err)
 		}
-		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie}
+		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie, Offset: h.offset}
 		if h.ret {
 			l, err = ex.Uretprobe(h.event, p, o)
 		} else {

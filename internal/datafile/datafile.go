@@ -15,15 +15,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
 // Magic starts every sonde data file.
 const Magic = "SONDEPRF"
 
 // Version is the format version this code writes; readers refuse newer ones.
-const Version = 1
+// Version 1 is one gzip stream of sections. Version 2 is a series of
+// self-contained chunks (one gzip member each): every chunk carries the
+// header section again and extends the tables of the chunks before it, so a
+// file cut by SIGKILL, the OOM killer or a full disk reads back up to its
+// last complete chunk.
+const Version = 2
 
 // Section tags. Unknown tags are skipped so older readers of the same major
 // version can read files that carry extra sections.
@@ -38,28 +48,75 @@ const (
 	tagStacks  = 7
 	tagSamples = 8
 	tagCode    = 9
+	// tagFinal marks the last chunk of a recording that ended cleanly.
+	tagFinal = 10
 )
 
 // ErrNewerVersion is returned for files written by a newer sonde.
 var ErrNewerVersion = errors.New("data file is from a newer sonde")
 
-// Write encodes p to w.
-func Write(w io.Writer, p *model.Profile) error {
-	var hdr [12]byte
-	copy(hdr[:], Magic)
-	binary.LittleEndian.PutUint32(hdr[8:], Version)
-	if _, err := w.Write(hdr[:]); err != nil {
-		return fmt.Errorf("writing header: %w", err)
+// CutWarning starts the warning a reader adds to a file that ends before
+// its final chunk.
+const CutWarning = "the recording was cut"
+
+// Writer writes a profile as it grows, one chunk at a time. Tables (threads,
+// objects, functions, stacks…) only ever grow, so each chunk carries what
+// is new since the last one; samples are written as given.
+type Writer struct {
+	w       io.Writer
+	started bool
+	chunks  int
+	// counts of table entries already written
+	threads, dsos, funcs, files, locs, stacks, code int
+	// comm of each written thread: a thread renamed by exec is written again
+	comms []string
+	e     enc
+}
+
+// NewWriter writes chunks to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Rewrite makes the next chunk carry every table whole again: after the
+// symbolize pass named the locations (and objects) an earlier chunk wrote
+// with recorded addresses.
+func (w *Writer) Rewrite() {
+	w.threads, w.dsos, w.funcs, w.files, w.locs, w.stacks, w.code = 0, 0, 0, 0, 0, 0, 0
+	w.comms = w.comms[:0]
+}
+
+// Chunks is how many chunks have been written.
+func (w *Writer) Chunks() int { return w.chunks }
+
+// Chunk writes the header section, the tables' new entries and every
+// sample in p.Samples. The caller may clear p.Samples afterwards to keep
+// memory flat: the tables must only grow.
+func (w *Writer) Chunk(p *model.Profile) error { return w.chunk(p, false) }
+
+// Finish writes the last chunk: a file without one reads as cut.
+func (w *Writer) Finish(p *model.Profile) error { return w.chunk(p, true) }
+
+// Write encodes p to w as one final chunk.
+func Write(w io.Writer, p *model.Profile) error { return NewWriter(w).Finish(p) }
+
+func (w *Writer) chunk(p *model.Profile, final bool) error {
+	if !w.started {
+		var hdr [12]byte
+		copy(hdr[:], Magic)
+		binary.LittleEndian.PutUint32(hdr[8:], Version)
+		if _, err := w.w.Write(hdr[:]); err != nil {
+			return fmt.Errorf("writing header: %w", err)
+		}
+		w.started = true
 	}
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	zw, err := gzip.NewWriterLevel(w.w, gzip.BestSpeed)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(zw, 1<<16)
-	var e enc
+	e := &w.e
 	section := func(tag uint64, fill func(e *enc)) error {
 		e.b = e.b[:0]
-		fill(&e)
+		fill(e)
 		var h enc
 		h.uvarint(tag)
 		h.uvarint(uint64(len(e.b)))
@@ -69,62 +126,64 @@ func Write(w io.Writer, p *model.Profile) error {
 		_, err := bw.Write(e.b)
 		return err
 	}
+	// Threads renamed since they were written are written again, from the
+	// first changed one.
+	tfrom := w.threads
+	for i := 0; i < w.threads && i < len(p.Threads); i++ {
+		if p.Threads[i].Comm != w.comms[i] {
+			tfrom = i
+			break
+		}
+	}
 	steps := []struct {
 		tag  uint64
+		skip bool
 		fill func(e *enc)
 	}{
-		{tagMeta, func(e *enc) { encodeMeta(e, &p.Meta) }},
-		{tagThreads, func(e *enc) {
-			e.uvarint(uint64(len(p.Threads)))
-			for _, t := range p.Threads {
+		{tagMeta, false, func(e *enc) { encodeMeta(e, &p.Meta) }},
+		{tagThreads, tfrom == len(p.Threads), func(e *enc) {
+			table(e, tfrom, p.Threads, func(t model.Thread) {
 				e.varint(int64(t.Pid))
 				e.varint(int64(t.Tid))
 				e.str(t.Comm)
-			}
+			})
 		}},
-		{tagDSOs, func(e *enc) {
-			e.uvarint(uint64(len(p.DSOs)))
-			for _, d := range p.DSOs {
+		{tagDSOs, w.dsos == len(p.DSOs), func(e *enc) {
+			table(e, w.dsos, p.DSOs, func(d model.DSO) {
 				e.str(d.Name)
 				e.str(d.BuildID)
 				e.uvarint(uint64(d.Kind))
-			}
+			})
 		}},
-		{tagFuncs, func(e *enc) {
-			e.uvarint(uint64(len(p.Funcs)))
-			for _, f := range p.Funcs {
+		{tagFuncs, w.funcs == len(p.Funcs), func(e *enc) {
+			table(e, w.funcs, p.Funcs, func(f model.Func) {
 				e.str(f.Name)
 				e.uvarint(uint64(f.DSO))
 				e.uvarint(f.Start)
 				e.uvarint(f.Size)
-			}
+			})
 		}},
-		{tagFiles, func(e *enc) {
-			e.uvarint(uint64(len(p.Files)))
-			for _, f := range p.Files {
-				e.str(f)
-			}
+		{tagFiles, w.files == len(p.Files), func(e *enc) {
+			table(e, w.files, p.Files, func(f string) { e.str(f) })
 		}},
-		{tagLocs, func(e *enc) {
-			e.uvarint(uint64(len(p.Locs)))
-			for _, l := range p.Locs {
+		{tagLocs, w.locs == len(p.Locs), func(e *enc) {
+			table(e, w.locs, p.Locs, func(l model.Loc) {
 				e.varint(int64(l.DSO))
 				e.uvarint(l.Addr)
 				e.varint(int64(l.Func))
 				e.varint(int64(l.File))
 				e.varint(int64(l.Line))
-			}
+			})
 		}},
-		{tagStacks, func(e *enc) {
-			e.uvarint(uint64(len(p.Stacks)))
-			for _, s := range p.Stacks {
+		{tagStacks, w.stacks == len(p.Stacks), func(e *enc) {
+			table(e, w.stacks, p.Stacks, func(s []int32) {
 				e.uvarint(uint64(len(s)))
 				for _, id := range s {
 					e.uvarint(uint64(id))
 				}
-			}
+			})
 		}},
-		{tagSamples, func(e *enc) {
+		{tagSamples, len(p.Samples) == 0, func(e *enc) {
 			e.uvarint(uint64(len(p.Samples)))
 			var prev uint64
 			for _, s := range p.Samples {
@@ -139,9 +198,8 @@ func Write(w io.Writer, p *model.Profile) error {
 				e.b = append(e.b, s.Raw...)
 			}
 		}},
-		{tagCode, func(e *enc) {
-			e.uvarint(uint64(len(p.Code)))
-			for _, c := range p.Code {
+		{tagCode, w.code == len(p.Code), func(e *enc) {
+			table(e, w.code, p.Code, func(c model.Code) {
 				e.uvarint(uint64(c.Func))
 				e.str(c.Arch)
 				e.uvarint(uint64(len(c.Bytes)))
@@ -154,10 +212,14 @@ func Write(w io.Writer, p *model.Profile) error {
 					e.uvarint(uint64(r.File))
 					e.uvarint(uint64(r.Line))
 				}
-			}
+			})
 		}},
+		{tagFinal, !final, func(*enc) {}},
 	}
 	for _, st := range steps {
+		if st.skip {
+			continue
+		}
 		if err := section(st.tag, st.fill); err != nil {
 			return fmt.Errorf("writing data file: %w", err)
 		}
@@ -171,36 +233,151 @@ func Write(w io.Writer, p *model.Profile) error {
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("writing data file: %w", err)
 	}
+	w.threads, w.dsos, w.funcs, w.files = len(p.Threads), len(p.DSOs), len(p.Funcs), len(p.Files)
+	w.locs, w.stacks, w.code = len(p.Locs), len(p.Stacks), len(p.Code)
+	w.comms = w.comms[:min(tfrom, len(w.comms))]
+	for _, t := range p.Threads[len(w.comms):] {
+		w.comms = append(w.comms, t.Comm)
+	}
+	w.chunks++
 	return nil
 }
 
-// WriteFile writes p to path atomically (temp file and rename).
+// table encodes the entries of a table from index from on.
+func table[T any](e *enc, from int, all []T, put func(T)) {
+	e.uvarint(uint64(from))
+	e.uvarint(uint64(len(all) - from))
+	for _, v := range all[from:] {
+		put(v)
+	}
+}
+
+// WriteFile writes p to path atomically (a unique temporary file renamed
+// into place), so a reader never sees half a file.
 func WriteFile(path string, p *model.Profile) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	if err := CheckPath(path); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := Write(bw, p); err != nil {
+	tmp := f.Name()
+	fail := func(err error) error {
 		f.Close()
 		os.Remove(tmp)
 		return err
 	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := Write(bw, p); err != nil {
+		return fail(err)
+	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(fmt.Errorf("writing %s: %w", path, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("writing %s: %w", path, err))
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("renaming %s: %w", tmp, err)
 	}
 	return nil
 }
+
+// CheckPath says whether a data file can be written at path, before a
+// recording starts rather than after it.
+func CheckPath(path string) error {
+	if path == "" {
+		return errors.New("no output file given (-o FILE)")
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory: give a file name (-o %s)", path, filepath.Join(path, "sonde.data"))
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("cannot write %s: directory %s: %w", path, dir, err)
+	}
+	return nil
+}
+
+// File is a data file written while a recording runs.
+type File struct {
+	*Writer
+	f    *os.File
+	bw   *bufio.Writer
+	Path string
+	// Old is where an existing file at Path was moved ("" if none).
+	Old string
+}
+
+// Create starts a data file at path, written chunk by chunk. As perf does
+// with perf.data, an existing file is kept as path.old, so two recordings
+// to one path never interleave in one file.
+func Create(path string) (*File, error) {
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	df := &File{Path: path}
+	if _, err := os.Lstat(path); err == nil {
+		df.Old = path + ".old"
+		if err := os.Rename(path, df.Old); err != nil {
+			return nil, fmt.Errorf("keeping the old %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	df.f = f
+	df.bw = bufio.NewWriterSize(f, 1<<20)
+	df.Writer = NewWriter(df.bw)
+	return df, nil
+}
+
+// Chunk writes a chunk and hands it to the kernel, so it survives the
+// writer being killed.
+func (f *File) Chunk(p *model.Profile) error {
+	if err := f.Writer.Chunk(p); err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	if err := f.bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// Finish writes the final chunk and closes the file.
+func (f *File) Finish(p *model.Profile) error {
+	err := f.Writer.Finish(p)
+	if err == nil {
+		err = f.bw.Flush()
+	}
+	if err == nil {
+		err = f.f.Sync()
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// Abort closes the file without a final chunk (it reads as cut).
+func (f *File) Abort() { f.bw.Flush(); f.f.Close() }
 
 func encodeMeta(e *enc, m *model.Meta) {
 	e.str(m.Event)
@@ -244,6 +421,7 @@ func encodeMeta(e *enc, m *model.Meta) {
 			e.uvarint(uint64(f.Kind))
 		}
 	}
+	e.bool(m.Unsymbolized)
 }
 
 func decodeMeta(d *dec, m *model.Meta) {
@@ -289,6 +467,9 @@ func decodeMeta(d *dec, m *model.Meta) {
 	if len(m.Events) > 65535 {
 		d.fail(errOverflow)
 	}
+	if len(d.b) > 0 { // not in version 1
+		m.Unsymbolized = d.bool()
+	}
 }
 
 // maxSection bounds one section so a corrupt length cannot make us allocate
@@ -303,6 +484,9 @@ type ReadOptions struct {
 	// Extra computes a sample's extra group key (tracepoint fields); it
 	// sees the header, which is decoded before the samples.
 	Extra func(m *model.Meta, s *model.Sample) string
+	// Raw leaves a cut recording's addresses unnamed (by default they are
+	// named from this machine's files, as perf report does).
+	Raw bool
 }
 
 // Read decodes a data file. Any damage gives an error, never a panic.
@@ -327,63 +511,142 @@ func ReadWith(r io.Reader, o ReadOptions) (*model.Profile, error) {
 	if v == 0 {
 		return nil, fmt.Errorf("corrupt data file: version 0")
 	}
-	zr, err := gzip.NewReader(r)
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 1<<16)
+	}
+	rd := &reader{p: &model.Profile{}, o: o, v: v}
+	if o.Extra != nil {
+		rd.g.Extra = func(s *model.Sample) string { return o.Extra(&rd.p.Meta, s) }
+	}
+	if err := rd.readChunks(br); err != nil {
+		return nil, err
+	}
+	return rd.finish()
+}
+
+// reader holds what persists across a file's chunks.
+type reader struct {
+	p      *model.Profile
+	o      ReadOptions
+	v      uint32
+	g      model.Grouper
+	chunks int
+	final  bool
+}
+
+// chunks reads gzip members until the end of the file. A damaged chunk
+// after at least one good one ends the file there (it was cut).
+func (rd *reader) readChunks(br *bufio.Reader) error {
+	zr, err := gzip.NewReader(br)
 	if err != nil {
+		return truncated(err)
+	}
+	for {
+		zr.Multistream(false)
+		zb := bufio.NewReaderSize(zr, 1<<16)
+		err := rd.sections(zb)
+		if err == nil {
+			// Drain to the member's trailer so its checksum is verified.
+			_, err = io.Copy(io.Discard, zb)
+			if err != nil {
+				err = truncated(err)
+			}
+		}
+		if err != nil {
+			if rd.chunks > 0 && rd.v >= 2 {
+				rd.cut(err)
+				return nil
+			}
+			return err
+		}
+		rd.chunks++
+		if rd.v < 2 || rd.final {
+			return nil
+		}
+		if err := zr.Reset(br); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			rd.cut(truncated(err))
+			return nil
+		}
+	}
+}
+
+func (rd *reader) cut(err error) {
+	rd.final = false
+	rd.p.Meta.Warnings = append(rd.p.Meta.Warnings, fmt.Sprintf("%s: read %d complete chunks; the next is damaged (%v)", CutWarning, rd.chunks, err))
+}
+
+func (rd *reader) finish() (*model.Profile, error) {
+	p := rd.p
+	if rd.v >= 2 && !rd.final && (len(p.Meta.Warnings) == 0 || !strings.HasPrefix(p.Meta.Warnings[len(p.Meta.Warnings)-1], CutWarning)) {
+		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%s: %d complete chunks and no final one (was sonde killed?); the figures cover what was written", CutWarning, rd.chunks))
+	}
+	if rd.o.Group {
+		p.Groups = rd.g.Groups
+		if p.Groups == nil {
+			p.Groups = []model.SampleGroup{}
+		}
+	}
+	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("corrupt data file: %w", err)
 	}
-	p, err := readSections(bufio.NewReaderSize(zr, 1<<16), o)
-	if err != nil {
-		return nil, err
+	if p.Meta.Unsymbolized && !rd.o.Raw {
+		symbolize.Recorded(p)
 	}
 	return p, nil
 }
 
-// readSections decodes the uncompressed section stream and validates it.
+// readSections decodes one version-2 chunk's sections (the fuzz target).
 func readSections(br *bufio.Reader, o ReadOptions) (*model.Profile, error) {
-	p := &model.Profile{}
+	rd := &reader{p: &model.Profile{}, o: o, v: Version}
+	if err := rd.sections(br); err != nil {
+		return nil, err
+	}
+	rd.final = true
+	return rd.finish()
+}
+
+// sections decodes the uncompressed section stream of one chunk.
+func (rd *reader) sections(br *bufio.Reader) error {
 	seen := map[uint64]bool{}
 	for {
 		tag, err := binary.ReadUvarint(br)
 		if err != nil {
-			return nil, truncated(err)
+			return truncated(err)
 		}
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
-			return nil, truncated(err)
+			return truncated(err)
 		}
 		if tag == tagEnd {
 			break
 		}
 		if n > maxSection {
-			return nil, fmt.Errorf("corrupt data file: section %d claims %d bytes", tag, n)
+			return fmt.Errorf("corrupt data file: section %d claims %d bytes", tag, n)
 		}
 		// Read in chunks so a lying length hits EOF before a huge allocation.
 		var buf bytes.Buffer
 		buf.Grow(int(min(n, 1<<26)))
 		if _, err := io.CopyN(&buf, br, int64(n)); err != nil {
-			return nil, truncated(err)
+			return truncated(err)
 		}
 		if seen[tag] {
-			return nil, fmt.Errorf("corrupt data file: section %d twice", tag)
+			return fmt.Errorf("corrupt data file: section %d twice", tag)
 		}
 		seen[tag] = true
 		d := &dec{b: buf.Bytes()}
-		decodeSection(d, tag, p, o)
+		rd.decodeSection(d, tag)
 		if d.err != nil {
-			return nil, fmt.Errorf("corrupt data file: section %d: %w", tag, d.err)
+			return fmt.Errorf("corrupt data file: section %d: %w", tag, d.err)
 		}
 	}
-	// Drain to the gzip trailer so its checksum is verified.
-	if _, err := io.Copy(io.Discard, br); err != nil {
-		return nil, truncated(err)
-	}
 	if !seen[tagMeta] {
-		return nil, fmt.Errorf("corrupt data file: no header section")
+		return fmt.Errorf("corrupt data file: no header section")
 	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("corrupt data file: %w", err)
-	}
-	return p, nil
+	return nil
 }
 
 func truncated(err error) error {
@@ -410,70 +673,101 @@ func ReadFileWith(path string, o ReadOptions) (*model.Profile, error) {
 	return p, nil
 }
 
-func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
+// from reads where a version-2 table section starts: at most at the end
+// of what the chunks before it gave (a later chunk may rewrite renamed
+// threads, never leave a gap).
+func (rd *reader) from(d *dec, have int) int {
+	if rd.v < 2 {
+		if have > 0 {
+			d.fail(errors.New("table given twice"))
+		}
+		return 0
+	}
+	f := d.uvarint()
+	if f > uint64(have) {
+		d.fail(fmt.Errorf("table continues at %d but has %d entries", f, have))
+		return 0
+	}
+	return int(f)
+}
+
+// put stores v at index i of a table being extended from a chunk.
+func put[T any](t []T, i int, v T) []T {
+	if i < len(t) {
+		t[i] = v
+		return t
+	}
+	return append(t, v)
+}
+
+func (rd *reader) decodeSection(d *dec, tag uint64) {
+	p, o := rd.p, rd.o
 	switch tag {
 	case tagMeta:
+		// Every chunk repeats the header; the last one holds the totals.
+		p.Meta = model.Meta{}
 		decodeMeta(d, &p.Meta)
+	case tagFinal:
+		rd.final = true
 	case tagThreads:
+		i := rd.from(d, len(p.Threads))
+		p.Threads = p.Threads[:i]
 		n := d.count(3)
-		p.Threads = make([]model.Thread, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
+		for j := 0; j < n && d.err == nil; j++ {
 			p.Threads = append(p.Threads, model.Thread{Pid: d.i32(), Tid: d.i32(), Comm: d.str()})
 		}
 	case tagDSOs:
+		i := rd.from(d, len(p.DSOs))
 		n := d.count(3)
-		p.DSOs = make([]model.DSO, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
-			p.DSOs = append(p.DSOs, model.DSO{Name: d.str(), BuildID: d.str(), Kind: model.DSOKind(d.uvarint())})
+		for j := 0; j < n && d.err == nil; j++ {
+			p.DSOs = put(p.DSOs, i+j, model.DSO{Name: d.str(), BuildID: d.str(), Kind: model.DSOKind(d.uvarint())})
 		}
 	case tagFuncs:
+		i := rd.from(d, len(p.Funcs))
 		n := d.count(4)
-		p.Funcs = make([]model.Func, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
-			p.Funcs = append(p.Funcs, model.Func{Name: d.str(), DSO: int32(d.u32()), Start: d.uvarint(), Size: d.uvarint()})
+		for j := 0; j < n && d.err == nil; j++ {
+			p.Funcs = put(p.Funcs, i+j, model.Func{Name: d.str(), DSO: int32(d.u32()), Start: d.uvarint(), Size: d.uvarint()})
 		}
 	case tagFiles:
+		i := rd.from(d, len(p.Files))
 		n := d.count(1)
-		p.Files = make([]string, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
-			p.Files = append(p.Files, d.str())
+		for j := 0; j < n && d.err == nil; j++ {
+			p.Files = put(p.Files, i+j, d.str())
 		}
 	case tagLocs:
+		i := rd.from(d, len(p.Locs))
 		n := d.count(5)
-		p.Locs = make([]model.Loc, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
-			p.Locs = append(p.Locs, model.Loc{DSO: d.i32(), Addr: d.uvarint(), Func: d.i32(), File: d.i32(), Line: d.i32()})
+		for j := 0; j < n && d.err == nil; j++ {
+			p.Locs = put(p.Locs, i+j, model.Loc{DSO: d.i32(), Addr: d.uvarint(), Func: d.i32(), File: d.i32(), Line: d.i32()})
 		}
 	case tagStacks:
+		i := rd.from(d, len(p.Stacks))
 		n := d.count(1)
-		p.Stacks = make([][]int32, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
+		for j := 0; j < n && d.err == nil; j++ {
 			m := d.count(1)
 			s := make([]int32, m)
-			for j := range s {
-				s[j] = int32(d.u32())
+			for k := range s {
+				s[k] = int32(d.u32())
 			}
-			p.Stacks = append(p.Stacks, s)
+			p.Stacks = put(p.Stacks, i+j, s)
 		}
 	case tagCode:
+		i := rd.from(d, len(p.Code))
 		n := d.count(4)
-		for i := 0; i < n && d.err == nil; i++ {
+		for j := 0; j < n && d.err == nil; j++ {
 			c := model.Code{Func: int32(d.u32()), Arch: d.str(), Bytes: d.bytes()}
 			m := d.count(3)
 			var a uint64
-			for j := 0; j < m && d.err == nil; j++ {
+			for k := 0; k < m && d.err == nil; k++ {
 				a += d.uvarint()
 				c.Lines = append(c.Lines, model.LineRow{Addr: a, File: int32(d.u32()), Line: int32(d.u32())})
 			}
-			p.Code = append(p.Code, c)
+			p.Code = put(p.Code, i+j, c)
 		}
 	case tagSamples:
 		n := d.count(7)
-		g := model.Grouper{}
-		if o.Extra != nil {
-			g.Extra = func(s *model.Sample) string { return o.Extra(&p.Meta, s) }
-		}
-		if !o.Group {
+		g := &rd.g
+		if !o.Group && p.Samples == nil {
 			p.Samples = make([]model.Sample, 0, n)
 		}
 		var t uint64
@@ -499,12 +793,6 @@ func decodeSection(d *dec, tag uint64, p *model.Profile, o ReadOptions) {
 				g.Add(s)
 			} else {
 				p.Samples = append(p.Samples, s)
-			}
-		}
-		if o.Group {
-			p.Groups = g.Groups
-			if p.Groups == nil {
-				p.Groups = []model.SampleGroup{}
 			}
 		}
 	}

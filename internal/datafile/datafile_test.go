@@ -73,7 +73,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(good.Bytes()[:40])
 	f.Add([]byte(Magic + "\x01\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Read(bytes.NewReader(data))
+		p, err := ReadWith(bytes.NewReader(data), ReadOptions{Raw: true})
 		if err == nil {
 			if verr := p.Validate(); verr != nil {
 				t.Fatalf("Read accepted an invalid profile: %v", verr)
@@ -92,11 +92,15 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	var good bytes.Buffer
 	Write(&good, modeltest.Sample())
+	var chunks bytes.Buffer
+	grow(t, modeltest.Sample(), 300, NewWriter(&chunks), false)
 	seeds := map[string][]byte{
-		"good":      good.Bytes(),
-		"truncated": good.Bytes()[:good.Len()/2],
-		"header":    []byte(Magic + "\x01\x00\x00\x00"),
-		"newer":     []byte(Magic + "\x09\x00\x00\x00"),
+		"chunks":     chunks.Bytes(),
+		"chunks_cut": chunks.Bytes()[:chunks.Len()-30],
+		"good":       good.Bytes(),
+		"truncated":  good.Bytes()[:good.Len()/2],
+		"header":     []byte(Magic + "\x01\x00\x00\x00"),
+		"newer":      []byte(Magic + "\x09\x00\x00\x00"),
 	}
 	for name, data := range seeds {
 		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
@@ -119,7 +123,7 @@ func FuzzSections(f *testing.F) {
 	f.Add(raw)
 	f.Add(raw[:len(raw)/3])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := readSections(bufio.NewReader(bytes.NewReader(data)), ReadOptions{Group: len(data)%2 == 0})
+		p, err := readSections(bufio.NewReader(bytes.NewReader(data)), ReadOptions{Group: len(data)%2 == 0, Raw: true})
 		if err == nil {
 			if verr := p.Validate(); verr != nil {
 				t.Fatalf("accepted an invalid profile: %v", verr)

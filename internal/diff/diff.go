@@ -21,7 +21,7 @@ type Row struct {
 	Kernel   bool    `json:"kernel"`
 	Baseline float64 `json:"baseline_percent"`
 	New      float64 `json:"new_percent"`
-	Delta    float64 `json:"delta"`
+	Delta    float64 `json:"delta_percent"`
 }
 
 // Options for Compare.

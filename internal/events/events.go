@@ -5,6 +5,7 @@ package events
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -169,6 +170,9 @@ func inlineProbe(spec string) (Spec, error) {
 		return Spec{}, err
 	}
 	p.Event = probe.Sanitize(strings.TrimSuffix(filepath.Base(bin), ".so")) + "_" + p.Event
+	if p.Note != "" {
+		fmt.Fprintln(os.Stderr, "sonde: "+p.Note)
+	}
 	if err := probe.AddTemp(p); err != nil {
 		return Spec{}, err
 	}

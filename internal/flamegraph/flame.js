@@ -1,9 +1,12 @@
 (function () {
   "use strict";
-  // FG_DATA holds the tree in pre-order as parallel arrays: n (name),
-  // k (kind: 0 user, 1 kernel, 2 JIT, 3 other), d (depth), s (start, in
-  // samples from the left edge), v (value, samples in the frame and below).
+  // FG_DATA holds the drawn tree in pre-order as parallel arrays: n (name,
+  // an index into N, the distinct names), k (kind: 0 user, 1 kernel, 2 JIT,
+  // 3 other), d (depth), s (start, in samples from the left edge), v (value,
+  // samples in the frame and below; frames too narrow to draw were left out
+  // but their samples are still in their callers' values).
   var D = FG_DATA, C = FG_CFG;
+  if (D.N) D.n = D.n.map(function (x) { return D.N[x]; });
   var NS = "http://www.w3.org/2000/svg";
   var svg = document.getElementById("flamegraph");
   var framesG = document.getElementById("frames");
@@ -14,11 +17,15 @@
   var N = D.n.length, W = C.width, pad = 10, fh = 17, top = 56;
   var maxDepth = 0, i;
   for (i = 0; i < N; i++) if (D.d[i] > maxDepth) maxDepth = D.d[i];
-  var H = top + (maxDepth + 1) * fh + 36;
+  // The bottom margin holds the tooltip line and, when frames were left
+  // out, the line that says so.
+  var bottom = C.pruned ? 50 : 36;
+  var H = top + (maxDepth + 1) * fh + bottom;
   svg.setAttribute("height", H);
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-  details.setAttribute("y", H - 12);
-  matchedT.setAttribute("y", H - 12);
+  details.setAttribute("y", H - bottom + 24);
+  matchedT.setAttribute("y", H - bottom + 24);
+  document.getElementById("pruned").setAttribute("y", H - 8);
   var zoomId = 0, matched = new Uint8Array(N), searchTerm = "";
 
   function hash(s) {
@@ -64,7 +71,7 @@
       var x = anc ? pad : pad + (s - zs) * scale;
       var w = anc ? W - 2 * pad : v * scale;
       if (w < 0.5) continue;
-      var y = C.inverted ? top + d * fh : H - 36 - (d + 1) * fh;
+      var y = C.inverted ? top + d * fh : H - bottom - (d + 1) * fh;
       var g = document.createElementNS(NS, "g");
       g.setAttribute("class", anc ? "frame dim" : "frame");
       g.setAttribute("data-i", j);

@@ -8,6 +8,7 @@
  * functions use uprobes; kernel functions fentry/fexit, else kprobes. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
 #include "funclat.h"
 
@@ -47,6 +48,21 @@ static __always_inline int entry(void *ctx)
 	return 0;
 }
 
+/* Send one completed call that started at *ts, or count it as dropped. */
+static __always_inline void submit(__u64 ts, __u32 fn, __u64 id)
+{
+	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		counter_inc(&drops, 0);
+		return;
+	}
+	e->latency_ns = bpf_ktime_get_ns() - ts;
+	e->fn = fn;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline int ret(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -54,16 +70,7 @@ static __always_inline int ret(void *ctx)
 	__u64 *ts = bpf_map_lookup_elem(&starts, &k);
 	if (!ts)
 		return 0;
-	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&drops, 0);
-	} else {
-		e->latency_ns = bpf_ktime_get_ns() - *ts;
-		e->fn = k.fn;
-		e->pid = id >> 32;
-		e->tid = (__u32)id;
-		bpf_ringbuf_submit(e, 0);
-	}
+	submit(*ts, k.fn, id);
 	bpf_map_delete_elem(&starts, &k);
 	return 0;
 }
@@ -79,6 +86,98 @@ int kprobe_entry(void *ctx) { return entry(ctx); }
 
 SEC("kretprobe")
 int kprobe_return(void *ctx) { return ret(ctx); }
+
+/* Go binaries. A uretprobe rewrites the return address on the stack, and
+ * Go moves and walks goroutine stacks: the runtime aborts the program
+ * ("unexpected return pc"). So Go functions are timed from a uprobe on
+ * their first instruction to uprobes on each return instruction, which
+ * change nothing the program can see. A goroutine may move between
+ * threads during a call, so calls are keyed by goroutine (the g register:
+ * r14 on amd64, x28 on arm64, by Go's internal ABI) and stack pointer,
+ * which is the same at the first instruction and at the return. If the
+ * goroutine's stack is moved during the call the pointers differ: the
+ * call is counted, untimed. The registers are read through CO-RE, so one
+ * object serves both architectures. */
+struct pt_regs___x86 {
+	unsigned long sp;
+	unsigned long r14;
+} __attribute__((preserve_access_index));
+
+struct pt_regs___arm64 {
+	__u64 regs[31];
+	__u64 sp;
+} __attribute__((preserve_access_index));
+
+struct gokey {
+	__u64 g;
+	__u64 sp;
+	__u32 fn;
+	__u32 _pad;
+};
+
+/* key: (goroutine, stack pointer at entry, function); value: entry time
+ * (u64 ns). LRU: an entry whose return is never seen (a panic unwound
+ * through it, or the stack moved) ages out instead of filling the map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct gokey);
+	__type(value, __u64);
+	__uint(max_entries, 65536);
+} gostarts SEC(".maps");
+
+/* key: function index; value: returns whose entry was not found (counted,
+ * not timed), per CPU. */
+PERCPU_COUNTERS(untimed, MAX_FUNCS);
+
+static __always_inline bool go_key(void *ctx, struct gokey *k)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14)) {
+		struct pt_regs___x86 *r = ctx;
+		k->g = BPF_CORE_READ(r, r14);
+		k->sp = BPF_CORE_READ(r, sp);
+		return true;
+	}
+	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
+		struct pt_regs___arm64 *r = ctx;
+		k->g = BPF_CORE_READ(r, regs[28]);
+		k->sp = BPF_CORE_READ(r, sp);
+		return true;
+	}
+	return false;
+}
+
+SEC("uprobe")
+int uprobe_go_entry(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (target_pid && (id >> 32) != target_pid)
+		return 0;
+	struct gokey k = {.fn = (__u32)bpf_get_attach_cookie(ctx)};
+	if (!go_key(ctx, &k))
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&gostarts, &k, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int uprobe_go_return(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (target_pid && (id >> 32) != target_pid)
+		return 0;
+	struct gokey k = {.fn = (__u32)bpf_get_attach_cookie(ctx)};
+	if (!go_key(ctx, &k))
+		return 0;
+	__u64 *ts = bpf_map_lookup_elem(&gostarts, &k);
+	if (!ts) {
+		counter_inc(&untimed, k.fn);
+		return 0;
+	}
+	submit(*ts, k.fn, id);
+	bpf_map_delete_elem(&gostarts, &k);
+	return 0;
+}
 
 /* The attach target is set before load (the skeleton loads a copy of
  * each program per function). */

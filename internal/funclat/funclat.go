@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -20,7 +21,9 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/funcexit"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -29,6 +32,12 @@ import (
 type Func struct {
 	Binary string // "" for kernel functions
 	Name   string
+	// Symbols are where Name's code starts when the compiler renamed it
+	// (clones such as Name.isra.0); nil means the symbol Name itself.
+	Symbols []string
+	// Note says which symbols a source name resolved to ("" when simply
+	// its own); one line for stderr.
+	Note string
 }
 
 // String is how reports name it.
@@ -59,6 +68,18 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 				return nil, fmt.Errorf("kernel function patterns need an exact name, not %q", glob)
 			}
 			out = append(out, Func{Name: glob})
+			continue
+		}
+		if !strings.ContainsAny(glob, "*?[") {
+			// A source name: the compiler's clones count as the function.
+			r, err := probe.ResolveFile(bin, glob, true)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", bin, err)
+			}
+			if k := bin + ":" + glob; !seen[k] {
+				seen[k] = true
+				out = append(out, Func{Binary: bin, Name: glob, Symbols: r.Symbols(), Note: r.Note})
+			}
 			continue
 		}
 		names, err := matchSymbols(bin, glob)
@@ -176,6 +197,49 @@ type Result struct {
 	Drops   uint64
 	Elapsed time.Duration
 	Attach  string
+	// Untimed counts, per function, returns of Go functions whose entry was
+	// not matched (the goroutine's stack moved during the call): calls
+	// counted but not in the histogram. Nil when no Go function is traced.
+	Untimed []uint64
+}
+
+// maxFuncs is MAX_FUNCS in funclat.h: the attach cookie indexes per-function
+// counters.
+const maxFuncs = 64
+
+// isGo says whether binary was built by Go, whose functions must not get
+// uretprobes.
+func isGo(binary string) (bool, error) {
+	f, err := os.Open(binary)
+	if err != nil {
+		return false, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	defer f.Close()
+	return funcexit.IsGo(f), nil
+}
+
+// goHooks times a Go function from its first instruction to each of its
+// return instructions, found by decoding it.
+func goHooks(binary, sym string, pid int, cookie uint64) ([]bpfskel.Hook, error) {
+	switch runtime.GOARCH {
+	case "amd64", "arm64":
+	default:
+		return nil, fmt.Errorf("timing Go functions needs the goroutine register, which sonde reads on amd64 and arm64 only, not %s", runtime.GOARCH)
+	}
+	ef, err := elf.Open(binary)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	defer ef.Close()
+	rets, err := funcexit.Returns(ef, sym)
+	if err != nil {
+		return nil, fmt.Errorf("%s is a Go program, where return probes (uretprobes) would crash it; sonde probes return instructions instead, but: %w", filepath.Base(binary), err)
+	}
+	hooks := []bpfskel.Hook{bpfskel.UprobeHook(binary, sym, funclatProgUprobeGoEntry, false, pid, cookie)}
+	for _, off := range rets {
+		hooks = append(hooks, bpfskel.UprobeAt(binary, sym, off, funclatProgUprobeGoReturn, pid, cookie))
+	}
+	return hooks, nil
 }
 
 // Run measures until the duration passes, ctx ends or a signal arrives.
@@ -189,14 +253,38 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("measure user and kernel functions in separate runs")
 		}
 	}
+	if len(o.Funcs) > maxFuncs {
+		return nil, fmt.Errorf("%d functions: at most %d per run", len(o.Funcs), maxFuncs)
+	}
 	var hooks []bpfskel.Hook
+	goFuncs := 0
 	for i, f := range o.Funcs {
 		if kernel {
 			hooks = append(hooks, bpfskel.KernelFunc(f.Name, funclatProgFentryEntry, funclatProgKprobeEntry, false, uint64(i)),
 				bpfskel.KernelFunc(f.Name, funclatProgFexitReturn, funclatProgKprobeReturn, true, uint64(i)))
 		} else {
-			hooks = append(hooks, bpfskel.UprobeHook(f.Binary, f.Name, funclatProgUprobeEntry, false, o.Pid, uint64(i)),
-				bpfskel.UprobeHook(f.Binary, f.Name, funclatProgUprobeReturn, true, o.Pid, uint64(i)))
+			// A function the compiler cloned is probed in every clone.
+			syms := f.Symbols
+			if len(syms) == 0 {
+				syms = []string{f.Name}
+			}
+			goBin, err := isGo(f.Binary)
+			if err != nil {
+				return nil, err
+			}
+			for _, sym := range syms {
+				if !goBin {
+					hooks = append(hooks, bpfskel.UprobeHook(f.Binary, sym, funclatProgUprobeEntry, false, o.Pid, uint64(i)),
+						bpfskel.UprobeHook(f.Binary, sym, funclatProgUprobeReturn, true, o.Pid, uint64(i)))
+					continue
+				}
+				h, err := goHooks(f.Binary, sym, o.Pid, uint64(i))
+				if err != nil {
+					return nil, err
+				}
+				hooks = append(hooks, h...)
+				goFuncs++
+			}
 		}
 	}
 	var maps funclatMaps
@@ -216,6 +304,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return h
 	}
 	res := &Result{Hists: newHists(), Attach: s.Mode()}
+	if goFuncs > 0 {
+		res.Attach += " (Go: entry and return instructions, no uretprobes)"
+	}
 	var mu sync.Mutex // the reader adds while an interval swaps
 	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
 		e := bpfskel.View[funclatFunclatEvent](raw)
@@ -244,6 +335,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Drops = bpfmaps.SumPerCPU(maps.Drops, 0)
+	if goFuncs > 0 {
+		res.Untimed = make([]uint64, len(o.Funcs))
+		for i := range res.Untimed {
+			res.Untimed[i] = bpfmaps.SumPerCPU(maps.Untimed, uint32(i))
+		}
+	}
 	res.Elapsed = run.Elapsed
 	return res, nil
 }

@@ -3,6 +3,9 @@
 #ifndef SONDE_FUNCLAT_H
 #define SONDE_FUNCLAT_H
 
+/* At most this many functions per run (the attach cookie indexes them). */
+#define MAX_FUNCS 64
+
 /* One completed call. */
 struct funclat_event {
 	__u64 latency_ns;

@@ -22,6 +22,14 @@ type funclatFunclatEvent struct {
 	Pad       uint32
 }
 
+type funclatGokey struct {
+	_   structs.HostLayout
+	G   uint64
+	Sp  uint64
+	Fn  uint32
+	Pad uint32
+}
+
 type funclatKey struct {
 	_   structs.HostLayout
 	Tid uint32
@@ -34,12 +42,16 @@ type funclatKey struct {
 const (
 	funclatMapDrops              = "drops"
 	funclatMapEvents             = "events"
+	funclatMapGostarts           = "gostarts"
 	funclatMapStarts             = "starts"
+	funclatMapUntimed            = "untimed"
 	funclatProgFentryEntry       = "fentry_entry"
 	funclatProgFexitReturn       = "fexit_return"
 	funclatProgKprobeEntry       = "kprobe_entry"
 	funclatProgKprobeReturn      = "kprobe_return"
 	funclatProgUprobeEntry       = "uprobe_entry"
+	funclatProgUprobeGoEntry     = "uprobe_go_entry"
+	funclatProgUprobeGoReturn    = "uprobe_go_return"
 	funclatProgUprobeReturn      = "uprobe_return"
 	funclatVarTargetPid          = "target_pid"
 	funclatVarUnusedFunclatEvent = "unused_funclat_event"
@@ -87,21 +99,25 @@ type funclatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type funclatProgramSpecs struct {
-	FentryEntry  *ebpf.ProgramSpec `ebpf:"fentry_entry"`
-	FexitReturn  *ebpf.ProgramSpec `ebpf:"fexit_return"`
-	KprobeEntry  *ebpf.ProgramSpec `ebpf:"kprobe_entry"`
-	KprobeReturn *ebpf.ProgramSpec `ebpf:"kprobe_return"`
-	UprobeEntry  *ebpf.ProgramSpec `ebpf:"uprobe_entry"`
-	UprobeReturn *ebpf.ProgramSpec `ebpf:"uprobe_return"`
+	FentryEntry    *ebpf.ProgramSpec `ebpf:"fentry_entry"`
+	FexitReturn    *ebpf.ProgramSpec `ebpf:"fexit_return"`
+	KprobeEntry    *ebpf.ProgramSpec `ebpf:"kprobe_entry"`
+	KprobeReturn   *ebpf.ProgramSpec `ebpf:"kprobe_return"`
+	UprobeEntry    *ebpf.ProgramSpec `ebpf:"uprobe_entry"`
+	UprobeGoEntry  *ebpf.ProgramSpec `ebpf:"uprobe_go_entry"`
+	UprobeGoReturn *ebpf.ProgramSpec `ebpf:"uprobe_go_return"`
+	UprobeReturn   *ebpf.ProgramSpec `ebpf:"uprobe_return"`
 }
 
 // funclatMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type funclatMapSpecs struct {
-	Drops  *ebpf.MapSpec `ebpf:"drops"`
-	Events *ebpf.MapSpec `ebpf:"events"`
-	Starts *ebpf.MapSpec `ebpf:"starts"`
+	Drops    *ebpf.MapSpec `ebpf:"drops"`
+	Events   *ebpf.MapSpec `ebpf:"events"`
+	Gostarts *ebpf.MapSpec `ebpf:"gostarts"`
+	Starts   *ebpf.MapSpec `ebpf:"starts"`
+	Untimed  *ebpf.MapSpec `ebpf:"untimed"`
 }
 
 // funclatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -132,16 +148,20 @@ func (o *funclatObjects) Close() error {
 //
 // It can be passed to loadFunclatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type funclatMaps struct {
-	Drops  *ebpf.Map `ebpf:"drops"`
-	Events *ebpf.Map `ebpf:"events"`
-	Starts *ebpf.Map `ebpf:"starts"`
+	Drops    *ebpf.Map `ebpf:"drops"`
+	Events   *ebpf.Map `ebpf:"events"`
+	Gostarts *ebpf.Map `ebpf:"gostarts"`
+	Starts   *ebpf.Map `ebpf:"starts"`
+	Untimed  *ebpf.Map `ebpf:"untimed"`
 }
 
 func (m *funclatMaps) Close() error {
 	return _FunclatClose(
 		m.Drops,
 		m.Events,
+		m.Gostarts,
 		m.Starts,
+		m.Untimed,
 	)
 }
 
@@ -157,12 +177,14 @@ type funclatVariables struct {
 //
 // It can be passed to loadFunclatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type funclatPrograms struct {
-	FentryEntry  *ebpf.Program `ebpf:"fentry_entry"`
-	FexitReturn  *ebpf.Program `ebpf:"fexit_return"`
-	KprobeEntry  *ebpf.Program `ebpf:"kprobe_entry"`
-	KprobeReturn *ebpf.Program `ebpf:"kprobe_return"`
-	UprobeEntry  *ebpf.Program `ebpf:"uprobe_entry"`
-	UprobeReturn *ebpf.Program `ebpf:"uprobe_return"`
+	FentryEntry    *ebpf.Program `ebpf:"fentry_entry"`
+	FexitReturn    *ebpf.Program `ebpf:"fexit_return"`
+	KprobeEntry    *ebpf.Program `ebpf:"kprobe_entry"`
+	KprobeReturn   *ebpf.Program `ebpf:"kprobe_return"`
+	UprobeEntry    *ebpf.Program `ebpf:"uprobe_entry"`
+	UprobeGoEntry  *ebpf.Program `ebpf:"uprobe_go_entry"`
+	UprobeGoReturn *ebpf.Program `ebpf:"uprobe_go_return"`
+	UprobeReturn   *ebpf.Program `ebpf:"uprobe_return"`
 }
 
 func (p *funclatPrograms) Close() error {
@@ -172,6 +194,8 @@ func (p *funclatPrograms) Close() error {
 		p.KprobeEntry,
 		p.KprobeReturn,
 		p.UprobeEntry,
+		p.UprobeGoEntry,
+		p.UprobeGoReturn,
 		p.UprobeReturn,
 	)
 }

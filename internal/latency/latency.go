@@ -28,7 +28,7 @@ type Pair struct {
 	Key     string `json:"key"`
 	Group   string `json:"group,omitempty"`
 	StartNS uint64 `json:"start_ns"`
-	Latency uint64 `json:"latency_ns"`
+	Latency uint64 `json:"duration_ns"`
 	Comm    string `json:"comm"`
 	Pid     int32  `json:"pid"`
 	Aux     string `json:"aux,omitempty"`

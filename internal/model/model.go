@@ -80,6 +80,10 @@ type Meta struct {
 	// Unit of sample periods when they are not event counts: "ns" for
 	// blocked time (offcpu, wakeup). Views weigh stacks by period then.
 	Unit string
+	// Unsymbolized marks a recording cut before its final chunk: locations
+	// still hold recorded addresses (file offsets for mapped files) and
+	// objects are named by path and build-id only.
+	Unsymbolized bool
 }
 
 // Thread is a (pid, tid, comm) triple; a thread that execs gets a new one.
@@ -297,9 +301,15 @@ func (p *Profile) FrameName(loc int32) string {
 		return p.Funcs[l.Func].Name
 	}
 	if l.DSO >= 0 {
-		return fmt.Sprintf("%s+0x%x", baseName(p.DSOs[l.DSO].Name), l.Addr)
+		return UnnamedFrame(p.DSOs[l.DSO].Name, l.Addr)
 	}
-	return fmt.Sprintf("[unknown]+0x%x", l.Addr)
+	return UnnamedFrame("[unknown]", l.Addr)
+}
+
+// UnnamedFrame is how a frame no symbol covers is printed, in recordings
+// and live views alike: object+0xaddress.
+func UnnamedFrame(dso string, addr uint64) string {
+	return fmt.Sprintf("%s+0x%x", baseName(dso), addr)
 }
 
 // DSOName is the short name of a location's object.

@@ -14,9 +14,10 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/record"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -110,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
 	res := &Result{Attach: attach}
-	b := record.NewBuilder()
+	b := builder.New()
 	var key offcpuOffcpuKey
 	var ns uint64
 	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
@@ -162,7 +163,7 @@ func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed t
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
-	record.HostMeta(&meta)
+	host.Fill(&meta)
 	if res.Errors.StackFailures > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}

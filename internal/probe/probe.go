@@ -18,12 +18,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
@@ -39,8 +37,15 @@ type Probe struct {
 	Binary       string // "" for kernel probes
 	Func         string
 	Offset       uint64 // file offset of the function in Binary
-	Return       bool
-	Args         []Arg
+	// Extra holds further file offsets of the same event: the compiler's
+	// clones and inlined copies of Func (tracefs keeps one event with a
+	// probe at each).
+	Extra  []uint64 `json:",omitempty"`
+	Return bool
+	Args   []Arg
+	// Note says which code Func resolved to when it is not simply its
+	// symbol (see Resolve); one line for stderr.
+	Note string `json:"-"`
 }
 
 // Name is the tracepoint name: group:event.
@@ -52,9 +57,22 @@ func (p Probe) Definition() string {
 	if p.Return {
 		kind = "r"
 	}
+	return p.definition(kind, p.Offset)
+}
+
+// Definitions are the lines for every location of the event.
+func (p Probe) Definitions() []string {
+	out := []string{p.Definition()}
+	for _, off := range p.Extra {
+		out = append(out, p.definition(strings.SplitN(out[0], ":", 2)[0], off))
+	}
+	return out
+}
+
+func (p Probe) definition(kind string, off uint64) string {
 	var b strings.Builder
 	if p.Binary != "" {
-		fmt.Fprintf(&b, "%s:%s/%s %s:0x%x", kind, p.Group, p.Event, p.Binary, p.Offset)
+		fmt.Fprintf(&b, "%s:%s/%s %s:0x%x", kind, p.Group, p.Event, p.Binary, off)
 	} else {
 		fmt.Fprintf(&b, "%s:%s/%s %s", kind, p.Group, p.Event, p.Func)
 	}
@@ -109,12 +127,13 @@ func Parse(spec, binary, group string) (Probe, error) {
 		return p, fmt.Errorf("opening %s: %w", binary, err)
 	}
 	defer ef.Close()
-	addr, err := symbolAddr(ef, fn)
+	res, err := Resolve(ef, fn, p.Return)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w", binary, err)
 	}
-	if p.Offset, err = fileOffset(ef, addr); err != nil {
-		return p, err
+	p.Offset, p.Note = res.Sites[0].Offset, res.Note
+	for _, s := range res.Sites[1:] {
+		p.Extra = append(p.Extra, s.Offset)
 	}
 	p.Group = group
 	if p.Group == "" {
@@ -130,6 +149,12 @@ func Parse(spec, binary, group string) (Probe, error) {
 			loc = name
 		}
 		name = Sanitize(strings.TrimLeft(name, "$%"))
+		if !res.Plain() && loc != "" && !strings.ContainsAny(loc[:1], "%$+-@") {
+			// Clones may drop or reorder parameters and inlined copies
+			// keep them anywhere: the source signature says nothing.
+			return p, fmt.Errorf("argument %q by name: %s resolved to compiler-made code (%s), whose arguments need not be where the source signature puts them; fetch a register instead (e.g. %s)",
+				name, fn, res.Sites[0].Kind, argRegs[runtime.GOARCH][0])
+		}
 		fetch, err := resolveArg(ef, fn, loc, p.Return)
 		if err != nil {
 			return p, err
@@ -137,27 +162,6 @@ func Parse(spec, binary, group string) (Probe, error) {
 		p.Args = append(p.Args, Arg{Name: name, Fetch: fetch})
 	}
 	return p, nil
-}
-
-func symbolAddr(ef *elf.File, fn string) (uint64, error) {
-	var names []string
-	for _, get := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
-		syms, err := get()
-		if err != nil {
-			continue
-		}
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
-				continue
-			}
-			if s.Name == fn || strings.SplitN(s.Name, "@", 2)[0] == fn {
-				return s.Value, nil
-			}
-			names = append(names, s.Name)
-		}
-	}
-	sort.Strings(names)
-	return 0, fmt.Errorf("no function %q (nearest: %s)", fn, strings.Join(perf.NearestOf(fn, names, 3), ", "))
 }
 
 func fileOffset(ef *elf.File, addr uint64) (uint64, error) {
@@ -371,7 +375,15 @@ func Add(p Probe) error {
 			}
 		}
 	}
-	return appendLine(path, p.Definition())
+	for i, line := range p.Definitions() {
+		if err := appendLine(path, line); err != nil {
+			if i > 0 {
+				delProbe(p) // not half an event
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // Del removes a probe by group:event (or event alone when unique).
@@ -439,6 +451,7 @@ func List() ([]Probe, error) {
 // "p:probe_work/spin_a /tmp/work:0x0000000000001139 n=%di:u64".
 func ParseEvents(r io.Reader, user bool) ([]Probe, error) {
 	var out []Probe
+	index := map[string]int{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -465,6 +478,13 @@ func ParseEvents(r io.Reader, user bool) ([]Probe, error) {
 		} else {
 			p.Func = f[1]
 		}
+		// One event with probes at several places (clones, inlined
+		// copies) is listed once a place.
+		if i, ok := index[p.Name()]; ok && user {
+			out[i].Extra = append(out[i].Extra, p.Offset)
+			continue
+		}
+		index[p.Name()] = len(out)
 		for _, a := range f[2:] {
 			n, v, _ := strings.Cut(a, "=")
 			p.Args = append(p.Args, Arg{Name: n, Fetch: v})

@@ -1,27 +1,28 @@
-// Package record samples with perf_event_open into mmap rings and builds a
-// model.Profile: events are opened per CPU (system-wide, per command with
-// inheritance, or per existing thread), records are drained each round and
-// handled in time order so mappings are known before the samples that use them.
+// Package record is the perf sampling run: events are opened with
+// perf_event_open per CPU (system-wide, per command with inheritance, or
+// per existing thread), their mmap rings are drained each round and the
+// records handed to the builder in time order, so mappings are known
+// before the samples that use them.
 package record
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/builder"
+	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/events"
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Options configure one recording.
@@ -38,6 +39,12 @@ type Options struct {
 	Command   []string
 	Duration  time.Duration
 	RingPages int
+	// Output, when set, is the data file: written in chunks while the
+	// recording runs (ChunkEvery), so memory stays flat and a recording
+	// cut by SIGKILL, the OOM killer or a full disk reads back up to its
+	// last chunk. Without it the whole profile is returned in memory.
+	Output     string
+	ChunkEvery time.Duration // default 100 ms
 	// Progress, when set, is called about once a second.
 	Progress func(samples int, lost uint64, elapsed time.Duration)
 	Version  string
@@ -45,8 +52,13 @@ type Options struct {
 
 // Result is a finished recording.
 type Result struct {
+	// Profile is the whole recording; with Options.Output its samples are
+	// on disk only (Profile.Samples holds the last chunk's).
 	Profile  *model.Profile
+	Samples  int // samples recorded
 	ExitCode int // the command's, when one ran
+	// Old is where an existing file at Options.Output was moved.
+	Old string
 }
 
 type pending struct {
@@ -56,12 +68,17 @@ type pending struct {
 	data []byte
 }
 
-// Record runs a recording until the command exits, the duration passes,
-// ctx is cancelled, or SIGINT/SIGTERM arrives.
+// Record runs a recording until the command exits, the duration passes or
+// ctx is cancelled. Record installs no signal handler: the caller ends the
+// run on SIGINT/SIGTERM by cancelling ctx (runctl.WithSignals).
 func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.RingPages == 0 {
 		o.RingPages = 128
 	}
+	if o.ChunkEvery <= 0 {
+		o.ChunkEvery = 100 * time.Millisecond
+	}
+
 	cpus := o.CPUs
 	if cpus == nil {
 		var err error
@@ -69,7 +86,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	b := NewBuilder()
+	b := builder.New()
 	if len(o.Events) == 0 {
 		ev, _ := perf.ParseEvent("cpu-clock")
 		o.Events = []events.Spec{{Event: ev}}
@@ -82,9 +99,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	meta := model.Meta{
 		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
-		Command: o.Command, Arch: runtime.GOARCH, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
+		Command: o.Command, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
 	}
-	HostMeta(&meta)
+	host.Fill(&meta)
 
 	for i, e := range o.Events {
 		info := model.EventInfo{Name: e.String(), Kind: e.Def.Kind.String(), Freq: o.Freq, Period: o.Period, Filter: o.Filters[i]}
@@ -161,12 +178,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil
 	}
 
-	var child *Child
+	var child *runctl.Child
 	switch {
 	case len(o.Command) > 0 && !o.All:
 		meta.Target = "command"
 		var err error
-		child, err = StartChild(o.Command)
+		child, err = runctl.StartChild(o.Command)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +216,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if len(o.Command) > 0 {
 			// perf's `-a -- CMD`: system-wide for as long as CMD runs.
 			var err error
-			if child, err = StartChild(o.Command); err != nil {
+			if child, err = runctl.StartChild(o.Command); err != nil {
 				cleanup()
 				return nil, err
 			}
@@ -252,32 +269,58 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer cleanup()
 
+	var start time.Time
+	var out *datafile.File
+	if o.Output != "" {
+		var err error
+		if out, err = datafile.Create(o.Output); err != nil {
+			if child != nil {
+				child.Abort()
+			}
+			return nil, err
+		}
+		defer func() {
+			if out != nil { // not finished: leave what was written, cut
+				out.Abort()
+			}
+		}()
+	}
+	var writeErr error
+	lastChunk := time.Now()
+	chunk := func(now time.Time, lost uint64) {
+		if out == nil || writeErr != nil || now.Sub(lastChunk) < o.ChunkEvery {
+			return
+		}
+		lastChunk = now
+		m := meta
+		m.DurationNS, m.Lost = uint64(now.Sub(start).Nanoseconds()), lost
+		if writeErr = out.Chunk(b.Partial(m)); writeErr == nil {
+			b.DropSamples()
+		}
+	}
+
 	ringList := make([]*perf.Ring, 0, len(rings))
 	for _, r := range rings {
 		ringList = append(ringList, r)
 	}
 	sort.Slice(ringList, func(i, j int) bool { return ringList[i].CPU < ringList[j].CPU })
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
 	// The recorder's own garbage is small and short-lived: collect rarely so
 	// it stays off the CPUs it measures.
-	defer debug.SetGCPercent(debug.SetGCPercent(800))
-	start := time.Now()
+	gcPercent := debug.SetGCPercent(800)
+	defer debug.SetGCPercent(gcPercent)
+	// …but within a bound: samples go to disk as they come, so the live
+	// heap is the tables, and garbage must not pile up 8× over them.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(32 << 20))
+	start = time.Now()
 	meta.StartUnixNS = start.UnixNano()
-	childDone := make(chan struct{})
-	var waitErr error
+	var childDone <-chan struct{}
 	if child != nil {
 		if err := child.Go(); err != nil {
 			child.Abort()
 			return nil, fmt.Errorf("starting command: %w", err)
 		}
-		go func() {
-			waitErr = child.Cmd.Wait()
-			close(childDone)
-		}()
+		childDone = child.Done()
 	}
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
@@ -358,60 +401,88 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	lastProgress := time.Now()
 	stopping := false
+	var why runctl.Reason
+	var end time.Time
+	lastAlive := time.Now()
 	for !stopping {
 		select {
 		case <-ctx.Done():
-			stopping = true
-		case s := <-sigs:
-			stopping = true
-			if child != nil && s != syscall.SIGINT {
-				// Ctrl-C reaches the command through the terminal; others we pass on.
-				child.Cmd.Process.Signal(s)
-			}
+			stopping, why = true, runctl.Cancelled
 		case <-childDone:
-			stopping = true
+			stopping, why = true, runctl.Done
 		case <-deadline:
-			stopping = true
-			if child != nil {
-				child.Cmd.Process.Signal(syscall.SIGTERM)
-			}
+			stopping, why = true, runctl.Deadline
 		default:
 		}
-		unix.Poll(pfds, 250)
-		process(drain())
-		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
-			o.Progress(b.SampleCount(), lost, time.Since(start))
-			lastProgress = time.Now()
+		if !stopping && len(o.Pids) > 0 && child == nil && time.Since(lastAlive) >= 250*time.Millisecond {
+			// As perf does, -p ends when every target process has exited.
+			lastAlive = time.Now()
+			if !anyAlive(o.Pids) {
+				stopping, why = true, runctl.Done
+			}
 		}
+		if stopping {
+			// The recording ends now, not when the command has gone.
+			end = time.Now()
+		}
+		unix.Poll(pfds, 100)
+		process(drain())
+		now := time.Now()
+		if o.Progress != nil && now.Sub(lastProgress) >= time.Second {
+			o.Progress(b.SampleCount(), lost, now.Sub(start))
+			lastProgress = now
+		}
+		chunk(now, lost)
+		if writeErr != nil {
+			break
+		}
+	}
+	if end.IsZero() {
+		end = time.Now()
 	}
 	for _, r := range ringList {
 		perf.Disable(r.FD)
 	}
 	exit := 0
 	if child != nil {
-		select {
-		case <-childDone:
-		case <-time.After(5 * time.Second):
-			child.Cmd.Process.Kill()
-			<-childDone
-		}
-		exit = ExitCode(waitErr, child.Cmd.ProcessState)
+		exit = child.End(why)
 	}
 	process(drain())
 	process(^uint64(0))
-	meta.DurationNS = uint64(time.Since(start).Nanoseconds())
+	meta.DurationNS = uint64(end.Sub(start).Nanoseconds())
 	meta.Lost = lost
 	meta.ExitCode = exit
-	return &Result{Profile: b.Finish(meta), ExitCode: exit}, nil
+	if writeErr != nil {
+		// What was written reads back as a cut recording.
+		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, time.Duration(meta.DurationNS).Round(time.Millisecond))
+	}
+	res := &Result{Samples: b.SampleCount(), ExitCode: exit}
+	// Naming opens every object once, line tables and all: garbage from
+	// one object must be collected before the next is read.
+	debug.SetGCPercent(gcPercent)
+	res.Profile = b.Finish(meta)
+	if out != nil {
+		// The pass named every location: the last chunk carries the named
+		// tables whole, replacing the recorded addresses before it.
+		out.Rewrite()
+		err := out.Finish(res.Profile)
+		res.Old = out.Old
+		out = nil
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
-// HostMeta fills the host name and kernel release of a recording.
-func HostMeta(m *model.Meta) {
-	m.Hostname, _ = os.Hostname()
-	var uts unix.Utsname
-	if unix.Uname(&uts) == nil {
-		m.Kernel = unix.ByteSliceToString(uts.Release[:])
+// anyAlive reports whether any of pids still runs (a zombie does not).
+func anyAlive(pids []int) bool {
+	for _, p := range pids {
+		if procfs.CheckPid(p) == nil {
+			return true
+		}
 	}
+	return false
 }
 
 func joinInts(v []int) string {

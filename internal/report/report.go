@@ -54,13 +54,44 @@ type Node struct {
 
 // Report is the aggregated result.
 type Report struct {
-	Meta        model.Meta `json:"meta"`
+	Meta        model.Meta `json:"-"`
+	Recording   Recording  `json:"recording"`
 	Samples     int        `json:"samples"`
 	TotalPeriod uint64     `json:"total_period"`
 	Sort        []string   `json:"sort"`
-	Children    bool       `json:"children"`
+	Children    bool       `json:"with_children"`
 	Entries     []*Entry   `json:"entries"`
 	opts        Options
+}
+
+// Recording is the data file's header in the JSON vocabulary
+// (docs/json.md).
+type Recording struct {
+	Event       string   `json:"event"`
+	FreqHz      uint64   `json:"freq_hz,omitempty"`
+	Period      uint64   `json:"period,omitempty"`
+	Callchain   bool     `json:"callchain"`
+	Target      string   `json:"target,omitempty"`
+	Argv        []string `json:"argv,omitempty"`
+	Hostname    string   `json:"hostname,omitempty"`
+	Release     string   `json:"kernel_release,omitempty"`
+	Arch        string   `json:"arch,omitempty"`
+	StartUnixNS int64    `json:"start_unix_ns"`
+	DurationNS  uint64   `json:"duration_ns"`
+	Lost        uint64   `json:"lost"`
+	Throttled   uint64   `json:"throttled"`
+	Version     string   `json:"sonde_version,omitempty"`
+	ExitCode    int      `json:"exit_code"`
+	Unwinder    string   `json:"unwinder,omitempty"`
+	Unit        string   `json:"unit,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+func recordingOf(m model.Meta) Recording {
+	return Recording{Event: m.Event, FreqHz: m.Freq, Period: m.Period, Callchain: m.Callchain, Target: m.Target,
+		Argv: m.Command, Hostname: m.Hostname, Release: m.Kernel, Arch: m.Arch, StartUnixNS: m.StartUnixNS,
+		DurationNS: m.DurationNS, Lost: m.Lost, Throttled: m.Throttled, Version: m.SondeVersion,
+		ExitCode: m.ExitCode, Unwinder: m.Unwinder, Unit: m.Unit, Warnings: m.Warnings}
 }
 
 // ParseSort validates a --sort list of built-in keys; tracepoint field
@@ -346,6 +377,7 @@ func Build(p *model.Profile, o Options) *Report {
 		}
 		return a.key < b.key
 	})
+	r.Recording = recordingOf(r.Meta)
 	return r
 }
 

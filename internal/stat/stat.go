@@ -19,7 +19,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
-	"github.com/sonde-dev/sonde/internal/record"
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // Options configure one counting run.
@@ -63,7 +63,7 @@ func (c Count) RunningPct() float64 {
 // Result of one run.
 type Result struct {
 	Counts   []Count       `json:"counts"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Elapsed  time.Duration `json:"duration_ns"`
 	User     time.Duration `json:"user_ns"`
 	Sys      time.Duration `json:"sys_ns"`
 	ExitCode int           `json:"exit_code"`
@@ -94,14 +94,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			unix.Close(c.fd)
 		}
 	}
-	var child *record.Child
+	var child *runctl.Child
 	type target struct{ pid, cpu int }
 	var targets []target
 	inherit, onExec := false, false
 	switch {
 	case len(o.Command) > 0 && !o.All:
 		var err error
-		if child, err = record.StartChild(o.Command); err != nil {
+		if child, err = runctl.StartChild(o.Command); err != nil {
 			return nil, err
 		}
 		targets = []target{{child.Cmd.Process.Pid, -1}}
@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.All && len(o.Command) > 0 {
 		var err error
-		if child, err = record.StartChild(o.Command); err != nil {
+		if child, err = runctl.StartChild(o.Command); err != nil {
 			return nil, err
 		}
 	}
@@ -242,7 +242,7 @@ loop:
 	res.Elapsed = time.Since(start)
 	if child != nil {
 		<-done
-		res.ExitCode = record.ExitCode(waitErr, child.Cmd.ProcessState)
+		res.ExitCode = runctl.ExitCode(waitErr, child.Cmd.ProcessState)
 		if st := child.Cmd.ProcessState; st != nil {
 			res.User, res.Sys = st.UserTime(), st.SystemTime()
 		}

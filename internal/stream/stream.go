@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxDatagram keeps a report in one UDP datagram on loopback and most LANs
@@ -80,8 +81,48 @@ func (s *Sender) Send(report []byte) error {
 // Close closes the connection.
 func (s *Sender) Close() error { return s.conn.Close() }
 
+// Sanitize makes a received line safe to print on a terminal: anyone who
+// can reach the port can send text, and escape sequences (ESC, CSI and the
+// other control characters, raw or as C1 code points) could move the
+// cursor, rewrite earlier lines, retitle the window or worse. Each control
+// character other than tab, and each byte that is not valid UTF-8, becomes
+// a visible escape: \x1b, \x0d, \u009b. Newlines never reach here (lines
+// are split on them). Text without such characters is returned unchanged.
+func Sanitize(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\t':
+			b.WriteByte('\t')
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // Listen receives reports on addr and writes each line to w prefixed with
-// the sender ([host] line). It returns when stop is closed.
+// the sender ([host] line), control characters made visible (Sanitize). It
+// returns when stop is closed.
 func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Addr)) error {
 	network, addr, err := Parse(listen)
 	if err != nil {
@@ -109,7 +150,7 @@ func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Add
 				}
 				host := from.String()
 				for _, l := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
-					lines <- fmt.Sprintf("[%s] %s", host, l)
+					lines <- fmt.Sprintf("[%s] %s", host, Sanitize(l))
 				}
 			}
 		}()
@@ -136,7 +177,7 @@ func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Add
 					sc := bufio.NewScanner(c)
 					sc.Buffer(make([]byte, 65536), 1<<20)
 					for sc.Scan() {
-						lines <- fmt.Sprintf("[%s] %s", host, sc.Text())
+						lines <- fmt.Sprintf("[%s] %s", host, Sanitize(sc.Text()))
 					}
 				}(c)
 			}

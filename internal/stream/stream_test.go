@@ -50,3 +50,55 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestSanitize(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain text\twith tab", "plain text\twith tab"},
+		{"héllo, 世界", "héllo, 世界"},
+		{"\x1b[2J\x1b[Hfake", `\x1b[2J\x1b[Hfake`},
+		{"\x1b]0;title\x07", `\x1b]0;title\x07`},
+		{"bar\rfoo", `bar\x0dfoo`},
+		{"del\x7f nul\x00", `del\x7f nul\x00`},
+		{"c1 \u009b31m", `c1 \u009b31m`},
+		{"raw \x9b31m", `raw \x9b31m`},
+		{"cut \xe4\xb8", `cut \xe4\xb8`},
+	} {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestListenEscapes sends escape sequences over both transports and checks
+// that none reaches the output raw.
+func TestListenEscapes(t *testing.T) {
+	for _, network := range []string{"udp", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			var out syncBuf
+			stop := make(chan struct{})
+			addrs := make(chan net.Addr, 1)
+			go Listen(network+"://127.0.0.1:0", &out, stop, func(a net.Addr) { addrs <- a })
+			a := <-addrs
+			s, err := Dial(network + "://" + a.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Send([]byte("\x1b[2J\x1b]0;pwned\x07 \u009b1m done\n"))
+			deadline := time.Now().Add(3 * time.Second)
+			for !strings.Contains(out.String(), "done") && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			close(stop)
+			s.Close()
+			got := out.String()
+			if !strings.Contains(got, `] \x1b[2J\x1b]0;pwned\x07 \u009b1m done`) {
+				t.Errorf("got %q", got)
+			}
+			for _, r := range strings.TrimSuffix(got, "\n") {
+				if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+					t.Errorf("control character %U reached the output: %q", r, got)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,9 @@
 // Package symbolize turns addresses into function names and source lines:
 // ELF symbol tables (and separate debug files), DWARF line tables, C++ and
-// Rust demangling, the kernel's kallsyms and JIT perf maps. Every other part
-// of sonde names frames through this package.
+// Rust demangling, the kernel's kallsyms, JIT perf maps and the vDSO. Each
+// source of names is a Resolver; a Symbolizer tries them in order, and one
+// pass (Symbolizer.Profile for recordings, Live for live views) names every
+// frame, so every part of sonde names frames the same way.
 package symbolize
 
 import (
@@ -26,10 +28,12 @@ type Frame struct {
 	FuncSize  uint64
 	File      string // source file, "" without line info
 	Line      int
+	Module    string // kernel module owning a kernel address; "" for vmlinux and user objects
 }
 
-// Object resolves addresses of one loaded object (an ELF file, the kernel, a JIT map).
-type Object interface {
+// Symbols names the addresses of one opened object (an ELF file, the
+// kernel, a JIT map), in the object's own address space.
+type Symbols interface {
 	Lookup(addr uint64) (Frame, bool)
 }
 

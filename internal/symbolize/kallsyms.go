@@ -76,7 +76,7 @@ func (k *Kernel) Lookup(addr uint64) (Frame, bool) {
 	if !ok {
 		return Frame{}, false
 	}
-	return Frame{Func: s.Name, FuncStart: s.Start}, true
+	return Frame{Func: s.Name, FuncStart: s.Start, Module: k.modules[s.Start]}, true
 }
 
 // Module returns the module name of the symbol covering addr, "" for vmlinux.

@@ -3,68 +3,52 @@ package symbolize
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
-// Live names addresses of running processes, for live views: it caches
-// kallsyms, each process's executable mappings and each object's symbols.
+// Live names addresses of running processes for live views (top), with the
+// same resolvers and naming rule as recordings. It caches each process's
+// executable mappings and, through its Symbolizer, each object's symbols.
 type Live struct {
-	kernel *Kernel
-	objs   map[string]*ELF
-	maps   map[uint32][]procfs.Mapping
+	sym  *Symbolizer
+	maps map[uint32][]procfs.Mapping
+	// readMaps reads a process's mappings (/proc/PID/maps; tests fake it).
+	readMaps func(pid int) ([]procfs.Mapping, error)
 }
 
-// NewLive loads kallsyms (kernel frames stay unnamed without it).
-func NewLive() *Live {
-	l := &Live{objs: map[string]*ELF{}, maps: map[uint32][]procfs.Mapping{}}
-	l.kernel, _ = LoadKallsyms()
-	return l
+// NewLive names frames with the machine's own resolvers (Default).
+func NewLive() *Live { return NewLiveWith(Default(), procfs.ReadMaps) }
+
+// NewLiveWith names frames with s, reading mappings with readMaps.
+func NewLiveWith(s *Symbolizer, readMaps func(pid int) ([]procfs.Mapping, error)) *Live {
+	return &Live{sym: s, maps: map[uint32][]procfs.Mapping{}, readMaps: readMaps}
 }
 
-// Name returns a frame's function and object names.
+// Name returns a frame's function (or object+0xaddr) and object names, as
+// recordings print them.
 func (l *Live) Name(pid uint32, addr uint64, kernel bool) (string, string) {
+	r, ok := l.Resolve(pid, addr, kernel)
+	if !ok {
+		return model.UnnamedFrame("[unknown]", addr), "[unknown]"
+	}
+	return r.Name(), model.BaseName(r.DSO.Name)
+}
+
+// Resolve names one address of pid (a sampled instruction: no return
+// address adjustment); false when no mapping of pid covers it.
+func (l *Live) Resolve(pid uint32, addr uint64, kernel bool) (Resolved, bool) {
 	if kernel {
-		if l.kernel == nil {
-			return fmt.Sprintf("[kernel.kallsyms]+0x%x", addr), "[kernel.kallsyms]"
-		}
-		dso := "[kernel.kallsyms]"
-		if m := l.kernel.Module(addr); m != "" {
-			dso = "[" + m + "]"
-		}
-		if f, ok := l.kernel.Lookup(addr); ok {
-			return f.Func, dso
-		}
-		return fmt.Sprintf("%s+0x%x", dso, addr), dso
+		return l.sym.Resolve(KernelObject, addr), true
 	}
 	m, ok := l.mapping(pid, addr)
 	if !ok {
-		return fmt.Sprintf("[unknown]+0x%x", addr), "[unknown]"
+		return Resolved{}, false
 	}
-	dso := filepath.Base(m.Path)
-	if m.Path == "" || strings.HasPrefix(m.Path, "[") {
-		return fmt.Sprintf("%s+0x%x", m.Path, addr-m.Start), m.Path
-	}
-	e, ok := l.objs[m.Path]
-	if !ok {
-		e, _ = OpenELF(m.Path, Options{Root: fmt.Sprintf("/proc/%d/root", pid)})
-		if e == nil {
-			e, _ = OpenELF(m.Path, Options{})
-		}
-		l.objs[m.Path] = e
-	}
-	off := addr - m.Start + m.Offset
-	if e == nil {
-		return fmt.Sprintf("%s+0x%x", dso, off), dso
-	}
-	va := e.FileOffsetToAddr(off)
-	if s, ok := e.syms.Find(va, false); ok {
-		return Demangle(s.Name), dso
-	}
-	return fmt.Sprintf("%s+0x%x", dso, va), dso
+	obj := MappedObject(pid, m.Path, "")
+	return l.sym.Resolve(obj, obj.Offset(addr, m.Start, m.Offset)), true
 }
 
 func (l *Live) mapping(pid uint32, addr uint64) (procfs.Mapping, bool) {
@@ -78,7 +62,8 @@ func (l *Live) mapping(pid uint32, addr uint64) (procfs.Mapping, bool) {
 	if m, ok := find(l.maps[pid]); ok {
 		return m, true
 	}
-	ms, err := procfs.ReadMaps(int(pid))
+	// Not cached, or mapped since we read the maps (dlopen): read again.
+	ms, err := l.readMaps(int(pid))
 	if err != nil {
 		return procfs.Mapping{}, false
 	}
@@ -92,11 +77,13 @@ func (l *Live) mapping(pid uint32, addr uint64) (procfs.Mapping, bool) {
 	return find(exec)
 }
 
-// Forget drops cached mappings of processes that are gone.
+// Forget drops cached mappings of processes that are gone, and JIT maps,
+// which grow as runtimes compile more code.
 func (l *Live) Forget() {
 	for pid := range l.maps {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
 			delete(l.maps, pid)
 		}
 	}
+	l.sym.Forget(func(o Object) bool { return o.Kind == model.DSOJIT })
 }

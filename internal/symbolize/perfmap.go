@@ -2,15 +2,12 @@ package symbolize
 
 import (
 	"bufio"
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 var nativeOrder binary.ByteOrder = binary.LittleEndian
@@ -71,40 +68,4 @@ func (m *PerfMap) Lookup(addr uint64) (Frame, bool) {
 		return Frame{}, false
 	}
 	return Frame{Func: s.Name, FuncStart: s.Start, FuncSize: s.Size}, true
-}
-
-// VDSO loads this process's vDSO image; it is the same for every process on
-// this kernel, so it names [vdso] frames of any process.
-func VDSO() (*ELF, uint64, error) {
-	maps, err := procfs.ReadMaps(os.Getpid())
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, m := range maps {
-		if m.Path != "[vdso]" {
-			continue
-		}
-		f, err := os.Open("/proc/self/mem")
-		if err != nil {
-			return nil, 0, err
-		}
-		defer f.Close()
-		buf := make([]byte, m.End-m.Start)
-		if _, err := f.ReadAt(buf, int64(m.Start)); err != nil {
-			return nil, 0, fmt.Errorf("reading vdso: %w", err)
-		}
-		ef, err := elf.NewFile(strings.NewReader(string(buf)))
-		if err != nil {
-			return nil, 0, fmt.Errorf("parsing vdso: %w", err)
-		}
-		e := &ELF{Path: "[vdso]", Type: ef.Type, BuildID: buildID(ef)}
-		for _, p := range ef.Progs {
-			if p.Type == elf.PT_LOAD {
-				e.loads = append(e.loads, p.ProgHeader)
-			}
-		}
-		e.syms = NewSymbolTable(readSymbols(ef))
-		return e, m.Start, nil
-	}
-	return nil, 0, fmt.Errorf("no [vdso] mapping")
 }

@@ -73,3 +73,16 @@ func TestGlob(t *testing.T) {
 		t.Error("no match accepted")
 	}
 }
+
+func TestMountPoints(t *testing.T) {
+	in := `proc /proc proc rw 0 0
+tracefs /sys/kernel/tracing tracefs rw,nosuid,nodev,noexec,relatime 0 0
+debugfs /sys/kernel/debug debugfs rw 0 0
+tracefs /mnt/my\040trace tracefs rw 0 0
+`
+	got := MountPoints(strings.NewReader(in))
+	want := []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/mnt/my trace"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("MountPoints = %q, want %q", got, want)
+	}
+}

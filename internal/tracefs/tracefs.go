@@ -26,14 +26,30 @@ var (
 )
 
 // Root returns the tracefs mount point, mounting it at /sys/kernel/tracing
-// when it is not mounted (as perf does).
+// when it is not mounted (as perf does). A tracefs that is mounted but not
+// readable (mode 0700 for another user) is said to be so, not "not mounted".
 func Root() (string, error) {
 	rootOnce.Do(func() {
-		for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-			if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
+		var cands []string
+		if f, err := os.Open("/proc/self/mounts"); err == nil {
+			cands = MountPoints(f)
+			f.Close()
+		}
+		cands = append(cands, "/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+		var denied string
+		for _, d := range cands {
+			_, err := os.Stat(filepath.Join(d, "events"))
+			if err == nil {
 				rootDir = d
 				return
 			}
+			if errors.Is(err, os.ErrPermission) && denied == "" {
+				denied = d
+			}
+		}
+		if denied != "" {
+			rootErr = fmt.Errorf("tracefs at %s is not readable by this user: run as root, or give access (chmod/chgrp %s, or mount it with a gid= option)", denied, denied)
+			return
 		}
 		err := unix.Mount("nodev", "/sys/kernel/tracing", "tracefs", 0, "")
 		if err == nil {
@@ -43,6 +59,28 @@ func Root() (string, error) {
 		rootErr = fmt.Errorf("tracefs is not mounted and mounting it failed (%v): run as root or mount -t tracefs nodev /sys/kernel/tracing", err)
 	})
 	return rootDir, rootErr
+}
+
+// MountPoints lists where /proc/self/mounts says tracefs is mounted (and
+// debugfs's tracing directory), in the order given.
+func MountPoints(r io.Reader) []string {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 {
+			continue
+		}
+		// Mount points escape spaces and tabs as octal (\040).
+		dir := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\134`, `\`).Replace(f[1])
+		switch f[2] {
+		case "tracefs":
+			out = append(out, dir)
+		case "debugfs":
+			out = append(out, filepath.Join(dir, "tracing"))
+		}
+	}
+	return out
 }
 
 // Events lists every tracepoint as "subsystem:name", sorted.

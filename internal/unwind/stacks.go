@@ -54,14 +54,14 @@ func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 // Completeness says how many samples (or events, or blocked time: any
 // weight) have complete user stacks, and why the others stop short.
 type Completeness struct {
-	Total       uint64 `json:"total"`
-	Complete    uint64 `json:"complete"`
-	NoUnwind    uint64 `json:"no_unwind_info"`
-	FrameLimit  uint64 `json:"frame_limit"`
-	BadRead     uint64 `json:"bad_read"`
-	Unsupported uint64 `json:"unsupported_row"`
-	NotLoaded   uint64 `json:"not_loaded_yet"`
-	Lost        uint64 `json:"lost"` // no user stack: the stack map was full
+	Total       uint64 `json:"stacks_total"`
+	Complete    uint64 `json:"stacks_complete"`
+	NoUnwind    uint64 `json:"truncated_no_unwind_info"`
+	FrameLimit  uint64 `json:"truncated_frame_limit"`
+	BadRead     uint64 `json:"truncated_bad_read"`
+	Unsupported uint64 `json:"truncated_unsupported_row"`
+	NotLoaded   uint64 `json:"truncated_not_loaded"`
+	Lost        uint64 `json:"lost_map_full"` // no user stack: the stack map was full
 	// NoUnwindFiles are the files whose missing unwind info ended stacks,
 	// with their weight.
 	NoUnwindFiles map[string]uint64 `json:"no_unwind_info_files,omitempty"`

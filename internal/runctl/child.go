@@ -1,31 +1,32 @@
-package record
+package runctl
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
-
-	"github.com/sonde-dev/sonde/internal/runctl"
+	"time"
 )
 
 // ChildArg is the hidden first argument with which sonde re-executes itself
-// as the waiting child of `sonde record -- CMD`: it blocks on a pipe until
-// the events are open, then execs CMD. Counting starts at that exec
-// (enable_on_exec), so none of sonde's own work is measured.
+// as the held child of `sonde record -- CMD` (and stat, syscount…): it
+// blocks on a pipe until the events are open, then execs CMD. Counting
+// starts at that exec (enable_on_exec), so none of sonde's own work is
+// measured.
 const ChildArg = "__sonde_exec_child"
 
 // RunChild is the child side; it never returns on success. The caller must
 // run on the main OS thread (runtime.LockOSThread in init), because the
 // events are attached to the thread whose id is the pid.
 func RunChild(args []string) {
-	go1 := os.NewFile(3, "sonde-sync")
+	hold := os.NewFile(3, "sonde-sync")
 	var b [1]byte
-	n, _ := go1.Read(b[:])
+	n, _ := hold.Read(b[:])
 	if n != 1 {
 		os.Exit(127) // the parent gave up before releasing us
 	}
-	go1.Close()
+	hold.Close()
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sonde: %s: command not found\n", args[0])
@@ -36,13 +37,17 @@ func RunChild(args []string) {
 	os.Exit(126)
 }
 
-// Child is a command started under sonde, held before exec.
+// Child is a command started under sonde, held before its exec.
 type Child struct {
 	Cmd     *exec.Cmd
 	release *os.File
+	once    sync.Once
+	done    chan struct{}
+	waitErr error
 }
 
-// StartChild starts CMD held before its exec.
+// StartChild starts CMD held before its exec: the caller opens its events
+// on Cmd.Process.Pid, then calls Go.
 func StartChild(args []string) (*Child, error) {
 	if _, err := exec.LookPath(args[0]); err != nil {
 		return nil, fmt.Errorf("command not found: %s", args[0])
@@ -53,7 +58,7 @@ func StartChild(args []string) (*Child, error) {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("making the pipe that holds %s: %w", args[0], err)
 	}
 	cmd := exec.Command(self, append([]string{ChildArg}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -66,14 +71,17 @@ func StartChild(args []string) (*Child, error) {
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
 	r.Close()
-	return &Child{Cmd: cmd, release: w}, nil
+	return &Child{Cmd: cmd, release: w, done: make(chan struct{})}, nil
 }
 
 // Go lets the child exec its command.
 func (c *Child) Go() error {
 	_, err := c.release.Write([]byte{1})
 	c.release.Close()
-	return err
+	if err != nil {
+		return fmt.Errorf("releasing the command: %w", err)
+	}
+	return nil
 }
 
 // Abort kills a child that was never released.
@@ -83,5 +91,40 @@ func (c *Child) Abort() {
 	c.Cmd.Wait()
 }
 
-// ExitCode turns a Wait result into a shell-style exit code.
-func ExitCode(err error, state *os.ProcessState) int { return runctl.ExitCode(err, state) }
+// Done is closed when the command has exited. It waits for the command in
+// the background; use either Done/End or Cmd.Wait (Run's Target), not both.
+func (c *Child) Done() <-chan struct{} {
+	c.once.Do(func() {
+		go func() {
+			c.waitErr = c.Cmd.Wait()
+			close(c.done)
+		}()
+	})
+	return c.done
+}
+
+// EndGrace is how long End waits for the command after asking it to stop,
+// before it kills it.
+const EndGrace = 5 * time.Second
+
+// End finishes the command when a run ends for reason r and returns its
+// exit code, shell style. A command that is still running when the run
+// ends otherwise (duration, signal, cancel) gets SIGTERM, as perf does;
+// it is killed if it is still there EndGrace later.
+func (c *Child) End(r Reason) int {
+	done := c.Done()
+	if r != Done {
+		select {
+		case <-done:
+		default:
+			c.Cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(EndGrace):
+		c.Cmd.Process.Kill()
+		<-done
+	}
+	return ExitCode(c.waitErr, c.Cmd.ProcessState)
+}

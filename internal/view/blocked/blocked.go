@@ -1,0 +1,101 @@
+// Package blocked shows where threads wait: the stacks of offcpu (blocked
+// time per stack) and wakeup (blocked stack joined with its waker's), as
+// bcc's offcputime prints them and as typed JSON.
+package blocked
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
+)
+
+// Report is one offcpu or wakeup report.
+type Report struct {
+	jsonout.Run
+	Stacks         []Stack  `json:"stacks"` // by blocked time, largest first
+	TotalBlockedNS uint64   `json:"total_blocked_ns"`
+	Errors         Errors   `json:"bpf_errors"`
+	Attach         string   `json:"attach"` // how sched_switch was attached (tp_btf or raw_tp)
+	Warnings       []string `json:"warnings,omitempty"`
+	top            int
+}
+
+// Errors are the BPF program's failure counts.
+type Errors struct {
+	StackFailures uint64 `json:"stack_failures"`
+	LostMapFull   uint64 `json:"lost_map_full"`
+}
+
+// Stack is the time one thread (or process) spent blocked in one stack.
+type Stack struct {
+	Comm      string  `json:"comm"`
+	Pid       int32   `json:"pid"`
+	Tid       int32   `json:"tid,omitempty"` // only when threads are kept apart
+	BlockedNS uint64  `json:"blocked_ns"`
+	Frames    []Frame `json:"frames"` // innermost first; wakeup puts the waker's before a "--" frame
+}
+
+// Frame is one stack frame.
+type Frame struct {
+	Sym    string `json:"sym"`
+	DSO    string `json:"dso"`
+	Kernel bool   `json:"kernel"`
+}
+
+// Options choose what a report shows.
+type Options struct {
+	Command string   // "offcpu" or "wakeup"
+	Target  string   // what was traced, as the text names it
+	Comms   []string // only these commands (none: all)
+	Top     int      // stacks in the text report (JSON has all)
+}
+
+// New builds a report from a profile whose sample periods are blocked
+// nanoseconds.
+func New(p *model.Profile, attach string, errs Errors, o Options) *Report {
+	r := &Report{Run: jsonout.Run{Command: o.Command, Target: o.Target, DurationNS: jsonout.Nanos(p.Meta.DurationNS)},
+		Errors: errs, Attach: attach, Warnings: p.Meta.Warnings, top: o.Top}
+	for _, s := range p.Samples {
+		t := p.Threads[s.Thread]
+		if len(o.Comms) > 0 && !slices.Contains(o.Comms, t.Comm) {
+			continue
+		}
+		st := Stack{Comm: t.Comm, Pid: t.Pid, BlockedNS: s.Period}
+		if t.Tid != t.Pid {
+			st.Tid = t.Tid
+		}
+		for _, loc := range p.Stacks[s.Stack] {
+			st.Frames = append(st.Frames, Frame{Sym: p.FrameName(loc), DSO: p.DSOName(loc), Kernel: p.Kind(loc).IsKernel()})
+		}
+		r.Stacks = append(r.Stacks, st)
+		r.TotalBlockedNS += s.Period
+	}
+	sort.SliceStable(r.Stacks, func(i, j int) bool { return r.Stacks[i].BlockedNS > r.Stacks[j].BlockedNS })
+	return r
+}
+
+// WriteText prints the top stacks, each followed by its thread and blocked
+// time in microseconds, then a footer.
+func (r *Report) WriteText(w io.Writer) {
+	total := float64(r.TotalBlockedNS) / 1e3
+	for i, s := range r.Stacks {
+		if i >= r.top {
+			break
+		}
+		for _, f := range s.Frames {
+			fmt.Fprintf(w, "    %s\n", f.Sym)
+		}
+		us := float64(s.BlockedNS) / 1e3
+		fmt.Fprintf(w, "    -                %s (%d)\n        %.0f us (%.1f%%)\n\n", s.Comm, s.Pid, us, 100*us/total)
+	}
+	fmt.Fprintf(w, "# %s: %d stacks, %.0f us blocked in %s (%s); %d stack walks failed, %d lost to full maps\n\n",
+		r.Command, len(r.Stacks), total, time.Duration(r.DurationNS).Round(time.Millisecond), r.Attach, r.Errors.StackFailures, r.Errors.LostMapFull)
+}
+
+// WriteJSON writes the report as one document.
+func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }

@@ -1,0 +1,121 @@
+// Package stackprof shows the stack profiles the BPF tools build: profile's
+// perf-style report with the program's failure counts, and the files that
+// profile, offcpu and wakeup can also write (data file, flame graph).
+package stackprof
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/unwind"
+	"github.com/sonde-dev/sonde/internal/view/emit"
+	"github.com/sonde-dev/sonde/internal/view/jsonout"
+)
+
+// Report is profile's report: report's entries by comm, dso and symbol.
+type Report struct {
+	jsonout.Run
+	*report.Report
+	BPFErrors Errors `json:"bpf_errors"`
+	// UserStacks says how complete the user stacks are (nil: not walked).
+	UserStacks *unwind.Completeness `json:"user_stacks,omitempty"`
+}
+
+// Errors are the profile program's failure counts.
+type Errors struct {
+	UserStack   uint64 `json:"user_stack_failures"`
+	KernelStack uint64 `json:"kernel_stack_failures"`
+	LostMapFull uint64 `json:"lost_map_full"` // samples
+}
+
+// New builds profile's report of target, keeping only comms when given.
+func New(p *model.Profile, errs Errors, target string, comms []string) *Report {
+	return &Report{
+		Run:       jsonout.Run{Command: "profile", Target: target, DurationNS: jsonout.Nanos(p.Meta.DurationNS)},
+		Report:    report.Build(p, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms}),
+		BPFErrors: errs,
+	}
+}
+
+// WriteText prints the report and a line of failure counts.
+func (r *Report) WriteText(w io.Writer) {
+	r.Report.WriteText(w)
+	fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n", r.BPFErrors.UserStack, r.BPFErrors.KernelStack, r.BPFErrors.LostMapFull)
+	if r.UserStacks != nil {
+		fmt.Fprintf(w, "# user %s\n", r.UserStacks)
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteJSON writes the report as one document.
+func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }
+
+// Files are the files a run writes beside its report, and whether the
+// report gives way to collapsed stacks.
+type Files struct {
+	Data   string // data file for report and flamegraph ("" for none)
+	Flame  string // flame graph, .svg or else HTML ("" for none)
+	Folded bool   // print collapsed stacks instead of the report
+	// Title and What head the flame graph: "sonde offcpu", "blocked time in µs".
+	Title, What string
+}
+
+// Write writes the files asked for from p.
+func (f Files) Write(p *model.Profile) error {
+	if f.Data != "" {
+		if err := datafile.WriteFile(f.Data, p); err != nil {
+			return err
+		}
+	}
+	if f.Flame == "" {
+		return nil
+	}
+	sub := fmt.Sprintf("%s, %s", f.What, time.Duration(p.Meta.DurationNS).Round(time.Millisecond))
+	return writeFlame(f.Flame, flamegraph.FromProfile(p), flamegraph.Options{Title: f.Title, Subtitle: sub})
+}
+
+// Finish writes the files asked for, then the report or the collapsed
+// stacks of p to w.
+func (f Files) Finish(w *emit.Writer, p *model.Profile, report emit.Report) error {
+	if err := f.Write(p); err != nil {
+		return err
+	}
+	if !f.Folded {
+		return w.Final(report)
+	}
+	if err := flamegraph.WriteFolded(w, flamegraph.FromProfile(p)); err != nil {
+		return fmt.Errorf("writing collapsed stacks: %w", err)
+	}
+	return w.Flush()
+}
+
+func writeFlame(path string, root *flamegraph.Node, o flamegraph.Options) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating flame graph: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	if strings.HasSuffix(path, ".svg") {
+		err = flamegraph.WriteSVG(w, root, o)
+	} else {
+		err = flamegraph.WriteHTML(w, root, o)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing flame graph %s: %w", path, err)
+	}
+	return nil
+}
