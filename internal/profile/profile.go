@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
@@ -95,21 +94,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // each of cpus (nil: every online CPU), with the user-stack walker's
 // tables loaded for pid (0: for each process as the walker meets it).
 func open(maps *profileMaps, hz uint64, cpus []int, pid int, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
-	var ld *unwind.Loader
 	events := func() ([]int, error) {
-		// The maps exist now and no sample is taken yet: load the target's
-		// tables first, so its first samples unwind fully.
-		ld = unwind.New(unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
-			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}, rowCapacity(pid))
-		ld.Only = pid
-		if pid != 0 {
-			if err := ld.Load(pid); err != nil {
-				return nil, err
-			}
-		}
-		if err := ld.Start(); err != nil {
-			return nil, err
-		}
 		if cpus == nil {
 			var err error
 			if cpus, err = perf.OnlineCPUs(); err != nil {
@@ -131,37 +116,20 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, consts map[string]a
 		}
 		return fds, nil
 	}
-	for k, v := range unwind.Consts() {
-		consts[k] = v
+	t := bpfskel.Tool{
+		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
+		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
 	}
-	spec := func() (*ebpf.CollectionSpec, error) {
-		s, err := loadProfile()
-		if err == nil {
-			err = unwind.Configure(s, rowCapacity(pid))
-		}
-		return s, err
-	}
-	s, err := bpfskel.Open(bpfskel.Tool{
-		Name: "BPF profiler", Spec: spec, Maps: maps, Consts: consts,
-		Hooks: append(unwind.Hooks(), bpfskel.PerfEventHook(profileProgDoSample, events)),
+	ld := unwind.Wire(&t, pid, func() unwind.Maps {
+		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
+			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
 	})
+	s, err := bpfskel.Open(t)
 	if err != nil {
-		if ld != nil {
-			ld.Stop()
-		}
+		ld.Stop()
 		return nil, nil, err
 	}
 	return s, ld, nil
-}
-
-// rowCapacity is how many unwind-table rows to make room for: one process
-// needs its own files' rows (python3 and its libraries: about 120,000);
-// system-wide, every process's.
-func rowCapacity(pid int) uint32 {
-	if pid != 0 {
-		return 1 << 20
-	}
-	return unwind.DefaultRows
 }
 
 func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time) (*Result, error) {

@@ -83,6 +83,54 @@ func Hooks() []bpfskel.Hook {
 	}
 }
 
+// Wire adds the walker to a tool: its options, its exec/exit hooks, room
+// for rows, and a Loaded step that loads pid's tables (0: none up front,
+// every process as the walker meets it) before any program runs, then
+// starts following notices. maps returns the walker's maps once loaded.
+// The caller stops the returned loader after the session's Run (or Close).
+func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
+	rows := uint32(DefaultRows)
+	if pid != 0 {
+		rows = 1 << 20 // python3 and its libraries take about 120,000
+	}
+	l := New(Maps{}, rows)
+	l.Only = pid
+	consts := map[string]any{}
+	for k, v := range t.Consts {
+		consts[k] = v
+	}
+	for k, v := range Consts() {
+		consts[k] = v
+	}
+	t.Consts = consts
+	t.Hooks = append(Hooks(), t.Hooks...)
+	if spec := t.Spec; spec != nil {
+		t.Spec = func() (*ebpf.CollectionSpec, error) {
+			s, err := spec()
+			if err == nil {
+				err = Configure(s, rows)
+			}
+			return s, err
+		}
+	}
+	prev := t.Loaded
+	t.Loaded = func() error {
+		if prev != nil {
+			if err := prev(); err != nil {
+				return err
+			}
+		}
+		l.m = maps()
+		if pid != 0 {
+			if err := l.Load(pid); err != nil {
+				return err
+			}
+		}
+		return l.Start()
+	}
+	return l
+}
+
 // DefaultRows is the row capacity Configure gives a system-wide tool: 16
 // MB of rows, about 30 files the size of python3 or 70 of libc.
 const DefaultRows = 2 << 20
