@@ -219,3 +219,66 @@ func TestProfileSaysHowCompleteStacksAre(t *testing.T) {
 		t.Errorf("stacks complete: %s%%, want ≥ 95%%:\n%s", m[1], r.Stdout)
 	}
 }
+
+// chainShare is the share of blocked time, among stacks whose user part
+// has a frame matching leaf, whose user frames also name want in order
+// (innermost first), and that total.
+func chainShare(stacks []offcpuStack, leaf string, want ...string) (in, total float64) {
+	for _, s := range stacks {
+		var user []string
+		for _, f := range s.Frames {
+			if f.Sym == "--" {
+				user = nil // wakeup: the blocked stack follows the separator
+				continue
+			}
+			if !f.Kernel {
+				user = append(user, f.Sym)
+			}
+		}
+		i := 0
+		for i < len(user) && user[i] != leaf {
+			i++
+		}
+		if i == len(user) {
+			continue
+		}
+		total += s.BlockedNS
+		if i+len(want) < len(user) && strings.Join(user[i+1:i+1+len(want)], ";") == strings.Join(want, ";") {
+			in += s.BlockedNS
+		}
+	}
+	return in, total
+}
+
+type offcpuStack = struct {
+	Comm      string  `json:"comm"`
+	Pid       int     `json:"pid"`
+	BlockedNS float64 `json:"blocked_ns"`
+	Frames    []struct {
+		Sym    string `json:"sym"`
+		Kernel bool   `json:"kernel"`
+	} `json:"frames"`
+}
+
+// TestOffcpuWakeupUnwindPollCaller: seed 004's server waits for DNS in
+// glibc's poll, which keeps no frame, so a frame-pointer walk skips its
+// caller. With the unwinder, offcpu and wakeup show poll ← dns_query ←
+// reverse_lookup ← serve for ≥ 95% of the time blocked in poll.
+func TestOffcpuWakeupUnwindPollCaller(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	pid, _, _ := dnsSetup(t, dir, false)
+	p := strconv.Itoa(pid)
+	for _, tool := range []string{"offcpu", "wakeup"} {
+		o := offcpuRun(t, dir, tool, "-p", p, "-d", "2s", "--json")
+		stacks := make([]offcpuStack, len(o.Stacks))
+		for i, s := range o.Stacks {
+			stacks[i] = offcpuStack(s)
+		}
+		in, total := chainShare(stacks, "poll", "dns_query", "reverse_lookup", "serve")
+		t.Logf("%s: %.0f of %.0f ns blocked in poll under dns_query → reverse_lookup → serve (%.1f%%)", tool, in, total, 100*in/max(total, 1))
+		if total == 0 || in/total < 0.95 {
+			t.Errorf("%s: poll ← dns_query ← reverse_lookup ← serve holds %.1f%% of the time blocked in poll, want ≥ 95%%", tool, 100*in/max(total, 1))
+		}
+	}
+}

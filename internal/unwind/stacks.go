@@ -3,7 +3,9 @@ package unwind
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 )
@@ -65,6 +67,15 @@ type Completeness struct {
 	// NoUnwindFiles are the files whose missing unwind info ended stacks,
 	// with their weight.
 	NoUnwindFiles map[string]uint64 `json:"no_unwind_info_files,omitempty"`
+	// Unit is the weight's unit for String: "" counts, "ns" durations.
+	Unit string `json:"-"`
+}
+
+func (c *Completeness) amount(n uint64) string {
+	if c.Unit == "ns" {
+		return time.Duration(n).Round(time.Microsecond).String()
+	}
+	return strconv.FormatUint(n, 10)
 }
 
 // Add counts a stack of process pid with weight w.
@@ -120,7 +131,7 @@ func (c *Completeness) String() string {
 		if len(files) > 3 {
 			files = append(files[:3], "…")
 		}
-		parts = append(parts, fmt.Sprintf("%d no unwind info for %s", c.NoUnwind, strings.Join(files, ", ")))
+		parts = append(parts, fmt.Sprintf("%s no unwind info for %s", c.amount(c.NoUnwind), strings.Join(files, ", ")))
 	}
 	for _, p := range []struct {
 		n    uint64
@@ -133,10 +144,10 @@ func (c *Completeness) String() string {
 		{c.Lost, "lost (stack map full)"},
 	} {
 		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+			parts = append(parts, c.amount(p.n)+" "+p.what)
 		}
 	}
-	return fmt.Sprintf("%s — %d truncated: %s", s, c.Total-c.Complete, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s — %s truncated: %s", s, c.amount(c.Total-c.Complete), strings.Join(parts, "; "))
 }
 
 // Counters are the walker's own counts (unwind_counters), over every walk.
