@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,5 +281,53 @@ func TestOffcpuWakeupUnwindPollCaller(t *testing.T) {
 		if total == 0 || in/total < 0.95 {
 			t.Errorf("%s: poll ← dns_query ← reverse_lookup ← serve holds %.1f%% of the time blocked in poll, want ≥ 95%%", tool, 100*in/max(total, 1))
 		}
+	}
+}
+
+type userStacksJSON struct {
+	UserStacks struct {
+		Total      uint64            `json:"stacks_total"`
+		Complete   uint64            `json:"stacks_complete"`
+		NoUnwind   uint64            `json:"truncated_no_unwind_info"`
+		FPFallback uint64            `json:"frame_pointer_fallback"`
+		Files      map[string]uint64 `json:"no_unwind_info_files"`
+	} `json:"user_stacks"`
+}
+
+// TestProfileFallsBackToFramePointers: code without unwind info is walked
+// by frame pointers and counted; without frame pointers either, the
+// truncated stacks name the file.
+func TestProfileFallsBackToFramePointers(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	noTables := []string{"-O2", "-g0", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}
+	fp := testutil.BuildC(t, dir, "unwind-fp-only", []string{"unwind.c"}, append(noTables, "-fno-omit-frame-pointer")...)
+	none := testutil.BuildC(t, dir, "unwind-nothing", []string{"unwind.c"}, append(noTables, "-fomit-frame-pointer")...)
+	run := func(bin string) (userStacksJSON, map[string]uint64) {
+		w := startBin(t, bin, "5")
+		p := strconv.Itoa(w.Process.Pid)
+		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
+		var j userStacksJSON
+		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+		}
+		f := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--folded")
+		return j, folded(t, f.Stdout)
+	}
+
+	j, st := run(fp)
+	hit, total := reaching(st, "main")
+	t.Logf("frame pointers, no tables: %+v; %d of %d samples reach main", j.UserStacks, hit, total)
+	if u := j.UserStacks; u.Total == 0 || float64(u.FPFallback) < 0.95*float64(u.Total) || float64(u.Complete) < 0.95*float64(u.Total) {
+		t.Errorf("want ≥ 95%% of stacks complete and counted as frame-pointer fallback: %+v", u)
+	}
+	if float64(hit) < 0.95*float64(total) {
+		t.Errorf("%d of %d samples reach main by frame pointers", hit, total)
+	}
+
+	j, _ = run(none)
+	t.Logf("neither: %+v", j.UserStacks)
+	if u := j.UserStacks; u.Total == 0 || float64(u.Files[none]) < 0.9*float64(u.Total) {
+		t.Errorf("want ≥ 90%% of stacks truncated with no unwind info for %s: %+v", none, u)
 	}
 }

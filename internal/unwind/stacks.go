@@ -64,6 +64,9 @@ type Completeness struct {
 	Unsupported uint64 `json:"truncated_unsupported_row"`
 	NotLoaded   uint64 `json:"truncated_not_loaded"`
 	Lost        uint64 `json:"lost_map_full"` // no user stack: the stack map was full
+	// FPFallback is the weight of stacks (complete or not) that crossed
+	// code without unwind info by frame pointers.
+	FPFallback uint64 `json:"frame_pointer_fallback"`
 	// NoUnwindFiles are the files whose missing unwind info ended stacks,
 	// with their weight.
 	NoUnwindFiles map[string]uint64 `json:"no_unwind_info_files,omitempty"`
@@ -81,6 +84,9 @@ func (c *Completeness) amount(n uint64) string {
 // Add counts a stack of process pid with weight w.
 func (c *Completeness) Add(l *Loader, pid uint32, s Stack, w uint64) {
 	c.Total += w
+	if s.Flags&(FlagFallback|FlagNoMapping) != 0 {
+		c.FPFallback += w
+	}
 	switch {
 	case s.Complete():
 		c.Complete += w
@@ -118,6 +124,9 @@ func (c *Completeness) Pct() float64 {
 // frame limit". unit names the weight ("samples").
 func (c *Completeness) String() string {
 	s := fmt.Sprintf("stacks complete: %.1f%%", c.Pct())
+	if c.FPFallback > 0 {
+		s += fmt.Sprintf(" (%s through code without unwind info, by frame pointers)", c.amount(c.FPFallback))
+	}
 	if c.Total == c.Complete {
 		return s
 	}
