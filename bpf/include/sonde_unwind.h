@@ -221,12 +221,14 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 		if (!(st->out.flags & UNWIND_F_NO_MAPPING))
 			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
 		st->out.flags |= UNWIND_F_NO_MAPPING;
-		st->out.fallback_pc = st->pc;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
 		return unwind_fp_step(st);
 	}
 	if (m->row_count == 0) {
 		st->out.flags |= UNWIND_F_FALLBACK;
-		st->out.fallback_pc = st->pc;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
 		return unwind_fp_step(st);
 	}
 	/* A return address points after its call; the call itself may be a
@@ -240,7 +242,8 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 	}
 	if (!rule || rule->kind == UNWIND_KIND_NONE) {
 		st->out.flags |= UNWIND_F_FALLBACK;
-		st->out.fallback_pc = st->pc;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
 		return unwind_fp_step(st);
 	}
 	__u8 kind = rule->kind;

@@ -81,7 +81,7 @@ struct unwind_stack {
 	__u32 len; /* frames in pcs */
 	__u16 end; /* enum unwind_end */
 	__u16 flags; /* enum unwind_flag bits */
-	__u64 fallback_pc; /* the last pc walked by frame pointers (names the file) */
+	__u64 fallback_pc; /* the first pc walked by frame pointers (names the file) */
 	__u64 pcs[UNWIND_MAX_FRAMES]; /* leaf first */
 };
 

@@ -89,39 +89,34 @@ type profileUnwindState struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapCounts                 = "counts"
-	profileMapErrors                 = "errors"
-	profileMapStacks                 = "stacks"
-	profileMapUnwindCounters         = "unwind_counters"
-	profileMapUnwindNoticed          = "unwind_noticed"
-	profileMapUnwindNotices          = "unwind_notices"
-	profileMapUnwindProcs            = "unwind_procs"
-	profileMapUnwindRows             = "unwind_rows"
-	profileMapUnwindRules            = "unwind_rules"
-	profileMapUnwindScratch          = "unwind_scratch"
-	profileMapUnwindStacks           = "unwind_stacks"
-	profileProgDoSample              = "do_sample"
-	profileProgRawUnwindExec         = "raw_unwind_exec"
-	profileProgRawUnwindExit         = "raw_unwind_exit"
-	profileProgTpBtfUnwindExec       = "tp_btf_unwind_exec"
-	profileProgTpBtfUnwindExit       = "tp_btf_unwind_exit"
-	profileVarIncludeIdle            = "include_idle"
-	profileVarKernelStacks           = "kernel_stacks"
-	profileVarPerThread              = "per_thread"
-	profileVarTargetPid              = "target_pid"
-	profileVarUnusedProfileError     = "unused_profile_error"
-	profileVarUnusedUnwindCounter    = "unused_unwind_counter"
-	profileVarUnusedUnwindEnd        = "unused_unwind_end"
-	profileVarUnusedUnwindFlag       = "unused_unwind_flag"
-	profileVarUnusedUnwindNotice     = "unused_unwind_notice"
-	profileVarUnusedUnwindNoticeKind = "unused_unwind_notice_kind"
-	profileVarUnwindArch             = "unwind_arch"
-	profileVarUnwindNoticeNs         = "unwind_notice_ns"
-	profileVarUnwindOffFp            = "unwind_off_fp"
-	profileVarUnwindOffLr            = "unwind_off_lr"
-	profileVarUnwindOffPc            = "unwind_off_pc"
-	profileVarUnwindOffSp            = "unwind_off_sp"
-	profileVarUserStacks             = "user_stacks"
+	profileMapCounts             = "counts"
+	profileMapErrors             = "errors"
+	profileMapStacks             = "stacks"
+	profileMapUnwindCounters     = "unwind_counters"
+	profileMapUnwindNoticed      = "unwind_noticed"
+	profileMapUnwindNotices      = "unwind_notices"
+	profileMapUnwindProcs        = "unwind_procs"
+	profileMapUnwindRows         = "unwind_rows"
+	profileMapUnwindRules        = "unwind_rules"
+	profileMapUnwindScratch      = "unwind_scratch"
+	profileMapUnwindStacks       = "unwind_stacks"
+	profileProgDoSample          = "do_sample"
+	profileProgRawUnwindExec     = "raw_unwind_exec"
+	profileProgRawUnwindExit     = "raw_unwind_exit"
+	profileProgTpBtfUnwindExec   = "tp_btf_unwind_exec"
+	profileProgTpBtfUnwindExit   = "tp_btf_unwind_exit"
+	profileVarIncludeIdle        = "include_idle"
+	profileVarKernelStacks       = "kernel_stacks"
+	profileVarPerThread          = "per_thread"
+	profileVarTargetPid          = "target_pid"
+	profileVarUnusedProfileError = "unused_profile_error"
+	profileVarUnwindArch         = "unwind_arch"
+	profileVarUnwindNoticeNs     = "unwind_notice_ns"
+	profileVarUnwindOffFp        = "unwind_off_fp"
+	profileVarUnwindOffLr        = "unwind_off_lr"
+	profileVarUnwindOffPc        = "unwind_off_pc"
+	profileVarUnwindOffSp        = "unwind_off_sp"
+	profileVarUserStacks         = "user_stacks"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -194,23 +189,18 @@ type profileMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileVariableSpecs struct {
-	IncludeIdle            *ebpf.VariableSpec `ebpf:"include_idle"`
-	KernelStacks           *ebpf.VariableSpec `ebpf:"kernel_stacks"`
-	PerThread              *ebpf.VariableSpec `ebpf:"per_thread"`
-	TargetPid              *ebpf.VariableSpec `ebpf:"target_pid"`
-	UnusedProfileError     *ebpf.VariableSpec `ebpf:"unused_profile_error"`
-	UnusedUnwindCounter    *ebpf.VariableSpec `ebpf:"unused_unwind_counter"`
-	UnusedUnwindEnd        *ebpf.VariableSpec `ebpf:"unused_unwind_end"`
-	UnusedUnwindFlag       *ebpf.VariableSpec `ebpf:"unused_unwind_flag"`
-	UnusedUnwindNotice     *ebpf.VariableSpec `ebpf:"unused_unwind_notice"`
-	UnusedUnwindNoticeKind *ebpf.VariableSpec `ebpf:"unused_unwind_notice_kind"`
-	UnwindArch             *ebpf.VariableSpec `ebpf:"unwind_arch"`
-	UnwindNoticeNs         *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
-	UnwindOffFp            *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
-	UnwindOffLr            *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
-	UnwindOffPc            *ebpf.VariableSpec `ebpf:"unwind_off_pc"`
-	UnwindOffSp            *ebpf.VariableSpec `ebpf:"unwind_off_sp"`
-	UserStacks             *ebpf.VariableSpec `ebpf:"user_stacks"`
+	IncludeIdle        *ebpf.VariableSpec `ebpf:"include_idle"`
+	KernelStacks       *ebpf.VariableSpec `ebpf:"kernel_stacks"`
+	PerThread          *ebpf.VariableSpec `ebpf:"per_thread"`
+	TargetPid          *ebpf.VariableSpec `ebpf:"target_pid"`
+	UnusedProfileError *ebpf.VariableSpec `ebpf:"unused_profile_error"`
+	UnwindArch         *ebpf.VariableSpec `ebpf:"unwind_arch"`
+	UnwindNoticeNs     *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
+	UnwindOffFp        *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
+	UnwindOffLr        *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
+	UnwindOffPc        *ebpf.VariableSpec `ebpf:"unwind_off_pc"`
+	UnwindOffSp        *ebpf.VariableSpec `ebpf:"unwind_off_sp"`
+	UserStacks         *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
 // profileObjects contains all objects after they have been loaded into the kernel.
@@ -266,23 +256,18 @@ func (m *profileMaps) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileVariables struct {
-	IncludeIdle            *ebpf.Variable `ebpf:"include_idle"`
-	KernelStacks           *ebpf.Variable `ebpf:"kernel_stacks"`
-	PerThread              *ebpf.Variable `ebpf:"per_thread"`
-	TargetPid              *ebpf.Variable `ebpf:"target_pid"`
-	UnusedProfileError     *ebpf.Variable `ebpf:"unused_profile_error"`
-	UnusedUnwindCounter    *ebpf.Variable `ebpf:"unused_unwind_counter"`
-	UnusedUnwindEnd        *ebpf.Variable `ebpf:"unused_unwind_end"`
-	UnusedUnwindFlag       *ebpf.Variable `ebpf:"unused_unwind_flag"`
-	UnusedUnwindNotice     *ebpf.Variable `ebpf:"unused_unwind_notice"`
-	UnusedUnwindNoticeKind *ebpf.Variable `ebpf:"unused_unwind_notice_kind"`
-	UnwindArch             *ebpf.Variable `ebpf:"unwind_arch"`
-	UnwindNoticeNs         *ebpf.Variable `ebpf:"unwind_notice_ns"`
-	UnwindOffFp            *ebpf.Variable `ebpf:"unwind_off_fp"`
-	UnwindOffLr            *ebpf.Variable `ebpf:"unwind_off_lr"`
-	UnwindOffPc            *ebpf.Variable `ebpf:"unwind_off_pc"`
-	UnwindOffSp            *ebpf.Variable `ebpf:"unwind_off_sp"`
-	UserStacks             *ebpf.Variable `ebpf:"user_stacks"`
+	IncludeIdle        *ebpf.Variable `ebpf:"include_idle"`
+	KernelStacks       *ebpf.Variable `ebpf:"kernel_stacks"`
+	PerThread          *ebpf.Variable `ebpf:"per_thread"`
+	TargetPid          *ebpf.Variable `ebpf:"target_pid"`
+	UnusedProfileError *ebpf.Variable `ebpf:"unused_profile_error"`
+	UnwindArch         *ebpf.Variable `ebpf:"unwind_arch"`
+	UnwindNoticeNs     *ebpf.Variable `ebpf:"unwind_notice_ns"`
+	UnwindOffFp        *ebpf.Variable `ebpf:"unwind_off_fp"`
+	UnwindOffLr        *ebpf.Variable `ebpf:"unwind_off_lr"`
+	UnwindOffPc        *ebpf.Variable `ebpf:"unwind_off_pc"`
+	UnwindOffSp        *ebpf.Variable `ebpf:"unwind_off_sp"`
+	UserStacks         *ebpf.Variable `ebpf:"user_stacks"`
 }
 
 // profilePrograms contains all programs after they have been loaded into the kernel.

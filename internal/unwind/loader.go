@@ -240,20 +240,10 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 		}
 		return span{}, 0, key, false
 	}
-	var seg *unwindtable.Segment
-	for i := range t.Exec {
-		s := &t.Exec[i]
-		if m.Offset < s.Off+s.Size && m.Offset+(m.End-m.Start) > s.Off {
-			seg = s
-			break
-		}
-	}
-	if seg == nil {
+	bias, ok := mappingBias(t, m)
+	if !ok {
 		return span{}, 0, key, false
 	}
-	// The mapping's first byte is at file offset m.Offset, which the
-	// segment places at virtual address Vaddr - Off + m.Offset.
-	bias := m.Start - (seg.Vaddr - seg.Off + m.Offset) + t.Base
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if lt := l.tables[key]; lt != nil {
@@ -383,4 +373,17 @@ func (l *Loader) FileOf(pid uint32, pc uint64) string {
 		}
 	}
 	return ""
+}
+
+// mappingBias is what the walker subtracts from a pc in mapping m to get
+// a row pc of table t; false when m maps none of t's executable segments.
+func mappingBias(t *unwindtable.Table, m procfs.Mapping) (uint64, bool) {
+	for _, s := range t.Exec {
+		if m.Offset < s.Off+s.Size && m.Offset+(m.End-m.Start) > s.Off {
+			// The mapping's first byte is at file offset m.Offset, which
+			// the segment places at virtual address Vaddr - Off + m.Offset.
+			return m.Start - (s.Vaddr - s.Off + m.Offset) + t.Base, true
+		}
+	}
+	return 0, false
 }

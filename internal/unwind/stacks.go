@@ -33,7 +33,7 @@ type Stack struct {
 	PCs        []uint64 // leaf first
 	End        End
 	Flags      uint16
-	FallbackPC uint64 // the last pc unwound by frame pointers
+	FallbackPC uint64 // the first pc unwound by frame pointers: where the tables ran out
 }
 
 // Complete says the walk reached the outermost frame.
