@@ -331,3 +331,28 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 		t.Errorf("want ≥ 90%% of stacks truncated with no unwind info for %s: %+v", none, u)
 	}
 }
+
+// TestProfileFollowsDlopen: a library mapped after profiling started gets
+// its table on the walker's first notice, so its stacks unwind fully.
+func TestProfileFollowsDlopen(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	lib := testutil.BuildC(t, dir, "libunwindlate.so", []string{"unwind_dlopen.c"}, "-DLIB", "-shared", "-fPIC", "-O2", "-fomit-frame-pointer")
+	bin := testutil.BuildC(t, dir, "unwind_dlopen", []string{"unwind_dlopen.c"}, "-O2", "-fomit-frame-pointer", "-ldl")
+	w := startBin(t, bin, lib, "0.5", "5")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "2500ms", "--user", "--folded")
+	st := folded(t, r.Stdout)
+	var chain, inLib uint64
+	for s, n := range st {
+		if strings.HasSuffix(s, ";lib_inner") || strings.HasSuffix(s, ";lib_outer") {
+			inLib += n
+			if strings.Contains(s, ";main;lib_outer") {
+				chain += n
+			}
+		}
+	}
+	t.Logf("%d of %d samples in the late library reach main through lib_outer", chain, inLib)
+	if inLib < 300 || float64(chain) < 0.95*float64(inLib) {
+		t.Errorf("%d of %d samples in the late library reach main, want ≥ 95%%:\n%s", chain, inLib, r.Stdout)
+	}
+}
