@@ -39,3 +39,17 @@ int walk_sample(void *ctx)
 	map_add(&counts, &key, 1);
 	return 0;
 }
+
+/* The kernel's frame-pointer walk of the same stacks, for comparing costs:
+ * key: stack id (u32); value: user pcs. */
+STACK_MAP(fp_stacks, 4096);
+
+SEC("perf_event")
+int fp_sample(void *ctx)
+{
+	if ((bpf_get_current_pid_tgid() >> 32) != target_pid)
+		return 0;
+	__u64 key = (__u32)bpf_get_stackid(ctx, &fp_stacks, BPF_F_USER_STACK);
+	map_add(&counts, &key, 1);
+	return 0;
+}

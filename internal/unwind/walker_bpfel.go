@@ -121,6 +121,7 @@ type walkerUnwindState struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	walkerMapCounts                 = "counts"
+	walkerMapFpStacks               = "fp_stacks"
 	walkerMapUnwindCounters         = "unwind_counters"
 	walkerMapUnwindNoticed          = "unwind_noticed"
 	walkerMapUnwindNotices          = "unwind_notices"
@@ -129,6 +130,7 @@ const (
 	walkerMapUnwindRules            = "unwind_rules"
 	walkerMapUnwindScratch          = "unwind_scratch"
 	walkerMapUnwindStacks           = "unwind_stacks"
+	walkerProgFpSample              = "fp_sample"
 	walkerProgRawUnwindExec         = "raw_unwind_exec"
 	walkerProgRawUnwindExit         = "raw_unwind_exit"
 	walkerProgTpBtfUnwindExec       = "tp_btf_unwind_exec"
@@ -190,6 +192,7 @@ type walkerSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkerProgramSpecs struct {
+	FpSample        *ebpf.ProgramSpec `ebpf:"fp_sample"`
 	RawUnwindExec   *ebpf.ProgramSpec `ebpf:"raw_unwind_exec"`
 	RawUnwindExit   *ebpf.ProgramSpec `ebpf:"raw_unwind_exit"`
 	TpBtfUnwindExec *ebpf.ProgramSpec `ebpf:"tp_btf_unwind_exec"`
@@ -202,6 +205,7 @@ type walkerProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkerMapSpecs struct {
 	Counts         *ebpf.MapSpec `ebpf:"counts"`
+	FpStacks       *ebpf.MapSpec `ebpf:"fp_stacks"`
 	UnwindCounters *ebpf.MapSpec `ebpf:"unwind_counters"`
 	UnwindNoticed  *ebpf.MapSpec `ebpf:"unwind_noticed"`
 	UnwindNotices  *ebpf.MapSpec `ebpf:"unwind_notices"`
@@ -251,6 +255,7 @@ func (o *walkerObjects) Close() error {
 // It can be passed to loadWalkerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkerMaps struct {
 	Counts         *ebpf.Map `ebpf:"counts"`
+	FpStacks       *ebpf.Map `ebpf:"fp_stacks"`
 	UnwindCounters *ebpf.Map `ebpf:"unwind_counters"`
 	UnwindNoticed  *ebpf.Map `ebpf:"unwind_noticed"`
 	UnwindNotices  *ebpf.Map `ebpf:"unwind_notices"`
@@ -264,6 +269,7 @@ type walkerMaps struct {
 func (m *walkerMaps) Close() error {
 	return _WalkerClose(
 		m.Counts,
+		m.FpStacks,
 		m.UnwindCounters,
 		m.UnwindNoticed,
 		m.UnwindNotices,
@@ -297,6 +303,7 @@ type walkerVariables struct {
 //
 // It can be passed to loadWalkerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkerPrograms struct {
+	FpSample        *ebpf.Program `ebpf:"fp_sample"`
 	RawUnwindExec   *ebpf.Program `ebpf:"raw_unwind_exec"`
 	RawUnwindExit   *ebpf.Program `ebpf:"raw_unwind_exit"`
 	TpBtfUnwindExec *ebpf.Program `ebpf:"tp_btf_unwind_exec"`
@@ -306,6 +313,7 @@ type walkerPrograms struct {
 
 func (p *walkerPrograms) Close() error {
 	return _WalkerClose(
+		p.FpSample,
 		p.RawUnwindExec,
 		p.RawUnwindExit,
 		p.TpBtfUnwindExec,
