@@ -2,8 +2,11 @@
  * CPU time 3:1, for the unwinder's tests. Built -O2 -fomit-frame-pointer
  * (and again with frame pointers): the functions are kept apart
  * (noinline) and do real work, so every sample's true stack is known.
- *   unwind SECONDS   runs that long */
+ *   unwind SECONDS         runs that long
+ *   unwind SECONDS clock   spends the time in clock_gettime (the vDSO)
+ *                          under main → clocks */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile unsigned long sink;
@@ -42,10 +45,24 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* Read the clock n times: the time goes to the vDSO. */
+__attribute__((noinline)) double clocks(int n)
+{
+	double t = 0;
+	for (int i = 0; i < n; i++)
+		t += now();
+	return t;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 3;
 	double end = now() + secs;
+	if (argc > 2 && strcmp(argv[2], "clock") == 0) {
+		while (now() < end)
+			sink += (unsigned long)clocks(1000);
+		return 0;
+	}
 	while (now() < end)
 		dispatch(200000);
 	return 0;

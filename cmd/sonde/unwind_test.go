@@ -356,3 +356,23 @@ func TestProfileFollowsDlopen(t *testing.T) {
 		t.Errorf("%d of %d samples in the late library reach main, want ≥ 95%%:\n%s", chain, inLib, r.Stdout)
 	}
 }
+
+// TestProfileUnwindsVDSO: time spent in clock_gettime is in the vDSO,
+// which exists only in memory; its table is built from the process's copy,
+// so no stack needs frame pointers there.
+func TestProfileUnwindsVDSO(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := startBin(t, bin, "4", "clock")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
+	var j userStacksJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	u := j.UserStacks
+	t.Logf("%+v", u)
+	if u.Total < 300 || float64(u.Complete) < 0.99*float64(u.Total) || float64(u.FPFallback) > 0.01*float64(u.Total) {
+		t.Errorf("want ≥ 99%% complete and ≤ 1%% through frame pointers: %+v", u)
+	}
+}

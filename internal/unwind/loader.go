@@ -1,6 +1,9 @@
 package unwind
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +30,7 @@ type Loader struct {
 	mu           sync.Mutex
 	rulesWritten int
 	tables       map[unwindtable.Key]*loaded
+	vdsos        map[unwindtable.Key]*unwindtable.Table
 	procs        map[uint32]*proc
 	next, cap    uint32 // rows: next unused index, capacity
 	free         []span // rows released by tables no process maps any more
@@ -82,7 +86,7 @@ type Stats struct {
 // capacity rows (what Configure set).
 func New(m Maps, capacity uint32) *Loader {
 	return &Loader{m: m, cache: unwindtable.NewCache(), tables: map[unwindtable.Key]*loaded{},
-		procs: map[uint32]*proc{}, cap: capacity}
+		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
 }
 
 // Start reads the walker's notices and loads (or drops) the processes
@@ -171,7 +175,7 @@ func (l *Loader) Load(pid int) error {
 		e := &val.M[val.Count]
 		e.Start, e.End = m.Start, m.End
 		mp := mapping{start: m.Start, end: m.End, path: m.Path}
-		if strings.HasPrefix(m.Path, "/") {
+		if strings.HasPrefix(m.Path, "/") || m.Path == "[vdso]" {
 			if sp, bias, key, ok := l.table(pid, m); ok {
 				e.RowFirst, e.RowCount, e.Bias = sp.first, sp.count, bias
 				p.keys = append(p.keys, key)
@@ -225,9 +229,15 @@ func (l *Loader) Drop(pid int) {
 // table returns the rows of the file behind mapping m of pid, loading them
 // on first use, and the bias that turns the mapping's addresses into row pcs.
 func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key, bool) {
-	path := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
-	t, key, err := l.cache.Get(path)
-	if err != nil && !errors.Is(err, unwindtable.ErrNoUnwindInfo) {
+	var t *unwindtable.Table
+	var key unwindtable.Key
+	var err error
+	if m.Path == "[vdso]" {
+		t, key, err = l.vdso(pid, m)
+	} else {
+		t, key, err = l.cache.Get(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End))
+	}
+	if err != nil && m.Path != "[vdso]" && !errors.Is(err, unwindtable.ErrNoUnwindInfo) {
 		// map_files needs CAP_SYS_ADMIN; the path through the process's
 		// root works for files that still exist.
 		t, key, err = l.cache.Get(fmt.Sprintf("/proc/%d/root%s", pid, m.Path))
@@ -373,6 +383,44 @@ func (l *Loader) FileOf(pid uint32, pc uint64) string {
 		}
 	}
 	return ""
+}
+
+// vdso builds the table of the vDSO, which exists only in memory: from the
+// process's own copy, once per kernel image (keyed by its build-id).
+func (l *Loader) vdso(pid int, m procfs.Mapping) (*unwindtable.Table, unwindtable.Key, error) {
+	if m.End-m.Start > 1<<20 {
+		return nil, unwindtable.Key{}, fmt.Errorf("a %d-byte vDSO", m.End-m.Start)
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return nil, unwindtable.Key{}, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, m.End-m.Start)
+	if _, err := f.ReadAt(b, int64(m.Start)); err != nil {
+		return nil, unwindtable.Key{}, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return nil, unwindtable.Key{}, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	key := unwindtable.Key{BuildID: unwindtable.BuildID(ef)}
+	if key.BuildID == "" {
+		key.BuildID = fmt.Sprintf("vdso-%x", sha256.Sum256(b))
+	}
+	l.mu.Lock()
+	t := l.vdsos[key]
+	l.mu.Unlock()
+	if t != nil {
+		return t, key, nil
+	}
+	if t, err = unwindtable.BuildELF(ef); err != nil {
+		return nil, key, fmt.Errorf("building the vDSO's unwind table: %w", err)
+	}
+	l.mu.Lock()
+	l.vdsos[key] = t
+	l.mu.Unlock()
+	return t, key, nil
 }
 
 // mappingBias is what the walker subtracts from a pc in mapping m to get
