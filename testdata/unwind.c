@@ -4,7 +4,8 @@
  * (noinline) and do real work, so every sample's true stack is known.
  *   unwind SECONDS         runs that long
  *   unwind SECONDS clock   spends the time in clock_gettime (the vDSO)
- *                          under main → clocks */
+ *                          under main → clocks
+ *   unwind SECONDS deep N  spins N calls of deep() below main */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -54,10 +55,23 @@ __attribute__((noinline)) double clocks(int n)
 	return t;
 }
 
+/* Recurse n levels, then spin until end: stacks n frames deep. */
+__attribute__((noinline)) double deep(int n, double end)
+{
+	volatile double pad = n;
+	if (n > 0)
+		return deep(n - 1, end) + pad;
+	while (now() < end)
+		heavy(1000);
+	return pad;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 3;
 	double end = now() + secs;
+	if (argc > 3 && strcmp(argv[2], "deep") == 0)
+		return (int)deep(atoi(argv[3]), end) & 1;
 	if (argc > 2 && strcmp(argv[2], "clock") == 0) {
 		while (now() < end)
 			sink += (unsigned long)clocks(1000);

@@ -376,3 +376,37 @@ func TestProfileUnwindsVDSO(t *testing.T) {
 		t.Errorf("want ≥ 99%% complete and ≤ 1%% through frame pointers: %+v", u)
 	}
 }
+
+// TestProfileFrameLimit: stacks deeper than the walker's 128 frames are
+// cut there and counted; shallower ones are whole.
+func TestProfileFrameLimit(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	for _, c := range []struct {
+		depth   string
+		limited bool
+	}{{"100", false}, {"200", true}} {
+		w := startBin(t, bin, "4", "deep", c.depth)
+		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s", "--user", "--json")
+		var j struct {
+			U struct {
+				Total      uint64 `json:"stacks_total"`
+				Complete   uint64 `json:"stacks_complete"`
+				FrameLimit uint64 `json:"truncated_frame_limit"`
+			} `json:"user_stacks"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+		}
+		t.Logf("depth %s: %+v", c.depth, j.U)
+		got := j.U.FrameLimit
+		if !c.limited {
+			got = j.U.Complete
+		}
+		if j.U.Total < 100 || float64(got) < 0.95*float64(j.U.Total) {
+			t.Errorf("depth %s: want ≥ 95%% of stacks %s: %+v", c.depth, map[bool]string{true: "at the frame limit", false: "complete"}[c.limited], j.U)
+		}
+		w.Process.Kill()
+	}
+}
