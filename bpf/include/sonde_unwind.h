@@ -322,8 +322,10 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 	}
 	if (flags & UNWIND_RULE_FP_UNKNOWN)
 		st->fp_valid = false;
-	if (cfa <= st->sp) {
-		/* The stack grows down: a caller's frame lies above. */
+	if (cfa < st->sp || (cfa == st->sp && !(flags & UNWIND_RULE_RA_IN_LR))) {
+		/* The stack grows down: a caller's frame lies above (at an arm64
+		 * function's entry, where x30 still holds the return address,
+		 * the caller's SP is the same). */
 		st->out.end = UNWIND_END_READ;
 		return false;
 	}
