@@ -410,3 +410,28 @@ func TestProfileFrameLimit(t *testing.T) {
 		w.Process.Kill()
 	}
 }
+
+// TestProfileUnwindsThroughSignalFrames: samples in a signal handler
+// unwind through the signal frame into the interrupted code and on to main.
+func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
+	w := startBin(t, bin, "5")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--folded")
+	st := folded(t, r.Stdout)
+	var inHandler, through uint64
+	for s, n := range st {
+		if !strings.Contains(s, ";on_signal;handler_work") {
+			continue
+		}
+		inHandler += n
+		if strings.Contains(s, ";main;outer_loop;") {
+			through += n
+		}
+	}
+	t.Logf("%d of %d samples in the handler reach main;outer_loop through the signal frame", through, inHandler)
+	if inHandler < 100 || float64(through) < 0.95*float64(inHandler) {
+		t.Errorf("%d of %d handler samples unwind through the signal frame, want ≥ 95%%:\n%s", through, inHandler, r.Stdout)
+	}
+}
