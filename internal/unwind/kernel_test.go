@@ -165,3 +165,11 @@ func TestWalkerKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestProbe: this kernel (6.18) has both helpers; the probe must say so.
+func TestProbe(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	if err := Probe(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,10 +10,14 @@
 package unwind
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
@@ -106,6 +110,9 @@ func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
 	t.Hooks = append(Hooks(), t.Hooks...)
 	if spec := t.Spec; spec != nil {
 		t.Spec = func() (*ebpf.CollectionSpec, error) {
+			if err := Probe(); err != nil {
+				return nil, err
+			}
 			s, err := spec()
 			if err == nil {
 				err = Configure(s, rows)
@@ -129,6 +136,27 @@ func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
 		return l.Start()
 	}
 	return l
+}
+
+// Probe says, in one line, why the walker cannot run on this kernel (nil
+// when it can): it needs bpf_loop (Linux 5.17) and bpf_task_pt_regs (5.15).
+func Probe() error {
+	if !Supported() {
+		return nil // the walker is off: its helpers are never called
+	}
+	for _, h := range []struct {
+		fn   asm.BuiltinFunc
+		name string
+	}{{asm.FnLoop, "bpf_loop (Linux 5.17)"}, {asm.FnTaskPtRegs, "bpf_task_pt_regs (Linux 5.15)"}} {
+		err := features.HaveProgramHelper(ebpf.PerfEvent, h.fn)
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return fmt.Errorf("the user-stack unwinder needs the BPF helper %s, which this kernel lacks: use a newer kernel", h.name)
+		}
+		if err != nil && !errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("probing the BPF helper %s: %w", h.name, err)
+		}
+	}
+	return nil
 }
 
 // DefaultRows is the row capacity Configure gives a system-wide tool: 16
