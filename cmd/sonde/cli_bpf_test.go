@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/bio"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/unwind"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 	"github.com/sonde-dev/sonde/internal/view/dist"
@@ -170,7 +170,7 @@ func TestBPFJSONVocabulary(t *testing.T) {
 	docs := map[string]any{
 		"offcpu, wakeup":  blocked.Report{},
 		"profile":         stackprof.Errors{},
-		"profile stacks":  unwind.Completeness{},
+		"profile stacks":  stackstat.Completeness{},
 		"funclat":         dist.Functions{},
 		"runqlat":         dist.RunQueue{},
 		"biolat":          bio.Latency{},

@@ -147,7 +147,7 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
 		if o.User {
 			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
-				res.Stacks.Add(ld, key.Pid, us, ns)
+				res.Stacks.Add(ld.FileOf, key.Pid, us, ns)
 			}
 		}
 		blocked := stackLocs(key.Pid, key.UserStack, key.KernelStack)

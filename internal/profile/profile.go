@@ -151,7 +151,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 			us, ok := ld.Stack(key.UserStack, &ubuf)
 			if ok {
 				user = us.PCs
-				res.Stacks.Add(ld, key.Pid, us, count)
+				res.Stacks.Add(ld.FileOf, key.Pid, us, count)
 			}
 		}
 		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), user)

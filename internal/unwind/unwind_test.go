@@ -1,10 +1,10 @@
 package unwind
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/unwindtable"
 )
 
@@ -43,33 +43,22 @@ func TestMappingBias(t *testing.T) {
 	}
 }
 
-func TestCompletenessString(t *testing.T) {
-	var c Completeness
-	if got := c.String(); got != "stacks complete: 100.0%" {
-		t.Errorf("empty: %q", got)
-	}
-	l := &Loader{procs: map[uint32]*proc{7: {maps: []mapping{{start: 0x1000, end: 0x2000, path: "/opt/x/libfoo.so"}}}}}
-	for i := 0; i < 956; i++ {
-		c.Add(l, 7, Stack{End: EndStop}, 1)
-	}
-	for i := 0; i < 41; i++ {
-		c.Add(l, 7, Stack{End: EndRead, Flags: FlagFallback, FallbackPC: 0x1800}, 1)
-	}
-	for i := 0; i < 3; i++ {
-		c.Add(l, 7, Stack{End: EndFrameLimit}, 1)
-	}
-	want := "stacks complete: 95.6% (41 through code without unwind info, by frame pointers) — 44 truncated: 41 no unwind info for /opt/x/libfoo.so; 3 at the frame limit"
-	if got := c.String(); got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-	if c.NoUnwindFiles["/opt/x/libfoo.so"] != 41 || c.FrameLimit != 3 || c.Total != 1000 {
-		t.Errorf("counters: %+v", c)
-	}
-	d := Completeness{Unit: "ns"}
-	d.Add(l, 7, Stack{End: EndZero}, 3e6)
-	d.Add(l, 7, Stack{End: EndUnsupported}, 1e6)
-	if got := d.String(); !strings.Contains(got, "75.0%") || !strings.Contains(got, "1ms at an unsupported unwind rule") {
-		t.Errorf("ns: %q", got)
+// TestEnumsMatchTheObject: stackstat's copies of the C enums agree with
+// the object's.
+func TestEnumsMatchTheObject(t *testing.T) {
+	for _, c := range []struct{ got, want uint64 }{
+		{uint64(stackstat.EndStop), uint64(walkerUnwindEndUNWIND_END_STOP)},
+		{uint64(stackstat.EndZero), uint64(walkerUnwindEndUNWIND_END_ZERO)},
+		{uint64(stackstat.EndFrameLimit), uint64(walkerUnwindEndUNWIND_END_FRAME_LIMIT)},
+		{uint64(stackstat.EndRead), uint64(walkerUnwindEndUNWIND_END_READ)},
+		{uint64(stackstat.EndUnsupported), uint64(walkerUnwindEndUNWIND_END_UNSUPPORTED)},
+		{uint64(stackstat.FlagFallback), uint64(walkerUnwindFlagUNWIND_F_FALLBACK)},
+		{uint64(stackstat.FlagNoMapping), uint64(walkerUnwindFlagUNWIND_F_NO_MAPPING)},
+		{uint64(stackstat.FlagProcUnknown), uint64(walkerUnwindFlagUNWIND_F_PROC_UNKNOWN)},
+	} {
+		if c.got != c.want {
+			t.Errorf("stackstat has %d where the object has %d", c.got, c.want)
+		}
 	}
 }
 

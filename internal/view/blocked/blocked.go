@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/unwind"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
@@ -24,7 +24,7 @@ type Report struct {
 	Attach         string   `json:"attach"` // how sched_switch was attached (tp_btf or raw_tp)
 	Warnings       []string `json:"warnings,omitempty"`
 	// UserStacks says how complete the user stacks are (nil: not walked).
-	UserStacks *unwind.Completeness `json:"user_stacks,omitempty"`
+	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
 	top        int
 }
 

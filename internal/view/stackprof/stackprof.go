@@ -15,7 +15,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/unwind"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
@@ -26,7 +26,7 @@ type Report struct {
 	*report.Report
 	BPFErrors Errors `json:"bpf_errors"`
 	// UserStacks says how complete the user stacks are (nil: not walked).
-	UserStacks *unwind.Completeness `json:"user_stacks,omitempty"`
+	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
 }
 
 // Errors are the profile program's failure counts.
