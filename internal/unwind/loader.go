@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -155,8 +156,8 @@ func (l *Loader) Load(pid int) error {
 	t0 := time.Now()
 	ms, err := procfs.ReadMaps(pid)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return nil // gone already
 		}
 		return fmt.Errorf("reading the mappings of process %d: %w", pid, err)
 	}
