@@ -435,3 +435,30 @@ func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
 		t.Errorf("%d of %d handler samples unwind through the signal frame, want ≥ 95%%:\n%s", through, inHandler, r.Stdout)
 	}
 }
+
+// TestProfileShortLivedChildren: system-wide, the short-lived children of
+// a shell script get their tables at exec and, after they exit, their
+// stacks are still named from the mappings the unwinder kept.
+func TestProfileShortLivedChildren(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	script := "sleep 1; for i in 1 2 3 4 5 6; do " + bin + " 0.3; done"
+	sh := startBin(t, "/bin/sh", "-c", script)
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-d", "3500ms", "--user", "--folded")
+	sh.Wait()
+	var kid, chain uint64
+	for s, n := range folded(t, r.Stdout) {
+		if !strings.HasPrefix(s, "unwind-kid;") {
+			continue
+		}
+		kid += n
+		if strings.Contains(s, ";main;dispatch;") {
+			chain += n
+		}
+	}
+	t.Logf("%d of %d samples of the short-lived children reach main;dispatch", chain, kid)
+	if kid < 200 || float64(chain) < 0.9*float64(kid) {
+		t.Errorf("%d of %d samples of short-lived children unwind and symbolize to main;dispatch, want ≥ 90%%", chain, kid)
+	}
+}

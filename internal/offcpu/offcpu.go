@@ -134,7 +134,12 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 	var ns uint64
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
+	seen := map[uint32]bool{}
 	stackLocs := func(pid uint32, ustack uint64, kstack int32) []int32 {
+		if !seen[pid] {
+			seen[pid] = true
+			ld.RestoreExited(b, pid)
+		}
 		us, _ := ld.Stack(ustack, &ubuf)
 		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), us.PCs)
 	}

@@ -140,8 +140,13 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	var count uint64
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
+	seen := map[uint32]bool{}
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
+		if !seen[key.Pid] {
+			seen[key.Pid] = true
+			ld.RestoreExited(b, key.Pid)
+		}
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
+	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/unwindtable"
 )
@@ -62,9 +63,9 @@ type proc struct {
 }
 
 type mapping struct {
-	start, end uint64
-	path       string
-	table      bool // rows loaded for it
+	start, end, offset uint64
+	path               string
+	table              bool // rows loaded for it
 }
 
 // Stats count the loader's work.
@@ -175,7 +176,7 @@ func (l *Loader) Load(pid int) error {
 		}
 		e := &val.M[val.Count]
 		e.Start, e.End = m.Start, m.End
-		mp := mapping{start: m.Start, end: m.End, path: m.Path}
+		mp := mapping{start: m.Start, end: m.End, offset: m.Offset, path: m.Path}
 		if strings.HasPrefix(m.Path, "/") || m.Path == "[vdso]" {
 			if sp, bias, key, ok := l.table(pid, m); ok {
 				e.RowFirst, e.RowCount, e.Bias = sp.first, sp.count, bias
@@ -365,6 +366,36 @@ func (l *Loader) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stats
+}
+
+// Exited returns the executable mappings of a process that exited while
+// traced, as the loader last read them (false for processes still running
+// or never loaded): a tool's symbolizer can no longer read them from /proc.
+func (l *Loader) Exited(pid uint32) ([]procfs.Mapping, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.procs[pid]
+	if p == nil || !p.gone {
+		return nil, false
+	}
+	out := make([]procfs.Mapping, len(p.maps))
+	for i, m := range p.maps {
+		out[i] = procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Perms: "r-xp", Path: m.path}
+	}
+	return out, true
+}
+
+// RestoreExited hands b the mappings of pid when it exited while traced,
+// so its stacks can still be symbolized (a builder reads a live process's
+// mappings from /proc itself). Call it before b first sees pid.
+func (l *Loader) RestoreExited(b interface{ Mmap(perf.Mmap) }, pid uint32) {
+	ms, ok := l.Exited(pid)
+	if !ok {
+		return
+	}
+	for _, m := range ms {
+		b.Mmap(perf.Mmap{Pid: pid, Tid: pid, Addr: m.Start, Len: m.End - m.Start, Pgoff: m.Offset, Prot: 0x4, Filename: m.Path})
+	}
 }
 
 // FileOf names the file mapped at pc in process pid ("" if unknown).
