@@ -3,6 +3,8 @@ package unwind
 import (
 	"os"
 	"os/exec"
+	"strings"
+	"structs"
 	"testing"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/unwindtable"
 )
 
 // walkTarget loads the walker's own object, samples pid's CPU time at hz
@@ -172,4 +176,119 @@ func TestProbe(t *testing.T) {
 	if err := Probe(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLoaderMapsAgreeWithTables: after Load, the walker's view of a
+// process (mapping search, bias, row search, rule dictionary, done here in
+// Go over the map contents) gives every sampled address of the libc mapping
+// the rule unwindtable.Table.Lookup gives.
+func TestLoaderMapsAgreeWithTables(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := loadWalker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Configure(spec, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	var m walkerMaps
+	if err := spec.LoadAndAssign(&m, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l := New(Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs, Stacks: m.UnwindStacks,
+		Counters: m.UnwindCounters, Notices: m.UnwindNotices}, 1<<20)
+	// A dynamically linked process (the test binary has no libc).
+	sleep := exec.Command("sleep", "10")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	time.Sleep(100 * time.Millisecond) // past the dynamic loader
+	pid := sleep.Process.Pid
+	if err := l.Load(pid); err != nil {
+		t.Fatal(err)
+	}
+	var pv procValue
+	if err := m.UnwindProcs.Lookup(uint32(pid), &pv); err != nil {
+		t.Fatal(err)
+	}
+	maps, err := procfs.ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, mp := range maps {
+		if !mp.Exec() || !strings.Contains(mp.Path, "libc.so") {
+			continue
+		}
+		tab, err := unwindtable.Build(mustOpen(t, mp.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e *struct {
+			_        structs.HostLayout
+			Start    uint64
+			End      uint64
+			Bias     uint64
+			RowFirst uint32
+			RowCount uint32
+		}
+		for i := 0; i < int(pv.Count); i++ {
+			if pv.M[i].Start == mp.Start {
+				e = &pv.M[i]
+			}
+		}
+		if e == nil || e.RowCount == 0 {
+			t.Fatalf("libc mapping %#x has no rows in the walker's view: %+v", mp.Start, e)
+		}
+		for pc := mp.Start; pc < mp.End; pc += 97 {
+			// The walker's search, over the map.
+			rel := pc - e.Bias
+			lo, hi := e.RowFirst, e.RowFirst+e.RowCount
+			for lo < hi {
+				mid := lo + (hi-lo)/2
+				var r rowValue
+				if err := m.UnwindRows.Lookup(mid, &r); err != nil {
+					t.Fatal(err)
+				}
+				if uint64(r.Pc) <= rel {
+					lo = mid + 1
+				} else {
+					hi = mid
+				}
+			}
+			var r rowValue
+			if err := m.UnwindRows.Lookup(lo-1, &r); err != nil {
+				t.Fatal(err)
+			}
+			var got ruleValue
+			if err := m.UnwindRules.Lookup(uint32(r.Rule), &got); err != nil {
+				t.Fatal(err)
+			}
+			vaddr := pc - mp.Start + (tab.Exec[0].Vaddr - tab.Exec[0].Off + mp.Offset)
+			want := tab.Lookup(vaddr).Rule
+			if got.Cfa != want.CFA || got.Fp != want.FP || got.Ra != want.RA || got.Kind != uint8(want.Kind) || got.Flags != want.Flags {
+				t.Fatalf("pc %#x (libc %#x): walker view %+v, table %+v", pc, vaddr, got, want)
+			}
+			checked++
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("checked %d addresses of libc", checked)
+	}
+	t.Logf("%d libc addresses: the walker's maps agree with the table", checked)
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
