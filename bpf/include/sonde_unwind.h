@@ -39,6 +39,9 @@ const volatile __u32 unwind_off_sp = 0;
 const volatile __u32 unwind_off_fp = 0;
 const volatile __u32 unwind_off_pc = 0;
 const volatile __u32 unwind_off_lr = 0;
+/* Frames to take, at most UNWIND_MAX_FRAMES; 1 takes the leaf only and
+ * asks for no tables (sonde top). */
+const volatile __u32 unwind_max_frames = UNWIND_MAX_FRAMES;
 /* Least ns between two notices about the same process. */
 const volatile __u64 unwind_notice_ns = 50000000;
 
@@ -218,7 +221,7 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 	}
 	struct unwind_mapping *m = unwind_find_mapping(p, st->pc);
 	if (!m) {
-		if (!(st->out.flags & UNWIND_F_NO_MAPPING))
+		if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
 			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
 		st->out.flags |= UNWIND_F_NO_MAPPING;
 		if (!st->out.fallback_pc)
@@ -354,7 +357,7 @@ static long unwind_step(__u32 i, void *ctx)
 	if (!st)
 		return 1;
 	__u32 n = st->out.len;
-	if (n >= UNWIND_MAX_FRAMES) {
+	if (n >= UNWIND_MAX_FRAMES || n >= unwind_max_frames) {
 		st->out.end = UNWIND_END_FRAME_LIMIT;
 		return 1;
 	}
@@ -398,9 +401,9 @@ static __always_inline __u64 unwind_user_stack(void)
 	st->out.end = UNWIND_END_FRAME_LIMIT;
 	st->out.flags = 0;
 	st->out.fallback_pc = 0;
-	if (!bpf_map_lookup_elem(&unwind_procs, &st->pid))
+	if (unwind_max_frames > 1 && !bpf_map_lookup_elem(&unwind_procs, &st->pid))
 		unwind_notice(st->pid, UNWIND_NOTICE_PID, 0, true);
-	bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
+	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);
 	switch (st->out.end) {

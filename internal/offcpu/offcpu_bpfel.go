@@ -137,6 +137,7 @@ const (
 	offcpuVarTrackWakers       = "track_wakers"
 	offcpuVarUnusedOffcpuError = "unused_offcpu_error"
 	offcpuVarUnwindArch        = "unwind_arch"
+	offcpuVarUnwindMaxFrames   = "unwind_max_frames"
 	offcpuVarUnwindNoticeNs    = "unwind_notice_ns"
 	offcpuVarUnwindOffFp       = "unwind_off_fp"
 	offcpuVarUnwindOffLr       = "unwind_off_lr"
@@ -230,6 +231,7 @@ type offcpuVariableSpecs struct {
 	TrackWakers       *ebpf.VariableSpec `ebpf:"track_wakers"`
 	UnusedOffcpuError *ebpf.VariableSpec `ebpf:"unused_offcpu_error"`
 	UnwindArch        *ebpf.VariableSpec `ebpf:"unwind_arch"`
+	UnwindMaxFrames   *ebpf.VariableSpec `ebpf:"unwind_max_frames"`
 	UnwindNoticeNs    *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
 	UnwindOffFp       *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
 	UnwindOffLr       *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
@@ -305,6 +307,7 @@ type offcpuVariables struct {
 	TrackWakers       *ebpf.Variable `ebpf:"track_wakers"`
 	UnusedOffcpuError *ebpf.Variable `ebpf:"unused_offcpu_error"`
 	UnwindArch        *ebpf.Variable `ebpf:"unwind_arch"`
+	UnwindMaxFrames   *ebpf.Variable `ebpf:"unwind_max_frames"`
 	UnwindNoticeNs    *ebpf.Variable `ebpf:"unwind_notice_ns"`
 	UnwindOffFp       *ebpf.Variable `ebpf:"unwind_off_fp"`
 	UnwindOffLr       *ebpf.Variable `ebpf:"unwind_off_lr"`

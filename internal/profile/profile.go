@@ -71,7 +71,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Freq = 49
 	}
 	var maps profileMaps
-	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, map[string]any{
+	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, false, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 	})
@@ -93,7 +93,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // open loads the sampler and attaches it to a cpu-clock event at hz on
 // each of cpus (nil: every online CPU), with the user-stack walker's
 // tables loaded for pid (0: for each process as the walker meets it).
-func open(maps *profileMaps, hz uint64, cpus []int, pid int, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+// leaf: only each user stack's leaf is needed (top).
+func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
 	events := func() ([]int, error) {
 		if cpus == nil {
 			var err error
@@ -120,10 +121,16 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, consts map[string]a
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
 		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
 	}
-	ld := unwind.Wire(&t, pid, func() unwind.Maps {
+	m := func() unwind.Maps {
 		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
 			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
-	})
+	}
+	var ld *unwind.Loader
+	if leaf {
+		ld = unwind.WireLeaf(&t, m)
+	} else {
+		ld = unwind.Wire(&t, pid, m)
+	}
 	s, err := bpfskel.Open(t)
 	if err != nil {
 		ld.Stop()

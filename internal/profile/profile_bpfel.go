@@ -111,6 +111,7 @@ const (
 	profileVarTargetPid          = "target_pid"
 	profileVarUnusedProfileError = "unused_profile_error"
 	profileVarUnwindArch         = "unwind_arch"
+	profileVarUnwindMaxFrames    = "unwind_max_frames"
 	profileVarUnwindNoticeNs     = "unwind_notice_ns"
 	profileVarUnwindOffFp        = "unwind_off_fp"
 	profileVarUnwindOffLr        = "unwind_off_lr"
@@ -195,6 +196,7 @@ type profileVariableSpecs struct {
 	TargetPid          *ebpf.VariableSpec `ebpf:"target_pid"`
 	UnusedProfileError *ebpf.VariableSpec `ebpf:"unused_profile_error"`
 	UnwindArch         *ebpf.VariableSpec `ebpf:"unwind_arch"`
+	UnwindMaxFrames    *ebpf.VariableSpec `ebpf:"unwind_max_frames"`
 	UnwindNoticeNs     *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
 	UnwindOffFp        *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
 	UnwindOffLr        *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
@@ -262,6 +264,7 @@ type profileVariables struct {
 	TargetPid          *ebpf.Variable `ebpf:"target_pid"`
 	UnusedProfileError *ebpf.Variable `ebpf:"unused_profile_error"`
 	UnwindArch         *ebpf.Variable `ebpf:"unwind_arch"`
+	UnwindMaxFrames    *ebpf.Variable `ebpf:"unwind_max_frames"`
 	UnwindNoticeNs     *ebpf.Variable `ebpf:"unwind_notice_ns"`
 	UnwindOffFp        *ebpf.Variable `ebpf:"unwind_off_fp"`
 	UnwindOffLr        *ebpf.Variable `ebpf:"unwind_off_lr"`

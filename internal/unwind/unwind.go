@@ -93,9 +93,22 @@ func Hooks() []bpfskel.Hook {
 // starts following notices. maps returns the walker's maps once loaded.
 // The caller stops the returned loader after the session's Run (or Close).
 func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
+	return wire(t, pid, maps, false)
+}
+
+// WireLeaf adds the walker to a tool that needs only each stack's leaf
+// (sonde top): one frame, no tables loaded, no notices.
+func WireLeaf(t *bpfskel.Tool, maps func() Maps) *Loader {
+	return wire(t, 0, maps, true)
+}
+
+func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	rows := uint32(DefaultRows)
 	if pid != 0 {
 		rows = 1 << 20 // python3 and its libraries take about 120,000
+	}
+	if leaf {
+		rows = 1
 	}
 	l := New(Maps{}, rows)
 	l.Only = pid
@@ -105,6 +118,9 @@ func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
 	}
 	for k, v := range Consts() {
 		consts[k] = v
+	}
+	if leaf {
+		consts["unwind_max_frames"] = uint32(1)
 	}
 	t.Consts = consts
 	t.Hooks = append(Hooks(), t.Hooks...)
@@ -128,6 +144,9 @@ func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
 			}
 		}
 		l.m = maps()
+		if leaf {
+			return nil
+		}
 		if pid != 0 {
 			if err := l.Load(pid); err != nil {
 				return err

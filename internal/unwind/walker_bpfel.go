@@ -143,6 +143,7 @@ const (
 	walkerVarUnusedUnwindNotice     = "unused_unwind_notice"
 	walkerVarUnusedUnwindNoticeKind = "unused_unwind_notice_kind"
 	walkerVarUnwindArch             = "unwind_arch"
+	walkerVarUnwindMaxFrames        = "unwind_max_frames"
 	walkerVarUnwindNoticeNs         = "unwind_notice_ns"
 	walkerVarUnwindOffFp            = "unwind_off_fp"
 	walkerVarUnwindOffLr            = "unwind_off_lr"
@@ -227,6 +228,7 @@ type walkerVariableSpecs struct {
 	UnusedUnwindNotice     *ebpf.VariableSpec `ebpf:"unused_unwind_notice"`
 	UnusedUnwindNoticeKind *ebpf.VariableSpec `ebpf:"unused_unwind_notice_kind"`
 	UnwindArch             *ebpf.VariableSpec `ebpf:"unwind_arch"`
+	UnwindMaxFrames        *ebpf.VariableSpec `ebpf:"unwind_max_frames"`
 	UnwindNoticeNs         *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
 	UnwindOffFp            *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
 	UnwindOffLr            *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
@@ -292,6 +294,7 @@ type walkerVariables struct {
 	UnusedUnwindNotice     *ebpf.Variable `ebpf:"unused_unwind_notice"`
 	UnusedUnwindNoticeKind *ebpf.Variable `ebpf:"unused_unwind_notice_kind"`
 	UnwindArch             *ebpf.Variable `ebpf:"unwind_arch"`
+	UnwindMaxFrames        *ebpf.Variable `ebpf:"unwind_max_frames"`
 	UnwindNoticeNs         *ebpf.Variable `ebpf:"unwind_notice_ns"`
 	UnwindOffFp            *ebpf.Variable `ebpf:"unwind_off_fp"`
 	UnwindOffLr            *ebpf.Variable `ebpf:"unwind_off_lr"`
