@@ -2,7 +2,9 @@
 /* The one place sonde's programs take stacks. Today it asks the kernel
  * for frame-pointer walks (bpf_get_stackid); the unwinder will walk
  * .eh_frame here, and every stack-taking tool follows. Include after
- * <bpf/bpf_helpers.h>. */
+ * <bpf/bpf_helpers.h>. A tool that defines SONDE_UNWIND before including
+ * this gets the table walker for user stacks (take_stacks_unwind; see
+ * sonde_unwind.h) and must also include <bpf/bpf_core_read.h> first. */
 #ifndef SONDE_STACK_H
 #define SONDE_STACK_H
 
@@ -45,5 +47,28 @@ static __always_inline __u32 take_stacks(void *ctx, void *stacks, bool user, boo
 	}
 	return failed;
 }
+
+#ifdef SONDE_UNWIND
+#include "sonde_unwind.h"
+
+/* take_stacks with the user stack walked by the unwinder (sonde_unwind.h):
+ * *ustack is the stack's key in unwind_stacks, 0 when there is none. A
+ * truncated user walk is not a failure here: unwind_counters and each
+ * stack's end say how complete it is. */
+static __always_inline __u32 take_stacks_unwind(void *ctx, void *stacks, bool user, bool kernel, __u64 *ustack, __s32 *kstack)
+{
+	__u32 failed = 0;
+	*ustack = 0;
+	*kstack = STACK_NONE;
+	if (user)
+		*ustack = unwind_user_stack();
+	if (kernel) {
+		*kstack = bpf_get_stackid(ctx, stacks, 0);
+		if (*kstack < 0 && *kstack != STACK_NO_USER)
+			failed |= STACK_FAILED_KERNEL;
+	}
+	return failed;
+}
+#endif
 
 #endif

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bio"
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
@@ -171,6 +172,7 @@ func TestBPFJSONVocabulary(t *testing.T) {
 	docs := map[string]any{
 		"offcpu, wakeup":  blocked.Report{},
 		"profile":         stackprof.Errors{},
+		"profile stacks":  stackstat.Completeness{},
 		"funclat":         dist.Functions{},
 		"runqlat":         dist.RunQueue{},
 		"biolat":          bio.Latency{},

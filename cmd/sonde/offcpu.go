@@ -58,7 +58,11 @@ func newOffcpuCmd(name string) *cobra.Command {
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		vo.Target, vo.Comms = tgt, sf.Comms
 		report := func(r *offcpu.Result) emit.Report {
-			return blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
+			rep := blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
+			if o.User {
+				rep.UserStacks = &r.Stacks
+			}
+			return rep
 		}
 		if l.Interval > 0 && !sf.Folded {
 			o.OnInterval = func(r *offcpu.Result) { l.W.Interval(report(r)) }

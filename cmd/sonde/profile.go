@@ -51,7 +51,11 @@ func newProfileCmd() *cobra.Command {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		report := func(r *profile.Result) emit.Report {
 			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
-			return stackprof.New(r.Profile, e, tgt, sf.Comms)
+			rep := stackprof.New(r.Profile, e, tgt, sf.Comms)
+			if o.User {
+				rep.UserStacks = &r.Stacks
+			}
+			return rep
 		}
 		if l.Interval > 0 && !sf.Folded {
 			o.OnInterval = func(r *profile.Result) { l.W.Interval(report(r)) }

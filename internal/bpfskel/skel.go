@@ -45,6 +45,10 @@ type Tool struct {
 	PidConst string
 	// Features answers the attach-mode probes; nil is the running kernel.
 	Features Features
+	// Loaded, when set, runs once the maps are assigned and before any
+	// hook is attached: it fills maps the programs need from their first
+	// event (the unwinder's tables).
+	Loaded func() error
 }
 
 // Session is a loaded and attached tool.
@@ -118,6 +122,11 @@ func Open(t Tool) (s *Session, err error) {
 			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
 		}
 		s.maps = t.Maps
+	}
+	if t.Loaded != nil {
+		if err := t.Loaded(); err != nil {
+			return s, err
+		}
 	}
 	for _, c := range s.Choices {
 		if err := s.attach(c); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/outfile"
 	"github.com/sonde-dev/sonde/internal/symbolize"
+	"golang.org/x/sys/unix"
 )
 
 // Magic starts every sonde data file.
@@ -252,13 +253,32 @@ func table[T any](e *enc, from int, all []T, put func(T)) {
 	}
 }
 
-// WriteFile writes p to path atomically (outfile: a unique temporary
-// file renamed into place), so a reader never sees half a file.
+// WriteFile writes p to path atomically (see WriteAtomic).
 func WriteFile(path string, p *model.Profile) error {
+	return WriteAtomic(path, func(w io.Writer) error { return Write(w, p) })
+}
+
+// WriteAtomic writes a file through write with outfile: into a unique
+// temporary file in the same directory, renamed into place once complete,
+// so a reader never sees half a file and a full disk leaves the old file
+// (or none), never a partial one; a link is followed, and a device or a
+// FIFO (/dev/null) is written in place.
+func WriteAtomic(path string, write func(io.Writer) error) error {
 	if err := CheckPath(path); err != nil {
 		return err
 	}
-	return outfile.Write(path, func(w io.Writer) error { return Write(w, p) })
+	return outfile.Write(path, write)
+}
+
+// openSpecial opens path for writing in place when it exists and is not a
+// regular file (a device, a FIFO); ok is false for regular or missing files.
+func openSpecial(path string) (f *os.File, ok bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil, false, nil
+	}
+	f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	return f, true, err
 }
 
 // CheckPath says whether a data file can be written at path, before a
@@ -281,6 +301,9 @@ type File struct {
 	Path string
 	// Old is where an existing file at Path was moved ("" if none).
 	Old string
+	// inPlace is set for a device or FIFO written where it is (never
+	// moved or removed).
+	inPlace bool
 }
 
 // Create starts a data file at path, written chunk by chunk. As perf does
@@ -290,7 +313,20 @@ func Create(path string) (*File, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	df := &File{Path: path}
+	if f, ok, err := openSpecial(path); ok {
+		// /dev/null and the like are written in place, never moved.
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", path, err)
+		}
+		df.f, df.inPlace = f, true
+		df.bw = bufio.NewWriterSize(f, 1<<20)
+		df.Writer = NewWriter(df.bw)
+		return df, nil
+	}
 	if _, err := os.Lstat(path); err == nil {
 		df.Old = path + ".old"
 		if err := os.Rename(path, df.Old); err != nil {
@@ -330,7 +366,10 @@ func (f *File) Finish(p *model.Profile) error {
 		err = f.bw.Flush()
 	}
 	if err == nil {
-		err = f.f.Sync()
+		// Devices and FIFOs cannot be synced (EINVAL): nothing to lose there.
+		if serr := f.f.Sync(); serr != nil && !errors.Is(serr, unix.EINVAL) {
+			err = serr
+		}
 	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
@@ -349,6 +388,9 @@ func (f *File) Abort() { f.bw.Flush(); f.f.Close() }
 // left behind, and an older file moved aside for it is put back.
 func (f *File) Remove() {
 	f.f.Close()
+	if f.inPlace {
+		return
+	}
 	os.Remove(f.Path)
 	if f.Old != "" {
 		os.Rename(f.Old, f.Path)
@@ -476,7 +518,7 @@ func ReadWith(r io.Reader, o ReadOptions) (*model.Profile, error) {
 	}
 	if string(hdr[:8]) != Magic {
 		if string(hdr[:8]) == "PERFILE2" {
-			return nil, fmt.Errorf("this is a perf.data file; record with sonde record")
+			return nil, fmt.Errorf("this is a perf.data file, not a sonde data file: the views read it with -i, sonde import converts it")
 		}
 		return nil, fmt.Errorf("not a sonde data file (bad magic)")
 	}

@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "sonde_task.h"
 #include "sonde_tp.h"
@@ -45,8 +46,8 @@ struct {
 } starts SEC(".maps");
 
 struct waker {
+	__u64 user_stack; /* key in unwind_stacks, 0: none */
 	__u32 pid;
-	__s32 user_stack;
 	__s32 kernel_stack;
 	char comm[16];
 };
@@ -59,6 +60,7 @@ struct {
 	__uint(max_entries, 32768);
 } wakers SEC(".maps");
 
+/* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
 
 /* key: struct offcpu_key; value: blocked time (u64 ns). */
@@ -95,7 +97,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			s.key.pid = ppid;
 			s.key.tid = per_thread ? ptid : 0;
 			BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
-			if (take_stacks(ctx, &stacks, user_stacks, kernel_stacks, &s.key.user_stack, &s.key.kernel_stack))
+			if (take_stacks_unwind(ctx, &stacks, user_stacks, kernel_stacks, &s.key.user_stack, &s.key.kernel_stack))
 				counter_inc(&errors, OFFCPU_ERR_STACK);
 			if (bpf_map_update_elem(&starts, &ptid, &s, BPF_ANY) != 0)
 				counter_inc(&errors, OFFCPU_ERR_FULL);
@@ -116,7 +118,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 				key.waker_kernel_stack = w->kernel_stack;
 				__builtin_memcpy(key.waker_comm, w->comm, sizeof(key.waker_comm));
 			} else {
-				key.waker_user_stack = STACK_NONE;
+				key.waker_user_stack = 0;
 				key.waker_kernel_stack = STACK_NONE;
 			}
 		}
@@ -138,7 +140,7 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 	struct waker w = {};
 	w.pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(&w.comm, sizeof(w.comm));
-	take_stacks(ctx, &stacks, user_stacks, kernel_stacks, &w.user_stack, &w.kernel_stack);
+	take_stacks_unwind(ctx, &stacks, user_stacks, kernel_stacks, &w.user_stack, &w.kernel_stack);
 	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
 	return 0;
 }

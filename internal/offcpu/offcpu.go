@@ -19,6 +19,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
 // Options configure a run.
@@ -50,6 +51,9 @@ type Result struct {
 	Profile *model.Profile
 	Errors  Errors
 	Attach  string // "tp_btf" or "raw_tp"
+	// Stacks says how complete the blocked threads' user stacks are,
+	// weighted by blocked ns.
+	Stacks unwind.Completeness
 }
 
 // ParseStates turns "S,D" style lists into the program's state mask.
@@ -89,19 +93,33 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		hooks = append(hooks, bpfskel.BTFTracepoint("sched_waking", offcpuProgTpBtfSchedWaking, offcpuProgRawSchedWaking))
 	}
 	var maps offcpuMaps
-	s, err := bpfskel.Open(bpfskel.Tool{
+	t := bpfskel.Tool{
 		Name: "off-CPU analysis", Spec: loadOffcpu, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{
 			offcpuVarTargetPid: uint32(o.Pid), offcpuVarPerThread: o.PerThread, offcpuVarUserStacks: o.User, offcpuVarKernelStacks: o.Kernel,
 			offcpuVarTrackWakers: o.Wakers, offcpuVarMinBlockNs: uint64(o.MinBlock), offcpuVarMaxBlockNs: maxB, offcpuVarStateMask: o.States,
 		},
+	}
+	// Wakers of a traced process are other processes: with -p, tables
+	// are loaded up front for the target and on demand for the rest.
+	only := o.Pid
+	if o.Wakers {
+		only = 0
+	}
+	ld := unwind.Wire(&t, o.Pid, func() unwind.Maps {
+		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
+			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
 	})
+	ld.Only = only
+	s, err := bpfskel.Open(t)
 	if err != nil {
+		ld.Stop()
 		return nil, err
 	}
 	defer s.Close()
+	defer ld.Stop()
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
-		return collect(&maps, o, s.Mode(), start, d)
+		return collect(&maps, ld, o, s.Mode(), start, d)
 	}, bpfskel.ClearMap[offcpuOffcpuKey](maps.Blocked), o.OnInterval)
 	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
 		return nil, err
@@ -109,14 +127,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return iv.Final()
 }
 
-func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
-	res := &Result{Attach: attach}
+func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
+	res := &Result{Attach: attach, Stacks: unwind.Completeness{Unit: "ns"}}
 	b := builder.New()
 	var key offcpuOffcpuKey
 	var ns uint64
-	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
-	stackLocs := func(pid uint32, ustack, kstack int32) []int32 {
-		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), bpfmaps.Stack(m.Stacks, ustack, ubuf))
+	kbuf := make([]uint64, perf.MaxStack)
+	var ubuf [unwind.MaxFrames]uint64
+	seen := map[uint32]bool{}
+	stackLocs := func(pid uint32, ustack uint64, kstack int32) []int32 {
+		if !seen[pid] {
+			seen[pid] = true
+			ld.RestoreExited(b, pid)
+		}
+		us, _ := ld.Stack(ustack, &ubuf)
+		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), us.PCs)
 	}
 	it := m.Blocked.Iterate()
 	for it.Next(&key, &ns) {
@@ -125,6 +150,11 @@ func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed t
 			tid = key.Pid
 		}
 		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		if o.User {
+			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
+				res.Stacks.Add(ld.FileOf, key.Pid, us, ns)
+			}
+		}
 		blocked := stackLocs(key.Pid, key.UserStack, key.KernelStack)
 		locs := blocked
 		if o.Wakers {
@@ -158,7 +188,7 @@ func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed t
 	meta := model.Meta{
 		Event: event, Callchain: true, Target: "system-wide", Arch: runtime.GOARCH, SondeVersion: o.Version,
 		StartUnixNS: start.UnixNano(), DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull,
-		Unwinder: "bpf-fp", Unit: "ns",
+		Unwinder: "bpf-tables", Unit: "ns",
 	}
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
@@ -166,6 +196,9 @@ func collect(m *offcpuMaps, o Options, attach string, start time.Time, elapsed t
 	host.Fill(&meta)
 	if res.Errors.StackFailures > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
+	}
+	if o.User && res.Stacks.Total > res.Stacks.Complete {
+		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
 	}
 	res.Profile = b.Finish(meta)
 	trimBPFFrames(res.Profile)

@@ -7,12 +7,13 @@
  * woke them from where. */
 struct offcpu_key {
 	__u32 pid;
-	__u32 tid;           /* 0 unless keyed per thread */
-	__s32 user_stack;    /* stack id of the blocked task, or a negative errno */
-	__s32 kernel_stack;
-	__u32 waker_pid;     /* 0 without waker tracking or when unknown */
-	__s32 waker_user_stack;
+	__u32 tid;              /* 0 unless keyed per thread */
+	__u64 user_stack;       /* key of the blocked task's stack in unwind_stacks, 0: none */
+	__u64 waker_user_stack; /* the waker's, 0: none */
+	__s32 kernel_stack;     /* id in stacks, or a negative errno */
+	__u32 waker_pid;        /* 0 without waker tracking or when unknown */
 	__s32 waker_kernel_stack;
+	__u32 unused;
 	char comm[16];
 	char waker_comm[16];
 };

@@ -25,11 +25,12 @@ type offcpuOffcpuKey struct {
 	_                structs.HostLayout
 	Pid              uint32
 	Tid              uint32
-	UserStack        int32
+	UserStack        uint64
+	WakerUserStack   uint64
 	KernelStack      int32
 	WakerPid         uint32
-	WakerUserStack   int32
 	WakerKernelStack int32
+	Unused           uint32
 	Comm             [16]int8
 	WakerComm        [16]int8
 }
@@ -38,13 +39,65 @@ type offcpuStart struct {
 	_   structs.HostLayout
 	Ts  uint64
 	Key offcpuOffcpuKey
-	_   [4]byte
+}
+
+type offcpuUnwindProc struct {
+	_      structs.HostLayout
+	Count  uint32
+	Unused uint32
+	M      [256]struct {
+		_        structs.HostLayout
+		Start    uint64
+		End      uint64
+		Bias     uint64
+		RowFirst uint32
+		RowCount uint32
+	}
+}
+
+type offcpuUnwindRow struct {
+	_      structs.HostLayout
+	Pc     uint32
+	Rule   uint16
+	Unused uint16
+}
+
+type offcpuUnwindRule struct {
+	_     structs.HostLayout
+	Cfa   int16
+	Fp    int16
+	Ra    int16
+	Kind  uint8
+	Flags uint8
+}
+
+type offcpuUnwindStack struct {
+	_          structs.HostLayout
+	Len        uint32
+	End        uint16
+	Flags      uint16
+	FallbackPc uint64
+	Pcs        [128]uint64
+}
+
+type offcpuUnwindState struct {
+	_       structs.HostLayout
+	Pc      uint64
+	Sp      uint64
+	Fp      uint64
+	Lr      uint64
+	Hash    uint64
+	Pid     uint32
+	FpValid bool
+	Exact   bool
+	_       [2]byte
+	Out     offcpuUnwindStack
 }
 
 type offcpuWaker struct {
 	_           structs.HostLayout
+	UserStack   uint64
 	Pid         uint32
-	UserStack   int32
 	KernelStack int32
 	Comm        [16]int8
 }
@@ -57,11 +110,23 @@ const (
 	offcpuMapErrors            = "errors"
 	offcpuMapStacks            = "stacks"
 	offcpuMapStarts            = "starts"
+	offcpuMapUnwindCounters    = "unwind_counters"
+	offcpuMapUnwindNoticed     = "unwind_noticed"
+	offcpuMapUnwindNotices     = "unwind_notices"
+	offcpuMapUnwindProcs       = "unwind_procs"
+	offcpuMapUnwindRows        = "unwind_rows"
+	offcpuMapUnwindRules       = "unwind_rules"
+	offcpuMapUnwindScratch     = "unwind_scratch"
+	offcpuMapUnwindStacks      = "unwind_stacks"
 	offcpuMapWakers            = "wakers"
 	offcpuProgRawSchedSwitch   = "raw_sched_switch"
 	offcpuProgRawSchedWaking   = "raw_sched_waking"
+	offcpuProgRawUnwindExec    = "raw_unwind_exec"
+	offcpuProgRawUnwindExit    = "raw_unwind_exit"
 	offcpuProgTpBtfSchedSwitch = "tp_btf_sched_switch"
 	offcpuProgTpBtfSchedWaking = "tp_btf_sched_waking"
+	offcpuProgTpBtfUnwindExec  = "tp_btf_unwind_exec"
+	offcpuProgTpBtfUnwindExit  = "tp_btf_unwind_exit"
 	offcpuVarIncludeIdle       = "include_idle"
 	offcpuVarKernelStacks      = "kernel_stacks"
 	offcpuVarMaxBlockNs        = "max_block_ns"
@@ -71,6 +136,13 @@ const (
 	offcpuVarTargetPid         = "target_pid"
 	offcpuVarTrackWakers       = "track_wakers"
 	offcpuVarUnusedOffcpuError = "unused_offcpu_error"
+	offcpuVarUnwindArch        = "unwind_arch"
+	offcpuVarUnwindMaxFrames   = "unwind_max_frames"
+	offcpuVarUnwindNoticeNs    = "unwind_notice_ns"
+	offcpuVarUnwindOffFp       = "unwind_off_fp"
+	offcpuVarUnwindOffLr       = "unwind_off_lr"
+	offcpuVarUnwindOffPc       = "unwind_off_pc"
+	offcpuVarUnwindOffSp       = "unwind_off_sp"
 	offcpuVarUserStacks        = "user_stacks"
 )
 
@@ -118,19 +190,31 @@ type offcpuSpecs struct {
 type offcpuProgramSpecs struct {
 	RawSchedSwitch   *ebpf.ProgramSpec `ebpf:"raw_sched_switch"`
 	RawSchedWaking   *ebpf.ProgramSpec `ebpf:"raw_sched_waking"`
+	RawUnwindExec    *ebpf.ProgramSpec `ebpf:"raw_unwind_exec"`
+	RawUnwindExit    *ebpf.ProgramSpec `ebpf:"raw_unwind_exit"`
 	TpBtfSchedSwitch *ebpf.ProgramSpec `ebpf:"tp_btf_sched_switch"`
 	TpBtfSchedWaking *ebpf.ProgramSpec `ebpf:"tp_btf_sched_waking"`
+	TpBtfUnwindExec  *ebpf.ProgramSpec `ebpf:"tp_btf_unwind_exec"`
+	TpBtfUnwindExit  *ebpf.ProgramSpec `ebpf:"tp_btf_unwind_exit"`
 }
 
 // offcpuMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type offcpuMapSpecs struct {
-	Blocked *ebpf.MapSpec `ebpf:"blocked"`
-	Errors  *ebpf.MapSpec `ebpf:"errors"`
-	Stacks  *ebpf.MapSpec `ebpf:"stacks"`
-	Starts  *ebpf.MapSpec `ebpf:"starts"`
-	Wakers  *ebpf.MapSpec `ebpf:"wakers"`
+	Blocked        *ebpf.MapSpec `ebpf:"blocked"`
+	Errors         *ebpf.MapSpec `ebpf:"errors"`
+	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
+	Starts         *ebpf.MapSpec `ebpf:"starts"`
+	UnwindCounters *ebpf.MapSpec `ebpf:"unwind_counters"`
+	UnwindNoticed  *ebpf.MapSpec `ebpf:"unwind_noticed"`
+	UnwindNotices  *ebpf.MapSpec `ebpf:"unwind_notices"`
+	UnwindProcs    *ebpf.MapSpec `ebpf:"unwind_procs"`
+	UnwindRows     *ebpf.MapSpec `ebpf:"unwind_rows"`
+	UnwindRules    *ebpf.MapSpec `ebpf:"unwind_rules"`
+	UnwindScratch  *ebpf.MapSpec `ebpf:"unwind_scratch"`
+	UnwindStacks   *ebpf.MapSpec `ebpf:"unwind_stacks"`
+	Wakers         *ebpf.MapSpec `ebpf:"wakers"`
 }
 
 // offcpuVariableSpecs contains global variables before they are loaded into the kernel.
@@ -146,6 +230,13 @@ type offcpuVariableSpecs struct {
 	TargetPid         *ebpf.VariableSpec `ebpf:"target_pid"`
 	TrackWakers       *ebpf.VariableSpec `ebpf:"track_wakers"`
 	UnusedOffcpuError *ebpf.VariableSpec `ebpf:"unused_offcpu_error"`
+	UnwindArch        *ebpf.VariableSpec `ebpf:"unwind_arch"`
+	UnwindMaxFrames   *ebpf.VariableSpec `ebpf:"unwind_max_frames"`
+	UnwindNoticeNs    *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
+	UnwindOffFp       *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
+	UnwindOffLr       *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
+	UnwindOffPc       *ebpf.VariableSpec `ebpf:"unwind_off_pc"`
+	UnwindOffSp       *ebpf.VariableSpec `ebpf:"unwind_off_sp"`
 	UserStacks        *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
@@ -169,11 +260,19 @@ func (o *offcpuObjects) Close() error {
 //
 // It can be passed to loadOffcpuObjects or ebpf.CollectionSpec.LoadAndAssign.
 type offcpuMaps struct {
-	Blocked *ebpf.Map `ebpf:"blocked"`
-	Errors  *ebpf.Map `ebpf:"errors"`
-	Stacks  *ebpf.Map `ebpf:"stacks"`
-	Starts  *ebpf.Map `ebpf:"starts"`
-	Wakers  *ebpf.Map `ebpf:"wakers"`
+	Blocked        *ebpf.Map `ebpf:"blocked"`
+	Errors         *ebpf.Map `ebpf:"errors"`
+	Stacks         *ebpf.Map `ebpf:"stacks"`
+	Starts         *ebpf.Map `ebpf:"starts"`
+	UnwindCounters *ebpf.Map `ebpf:"unwind_counters"`
+	UnwindNoticed  *ebpf.Map `ebpf:"unwind_noticed"`
+	UnwindNotices  *ebpf.Map `ebpf:"unwind_notices"`
+	UnwindProcs    *ebpf.Map `ebpf:"unwind_procs"`
+	UnwindRows     *ebpf.Map `ebpf:"unwind_rows"`
+	UnwindRules    *ebpf.Map `ebpf:"unwind_rules"`
+	UnwindScratch  *ebpf.Map `ebpf:"unwind_scratch"`
+	UnwindStacks   *ebpf.Map `ebpf:"unwind_stacks"`
+	Wakers         *ebpf.Map `ebpf:"wakers"`
 }
 
 func (m *offcpuMaps) Close() error {
@@ -182,6 +281,14 @@ func (m *offcpuMaps) Close() error {
 		m.Errors,
 		m.Stacks,
 		m.Starts,
+		m.UnwindCounters,
+		m.UnwindNoticed,
+		m.UnwindNotices,
+		m.UnwindProcs,
+		m.UnwindRows,
+		m.UnwindRules,
+		m.UnwindScratch,
+		m.UnwindStacks,
 		m.Wakers,
 	)
 }
@@ -199,6 +306,13 @@ type offcpuVariables struct {
 	TargetPid         *ebpf.Variable `ebpf:"target_pid"`
 	TrackWakers       *ebpf.Variable `ebpf:"track_wakers"`
 	UnusedOffcpuError *ebpf.Variable `ebpf:"unused_offcpu_error"`
+	UnwindArch        *ebpf.Variable `ebpf:"unwind_arch"`
+	UnwindMaxFrames   *ebpf.Variable `ebpf:"unwind_max_frames"`
+	UnwindNoticeNs    *ebpf.Variable `ebpf:"unwind_notice_ns"`
+	UnwindOffFp       *ebpf.Variable `ebpf:"unwind_off_fp"`
+	UnwindOffLr       *ebpf.Variable `ebpf:"unwind_off_lr"`
+	UnwindOffPc       *ebpf.Variable `ebpf:"unwind_off_pc"`
+	UnwindOffSp       *ebpf.Variable `ebpf:"unwind_off_sp"`
 	UserStacks        *ebpf.Variable `ebpf:"user_stacks"`
 }
 
@@ -208,16 +322,24 @@ type offcpuVariables struct {
 type offcpuPrograms struct {
 	RawSchedSwitch   *ebpf.Program `ebpf:"raw_sched_switch"`
 	RawSchedWaking   *ebpf.Program `ebpf:"raw_sched_waking"`
+	RawUnwindExec    *ebpf.Program `ebpf:"raw_unwind_exec"`
+	RawUnwindExit    *ebpf.Program `ebpf:"raw_unwind_exit"`
 	TpBtfSchedSwitch *ebpf.Program `ebpf:"tp_btf_sched_switch"`
 	TpBtfSchedWaking *ebpf.Program `ebpf:"tp_btf_sched_waking"`
+	TpBtfUnwindExec  *ebpf.Program `ebpf:"tp_btf_unwind_exec"`
+	TpBtfUnwindExit  *ebpf.Program `ebpf:"tp_btf_unwind_exit"`
 }
 
 func (p *offcpuPrograms) Close() error {
 	return _OffcpuClose(
 		p.RawSchedSwitch,
 		p.RawSchedWaking,
+		p.RawUnwindExec,
+		p.RawUnwindExit,
 		p.TpBtfSchedSwitch,
 		p.TpBtfSchedWaking,
+		p.TpBtfUnwindExec,
+		p.TpBtfUnwindExit,
 	)
 }
 

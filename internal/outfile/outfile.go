@@ -4,7 +4,10 @@
 // renamed over the destination. A full disk, a failed render or a killed
 // writer therefore never leaves a 0-byte or half-written file under the
 // name asked for, and an existing file there stays as it was until the new
-// one is complete. (record streams its data file instead, so a recording
+// one is complete. A link is followed (the file it points to is replaced,
+// not the link), and a path that is not a regular file (/dev/null,
+// /dev/stdout, a FIFO) is written in place: renaming over it would replace
+// the device. (record streams its data file instead, so a recording
 // cut short still holds what it had: see datafile.Create.)
 package outfile
 
@@ -50,15 +53,26 @@ func Check(path string) error {
 // File is an output file being written. Commit puts it in place; Abort
 // (or any failure in Commit) removes it.
 type File struct {
-	f    *os.File
-	path string
-	err  error // the first write error, reported by Commit
+	f       *os.File
+	path    string
+	inPlace bool  // a device or FIFO, written where it is
+	err     error // the first write error, reported by Commit
 }
 
 // Create starts writing path.
 func Create(path string) (*File, error) {
 	if err := Check(path); err != nil {
 		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", path, err)
+		}
+		return &File{f: f, path: path, inPlace: true}, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -93,6 +107,12 @@ func (f *File) pathError(op string, err error) error {
 
 // Commit syncs the file and renames it over the destination.
 func (f *File) Commit() error {
+	if f.inPlace {
+		if err := f.f.Close(); f.err == nil && err != nil {
+			f.err = f.pathError("write", err)
+		}
+		return f.err
+	}
 	err := f.err
 	if err == nil {
 		if e := f.f.Sync(); e != nil {
@@ -119,7 +139,9 @@ func (f *File) Commit() error {
 // Abort drops the file; the destination is left as it was.
 func (f *File) Abort() {
 	f.f.Close()
-	os.Remove(f.f.Name())
+	if !f.inPlace {
+		os.Remove(f.f.Name())
+	}
 }
 
 // Write writes path atomically with write, buffered.

@@ -73,3 +73,28 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestLinksAndDevices(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.txt")
+	link := filepath.Join(dir, "link.txt")
+	os.WriteFile(target, []byte("old"), 0o644)
+	os.Symlink("target.txt", link)
+	if err := Write(link, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Errorf("the link's target holds %q", b)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link was replaced by a file")
+	}
+	// /dev/null is written in place: never renamed over, never removed.
+	if err := Write(os.DevNull, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	Write(os.DevNull, func(io.Writer) error { return errors.New("fails") })
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is now %v, %v", fi, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
 // Hit is one sampled leaf address with its count.
@@ -20,6 +21,7 @@ type Hit struct {
 // Live samples continuously; Take returns and clears the counts (for top).
 type Live struct {
 	sess *bpfskel.Session
+	ld   *unwind.Loader
 	maps profileMaps
 }
 
@@ -27,7 +29,7 @@ type Live struct {
 func StartLive(hz uint64) (*Live, error) {
 	l := &Live{}
 	var err error
-	if l.sess, err = open(&l.maps, hz, nil, map[string]any{profileVarUserStacks: true, profileVarKernelStacks: true}); err != nil {
+	if l.sess, l.ld, err = open(&l.maps, hz, nil, 0, true, map[string]any{profileVarUserStacks: true, profileVarKernelStacks: true}); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -41,14 +43,15 @@ func (l *Live) Take() ([]Hit, error) {
 	var keys []profileProfileKey
 	var out []Hit
 	stack := make([]uint64, perf.MaxStack)
+	var ubuf [unwind.MaxFrames]uint64
 	it := l.maps.Counts.Iterate()
 	for it.Next(&key, &count) {
 		keys = append(keys, key)
 		h := Hit{Pid: key.Pid, Comm: bpfmaps.CString(key.Comm[:]), Count: count}
 		if k := bpfmaps.Stack(l.maps.Stacks, key.KernelStack, stack); len(k) > 0 {
 			h.Addr, h.Kernel = k[0], true
-		} else if u := bpfmaps.Stack(l.maps.Stacks, key.UserStack, stack); len(u) > 0 {
-			h.Addr = u[0]
+		} else if u, ok := l.ld.Stack(key.UserStack, &ubuf); ok && len(u.PCs) > 0 {
+			h.Addr = u.PCs[0]
 		} else {
 			continue
 		}
@@ -59,8 +62,8 @@ func (l *Live) Take() ([]Hit, error) {
 	}
 	for _, k := range keys {
 		l.maps.Counts.Delete(k)
-		if k.UserStack >= 0 {
-			l.maps.Stacks.Delete(uint32(k.UserStack))
+		if k.UserStack != 0 {
+			l.maps.UnwindStacks.Delete(k.UserStack)
 		}
 		if k.KernelStack >= 0 {
 			l.maps.Stacks.Delete(uint32(k.KernelStack))
@@ -70,4 +73,8 @@ func (l *Live) Take() ([]Hit, error) {
 }
 
 // Close stops sampling.
-func (l *Live) Close() { l.sess.Close() }
+func (l *Live) Close() {
+	l.sess.Detach()
+	l.ld.Stop()
+	l.sess.Close()
+}

@@ -7,7 +7,9 @@
  * crosses to user space. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "profile.h"
 
@@ -23,7 +25,7 @@ const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 const volatile bool include_idle = false;
 
-/* Shared by user and kernel stacks (see sonde_stack.h). */
+/* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
 
 /* key: struct profile_key; value: samples (u64 count). A plain hash: the
@@ -53,9 +55,7 @@ int do_sample(void *ctx)
 	key.pid = pid;
 	key.tid = per_thread ? tid : 0;
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	__u32 failed = take_stacks(ctx, &stacks, user_stacks, kernel_stacks, &key.user_stack, &key.kernel_stack);
-	if (failed & STACK_FAILED_USER)
-		counter_inc(&errors, ERR_USER_STACK);
+	__u32 failed = take_stacks_unwind(ctx, &stacks, user_stacks, kernel_stacks, &key.user_stack, &key.kernel_stack);
 	if (failed & STACK_FAILED_KERNEL)
 		counter_inc(&errors, ERR_KERNEL_STACK);
 	if (!map_add(&counts, &key, 1))

@@ -20,6 +20,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
 // Options configure one profile run.
@@ -51,6 +52,16 @@ type Result struct {
 	Profile *model.Profile
 	Errors  Errors
 	Attach  string // "perf_event"
+	// Stacks says how many samples have complete user stacks (weighted by
+	// samples); Unwind is the walker's own view and the loader's work.
+	Stacks unwind.Completeness
+	Unwind Unwind
+}
+
+// Unwind is what the user-stack walker and its table loader did.
+type Unwind struct {
+	Walker unwind.Counters `json:"walker"`
+	Loader unwind.Stats    `json:"loader"`
 }
 
 // Run loads the program, samples until the duration passes, ctx ends or
@@ -60,7 +71,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Freq = 49
 	}
 	var maps profileMaps
-	s, err := open(&maps, o.Freq, o.CPUs, map[string]any{
+	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, false, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 	})
@@ -68,9 +79,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
+	defer ld.Stop()
 	// Stack ids may still be in use by later samples: only counts are reset.
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
-		return collect(&maps, o, d, start)
+		return collect(&maps, ld, o, d, start)
 	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
 	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
 		return nil, err
@@ -79,8 +91,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // open loads the sampler and attaches it to a cpu-clock event at hz on
-// each of cpus (nil: every online CPU).
-func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpfskel.Session, error) {
+// each of cpus (nil: every online CPU), with the user-stack walker's
+// tables loaded for pid (0: for each process as the walker meets it).
+// leaf: only each user stack's leaf is needed (top).
+func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
 	events := func() ([]int, error) {
 		if cpus == nil {
 			var err error
@@ -103,26 +117,56 @@ func open(maps *profileMaps, hz uint64, cpus []int, consts map[string]any) (*bpf
 		}
 		return fds, nil
 	}
-	return bpfskel.Open(bpfskel.Tool{
+	t := bpfskel.Tool{
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
 		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
-	})
+	}
+	m := func() unwind.Maps {
+		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
+			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
+	}
+	var ld *unwind.Loader
+	if leaf {
+		ld = unwind.WireLeaf(&t, m)
+	} else {
+		ld = unwind.Wire(&t, pid, m)
+	}
+	s, err := bpfskel.Open(t)
+	if err != nil {
+		ld.Stop()
+		return nil, nil, err
+	}
+	return s, ld, nil
 }
 
-func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
+func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
 	b := builder.New()
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
 	var count uint64
-	kbuf, ubuf := make([]uint64, perf.MaxStack), make([]uint64, perf.MaxStack)
+	kbuf := make([]uint64, perf.MaxStack)
+	var ubuf [unwind.MaxFrames]uint64
+	seen := map[uint32]bool{}
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
+		if !seen[key.Pid] {
+			seen[key.Pid] = true
+			ld.RestoreExited(b, key.Pid)
+		}
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
 		}
-		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), bpfmaps.Stack(objs.Stacks, key.UserStack, ubuf))
+		var user []uint64
+		if o.User && key.Pid != 0 {
+			us, ok := ld.Stack(key.UserStack, &ubuf)
+			if ok {
+				user = us.PCs
+				res.Stacks.Add(ld.FileOf, key.Pid, us, count)
+			}
+		}
+		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), user)
 		if len(locs) == 0 {
 			continue
 		}
@@ -140,14 +184,21 @@ func collect(objs *profileMaps, o Options, elapsed time.Duration, start time.Tim
 	meta := model.Meta{
 		Event: "cpu-clock", Freq: o.Freq, Callchain: true, Target: "system-wide",
 		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),
-		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-fp",
+		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-tables",
 	}
+	res.Unwind = Unwind{Walker: ld.Counters(), Loader: ld.Stats()}
+	// Samples whose user stack found the stack map full carry none.
+	res.Stacks.Lost = res.Unwind.Walker.StacksFull
+	res.Stacks.Total += res.Stacks.Lost
 	if o.Pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", o.Pid)
 	}
 	host.Fill(&meta)
-	if res.Errors.UserStack+res.Errors.KernelStack > 0 {
-		meta.Warnings = append(meta.Warnings, fmt.Sprintf("stack walks failed: %d user, %d kernel (stack map full or no frame pointers)", res.Errors.UserStack, res.Errors.KernelStack))
+	if res.Errors.KernelStack > 0 {
+		meta.Warnings = append(meta.Warnings, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
+	}
+	if o.User && res.Stacks.Total > res.Stacks.Complete {
+		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
 	}
 	res.Profile = b.Finish(meta)
 	return res, nil

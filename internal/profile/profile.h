@@ -7,14 +7,15 @@
 struct profile_key {
 	__u32 pid;
 	__u32 tid;
-	__s32 user_stack;   /* id in stacks, or a negative errno */
+	__u64 user_stack;   /* key in unwind_stacks, 0: none */
 	__s32 kernel_stack; /* id in stacks, or a negative errno */
+	__u32 unused;
 	char comm[16];
 };
 
 /* Per-CPU error counters, indexes into the errors map. */
 enum profile_error {
-	ERR_USER_STACK = 0,   /* bpf_get_stackid failed for the user stack */
+	ERR_USER_STACK = 0,   /* unused: unwind_counters count user walks */
 	ERR_KERNEL_STACK = 1, /* … for the kernel stack */
 	ERR_COUNTS_FULL = 2,  /* counts map full: the sample is lost */
 	ERR_MAX = 3,

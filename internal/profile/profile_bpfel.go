@@ -26,9 +26,63 @@ type profileProfileKey struct {
 	_           structs.HostLayout
 	Pid         uint32
 	Tid         uint32
-	UserStack   int32
+	UserStack   uint64
 	KernelStack int32
+	Unused      uint32
 	Comm        [16]int8
+}
+
+type profileUnwindProc struct {
+	_      structs.HostLayout
+	Count  uint32
+	Unused uint32
+	M      [256]struct {
+		_        structs.HostLayout
+		Start    uint64
+		End      uint64
+		Bias     uint64
+		RowFirst uint32
+		RowCount uint32
+	}
+}
+
+type profileUnwindRow struct {
+	_      structs.HostLayout
+	Pc     uint32
+	Rule   uint16
+	Unused uint16
+}
+
+type profileUnwindRule struct {
+	_     structs.HostLayout
+	Cfa   int16
+	Fp    int16
+	Ra    int16
+	Kind  uint8
+	Flags uint8
+}
+
+type profileUnwindStack struct {
+	_          structs.HostLayout
+	Len        uint32
+	End        uint16
+	Flags      uint16
+	FallbackPc uint64
+	Pcs        [128]uint64
+}
+
+type profileUnwindState struct {
+	_       structs.HostLayout
+	Pc      uint64
+	Sp      uint64
+	Fp      uint64
+	Lr      uint64
+	Hash    uint64
+	Pid     uint32
+	FpValid bool
+	Exact   bool
+	_       [2]byte
+	Out     profileUnwindStack
 }
 
 // Names of all BPF objects in the ELF.
@@ -38,12 +92,31 @@ const (
 	profileMapCounts             = "counts"
 	profileMapErrors             = "errors"
 	profileMapStacks             = "stacks"
+	profileMapUnwindCounters     = "unwind_counters"
+	profileMapUnwindNoticed      = "unwind_noticed"
+	profileMapUnwindNotices      = "unwind_notices"
+	profileMapUnwindProcs        = "unwind_procs"
+	profileMapUnwindRows         = "unwind_rows"
+	profileMapUnwindRules        = "unwind_rules"
+	profileMapUnwindScratch      = "unwind_scratch"
+	profileMapUnwindStacks       = "unwind_stacks"
 	profileProgDoSample          = "do_sample"
+	profileProgRawUnwindExec     = "raw_unwind_exec"
+	profileProgRawUnwindExit     = "raw_unwind_exit"
+	profileProgTpBtfUnwindExec   = "tp_btf_unwind_exec"
+	profileProgTpBtfUnwindExit   = "tp_btf_unwind_exit"
 	profileVarIncludeIdle        = "include_idle"
 	profileVarKernelStacks       = "kernel_stacks"
 	profileVarPerThread          = "per_thread"
 	profileVarTargetPid          = "target_pid"
 	profileVarUnusedProfileError = "unused_profile_error"
+	profileVarUnwindArch         = "unwind_arch"
+	profileVarUnwindMaxFrames    = "unwind_max_frames"
+	profileVarUnwindNoticeNs     = "unwind_notice_ns"
+	profileVarUnwindOffFp        = "unwind_off_fp"
+	profileVarUnwindOffLr        = "unwind_off_lr"
+	profileVarUnwindOffPc        = "unwind_off_pc"
+	profileVarUnwindOffSp        = "unwind_off_sp"
 	profileVarUserStacks         = "user_stacks"
 )
 
@@ -89,16 +162,28 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
-	DoSample *ebpf.ProgramSpec `ebpf:"do_sample"`
+	DoSample        *ebpf.ProgramSpec `ebpf:"do_sample"`
+	RawUnwindExec   *ebpf.ProgramSpec `ebpf:"raw_unwind_exec"`
+	RawUnwindExit   *ebpf.ProgramSpec `ebpf:"raw_unwind_exit"`
+	TpBtfUnwindExec *ebpf.ProgramSpec `ebpf:"tp_btf_unwind_exec"`
+	TpBtfUnwindExit *ebpf.ProgramSpec `ebpf:"tp_btf_unwind_exit"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileMapSpecs struct {
-	Counts *ebpf.MapSpec `ebpf:"counts"`
-	Errors *ebpf.MapSpec `ebpf:"errors"`
-	Stacks *ebpf.MapSpec `ebpf:"stacks"`
+	Counts         *ebpf.MapSpec `ebpf:"counts"`
+	Errors         *ebpf.MapSpec `ebpf:"errors"`
+	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
+	UnwindCounters *ebpf.MapSpec `ebpf:"unwind_counters"`
+	UnwindNoticed  *ebpf.MapSpec `ebpf:"unwind_noticed"`
+	UnwindNotices  *ebpf.MapSpec `ebpf:"unwind_notices"`
+	UnwindProcs    *ebpf.MapSpec `ebpf:"unwind_procs"`
+	UnwindRows     *ebpf.MapSpec `ebpf:"unwind_rows"`
+	UnwindRules    *ebpf.MapSpec `ebpf:"unwind_rules"`
+	UnwindScratch  *ebpf.MapSpec `ebpf:"unwind_scratch"`
+	UnwindStacks   *ebpf.MapSpec `ebpf:"unwind_stacks"`
 }
 
 // profileVariableSpecs contains global variables before they are loaded into the kernel.
@@ -110,6 +195,13 @@ type profileVariableSpecs struct {
 	PerThread          *ebpf.VariableSpec `ebpf:"per_thread"`
 	TargetPid          *ebpf.VariableSpec `ebpf:"target_pid"`
 	UnusedProfileError *ebpf.VariableSpec `ebpf:"unused_profile_error"`
+	UnwindArch         *ebpf.VariableSpec `ebpf:"unwind_arch"`
+	UnwindMaxFrames    *ebpf.VariableSpec `ebpf:"unwind_max_frames"`
+	UnwindNoticeNs     *ebpf.VariableSpec `ebpf:"unwind_notice_ns"`
+	UnwindOffFp        *ebpf.VariableSpec `ebpf:"unwind_off_fp"`
+	UnwindOffLr        *ebpf.VariableSpec `ebpf:"unwind_off_lr"`
+	UnwindOffPc        *ebpf.VariableSpec `ebpf:"unwind_off_pc"`
+	UnwindOffSp        *ebpf.VariableSpec `ebpf:"unwind_off_sp"`
 	UserStacks         *ebpf.VariableSpec `ebpf:"user_stacks"`
 }
 
@@ -133,9 +225,17 @@ func (o *profileObjects) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileMaps struct {
-	Counts *ebpf.Map `ebpf:"counts"`
-	Errors *ebpf.Map `ebpf:"errors"`
-	Stacks *ebpf.Map `ebpf:"stacks"`
+	Counts         *ebpf.Map `ebpf:"counts"`
+	Errors         *ebpf.Map `ebpf:"errors"`
+	Stacks         *ebpf.Map `ebpf:"stacks"`
+	UnwindCounters *ebpf.Map `ebpf:"unwind_counters"`
+	UnwindNoticed  *ebpf.Map `ebpf:"unwind_noticed"`
+	UnwindNotices  *ebpf.Map `ebpf:"unwind_notices"`
+	UnwindProcs    *ebpf.Map `ebpf:"unwind_procs"`
+	UnwindRows     *ebpf.Map `ebpf:"unwind_rows"`
+	UnwindRules    *ebpf.Map `ebpf:"unwind_rules"`
+	UnwindScratch  *ebpf.Map `ebpf:"unwind_scratch"`
+	UnwindStacks   *ebpf.Map `ebpf:"unwind_stacks"`
 }
 
 func (m *profileMaps) Close() error {
@@ -143,6 +243,14 @@ func (m *profileMaps) Close() error {
 		m.Counts,
 		m.Errors,
 		m.Stacks,
+		m.UnwindCounters,
+		m.UnwindNoticed,
+		m.UnwindNotices,
+		m.UnwindProcs,
+		m.UnwindRows,
+		m.UnwindRules,
+		m.UnwindScratch,
+		m.UnwindStacks,
 	)
 }
 
@@ -155,6 +263,13 @@ type profileVariables struct {
 	PerThread          *ebpf.Variable `ebpf:"per_thread"`
 	TargetPid          *ebpf.Variable `ebpf:"target_pid"`
 	UnusedProfileError *ebpf.Variable `ebpf:"unused_profile_error"`
+	UnwindArch         *ebpf.Variable `ebpf:"unwind_arch"`
+	UnwindMaxFrames    *ebpf.Variable `ebpf:"unwind_max_frames"`
+	UnwindNoticeNs     *ebpf.Variable `ebpf:"unwind_notice_ns"`
+	UnwindOffFp        *ebpf.Variable `ebpf:"unwind_off_fp"`
+	UnwindOffLr        *ebpf.Variable `ebpf:"unwind_off_lr"`
+	UnwindOffPc        *ebpf.Variable `ebpf:"unwind_off_pc"`
+	UnwindOffSp        *ebpf.Variable `ebpf:"unwind_off_sp"`
 	UserStacks         *ebpf.Variable `ebpf:"user_stacks"`
 }
 
@@ -162,12 +277,20 @@ type profileVariables struct {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
-	DoSample *ebpf.Program `ebpf:"do_sample"`
+	DoSample        *ebpf.Program `ebpf:"do_sample"`
+	RawUnwindExec   *ebpf.Program `ebpf:"raw_unwind_exec"`
+	RawUnwindExit   *ebpf.Program `ebpf:"raw_unwind_exit"`
+	TpBtfUnwindExec *ebpf.Program `ebpf:"tp_btf_unwind_exec"`
+	TpBtfUnwindExit *ebpf.Program `ebpf:"tp_btf_unwind_exit"`
 }
 
 func (p *profilePrograms) Close() error {
 	return _ProfileClose(
 		p.DoSample,
+		p.RawUnwindExec,
+		p.RawUnwindExit,
+		p.TpBtfUnwindExec,
+		p.TpBtfUnwindExit,
 	)
 }
 

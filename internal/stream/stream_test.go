@@ -20,24 +20,9 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 func TestRoundTrip(t *testing.T) {
 	for _, network := range []string{"udp", "tcp"} {
 		t.Run(network, func(t *testing.T) {
-			var out syncBuf
-			stop := make(chan struct{})
-			addrs := make(chan net.Addr, 1)
-			go Listen(network+"://127.0.0.1:0", &out, stop, func(a net.Addr) { addrs <- a })
-			a := <-addrs
-			s, err := Dial(network + "://" + a.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Send([]byte("line one\nline two\n"))
-			deadline := time.Now().Add(3 * time.Second)
-			for !strings.Contains(out.String(), "line two") && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			close(stop)
-			s.Close()
-			if !strings.Contains(out.String(), "] line one") || !strings.Contains(out.String(), "] line two") {
-				t.Errorf("got %q", out.String())
+			out := exchange(t, network, "line one\nline two\n", "line two")
+			if !strings.Contains(out, "] line one") || !strings.Contains(out, "] line two") {
+				t.Errorf("got %q", out)
 			}
 		})
 	}
@@ -74,23 +59,7 @@ func TestSanitize(t *testing.T) {
 func TestListenEscapes(t *testing.T) {
 	for _, network := range []string{"udp", "tcp"} {
 		t.Run(network, func(t *testing.T) {
-			var out syncBuf
-			stop := make(chan struct{})
-			addrs := make(chan net.Addr, 1)
-			go Listen(network+"://127.0.0.1:0", &out, stop, func(a net.Addr) { addrs <- a })
-			a := <-addrs
-			s, err := Dial(network + "://" + a.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Send([]byte("\x1b[2J\x1b]0;pwned\x07 \u009b1m done\n"))
-			deadline := time.Now().Add(3 * time.Second)
-			for !strings.Contains(out.String(), "done") && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			close(stop)
-			s.Close()
-			got := out.String()
+			got := exchange(t, network, "\x1b[2J\x1b]0;pwned\x07 \u009b1m done\n", "done")
 			if !strings.Contains(got, `] \x1b[2J\x1b]0;pwned\x07 \u009b1m done`) {
 				t.Errorf("got %q", got)
 			}
@@ -101,4 +70,27 @@ func TestListenEscapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exchange sends payload to a listener over network and returns what the
+// listener printed once until shows up (or 3 s passed).
+func exchange(t *testing.T, network, payload, until string) string {
+	t.Helper()
+	var out syncBuf
+	stop := make(chan struct{})
+	addrs := make(chan net.Addr, 1)
+	go Listen(network+"://127.0.0.1:0", &out, stop, func(a net.Addr) { addrs <- a })
+	a := <-addrs
+	s, err := Dial(network + "://" + a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send([]byte(payload))
+	deadline := time.Now().Add(3 * time.Second)
+	for !strings.Contains(out.String(), until) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	s.Close()
+	return out.String()
 }

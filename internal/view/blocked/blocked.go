@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
@@ -22,7 +23,9 @@ type Report struct {
 	Errors         Errors   `json:"bpf_errors"`
 	Attach         string   `json:"attach"` // how sched_switch was attached (tp_btf or raw_tp)
 	Warnings       []string `json:"warnings,omitempty"`
-	top            int
+	// UserStacks says how complete the user stacks are (nil: not walked).
+	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
+	top        int
 }
 
 // Errors are the BPF program's failure counts.
@@ -95,6 +98,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# %s: %d stacks, %.0f us blocked in %s (%s); %d stack walks failed, %d lost to full maps\n\n",
 		r.Command, len(r.Stacks), total, time.Duration(r.DurationNS).Round(time.Millisecond), r.Attach, r.Errors.StackFailures, r.Errors.LostMapFull)
+	if r.UserStacks != nil {
+		fmt.Fprintf(w, "# blocked user %s\n\n", r.UserStacks)
+	}
 }
 
 // WriteJSON writes the report as one document.

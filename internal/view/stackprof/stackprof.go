@@ -14,6 +14,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/outfile"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
@@ -23,6 +24,8 @@ type Report struct {
 	jsonout.Run
 	*report.Report
 	BPFErrors Errors `json:"bpf_errors"`
+	// UserStacks says how complete the user stacks are (nil: not walked).
+	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
 }
 
 // Errors are the profile program's failure counts.
@@ -44,7 +47,11 @@ func New(p *model.Profile, errs Errors, target string, comms []string) *Report {
 // WriteText prints the report and a line of failure counts.
 func (r *Report) WriteText(w io.Writer) {
 	r.Report.WriteText(w)
-	fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n\n", r.BPFErrors.UserStack, r.BPFErrors.KernelStack, r.BPFErrors.LostMapFull)
+	fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n", r.BPFErrors.UserStack, r.BPFErrors.KernelStack, r.BPFErrors.LostMapFull)
+	if r.UserStacks != nil {
+		fmt.Fprintf(w, "# user %s\n", r.UserStacks)
+	}
+	fmt.Fprintln(w)
 }
 
 // WriteJSON writes the report as one document.

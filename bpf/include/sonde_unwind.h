@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The user-stack walker: one walk that follows unwind tables compiled from
+ * .eh_frame/.debug_frame (internal/unwindtable) where a mapping has them
+ * and frame pointers where it has none (JIT code, Go, a file without
+ * unwind info). User space (internal/unwind) fills the tables and each
+ * traced process's mappings; the walker asks for a process it does not
+ * know through a ring buffer. Walked stacks are stored once each in
+ * unwind_stacks, keyed by a 64-bit hash of their frames, so a tool's
+ * aggregation key stays small and counting stays in the kernel.
+ *
+ * Include through sonde_stack.h with SONDE_UNWIND defined, after
+ * <bpf/bpf_helpers.h> and <bpf/bpf_core_read.h>. Needs bpf_loop and
+ * bpf_task_pt_regs (Linux 5.17). Docs: docs/unwinding.md. */
+#ifndef SONDE_UNWIND_H
+#define SONDE_UNWIND_H
+
+#include "sonde_maps.h"
+#include "sonde_tp.h"
+#include "sonde_unwind_types.h"
+
+/* The one task field the walker reads (CO-RE). */
+struct task_struct___unwind {
+	unsigned int flags;
+} __attribute__((preserve_access_index));
+
+#ifndef UNWIND_STACKS_ENTRIES
+#define UNWIND_STACKS_ENTRIES 16384
+#endif
+
+#define BPF_F_NO_PREALLOC (1U << 0)
+#define PF_KTHREAD 0x00200000
+
+/* Options set before load (internal/unwind.Consts). unwind_arch 0 turns
+ * the walker off: user stacks are then empty. The pt_regs offsets are the
+ * architecture's ABI layout (x86-64: sp 152, bp 32, ip 128; arm64: sp
+ * 248, x29 232, pc 256, x30 240). */
+const volatile __u32 unwind_arch = 0;
+const volatile __u32 unwind_off_sp = 0;
+const volatile __u32 unwind_off_fp = 0;
+const volatile __u32 unwind_off_pc = 0;
+const volatile __u32 unwind_off_lr = 0;
+/* Frames to take, at most UNWIND_MAX_FRAMES; 1 takes the leaf only and
+ * asks for no tables (sonde top). */
+const volatile __u32 unwind_max_frames = UNWIND_MAX_FRAMES;
+/* Least ns between two notices about the same process. */
+const volatile __u64 unwind_notice_ns = 50000000;
+
+/* key: rule index (u32); value: struct unwind_rule (8 bytes). The rule
+ * dictionary every table's rows point into (a few hundred rules serve
+ * every file). Written by user space only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_rule);
+	__uint(max_entries, UNWIND_MAX_RULES);
+} unwind_rules SEC(".maps");
+
+/* key: row index (u32); value: struct unwind_row (8 bytes: pc offset,
+ * rule index). Every loaded file's table is one sorted run of rows; a
+ * mapping names its run (row_first, row_count). max_entries is set by user
+ * space before load (rows of every file it may load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+	__uint(max_entries, 1);
+} unwind_rows SEC(".maps");
+
+/* key: process id (tgid, u32); value: struct unwind_proc, the process's
+ * executable mappings sorted by start address. Allocated on update (a
+ * value is 8 KB; most systems trace far fewer processes than the limit).
+ * Deleted here at exec and exit, so stale mappings never serve a new
+ * image. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_procs SEC(".maps");
+
+/* key: hash of a stack's frames (u64, never 0); value: struct
+ * unwind_stack (its frames, leaf first, and how the walk ended). A hash,
+ * not the frame array, is the key: tools put it in their own aggregation
+ * keys (8 bytes instead of 1 KB) and the kernel hashes 8 bytes per lookup.
+ * Two stacks with one 64-bit hash would merge; at 16K stacks the odds are
+ * about 1 in 10^11. Allocated on insert: memory follows distinct stacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct unwind_stack);
+	__uint(max_entries, UNWIND_STACKS_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_stacks SEC(".maps");
+
+/* key: 0 (u32); value: the walk in progress (registers and frames), per
+ * CPU: a stack is 1 KB, twice the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_state);
+	__uint(max_entries, 1);
+} unwind_scratch SEC(".maps");
+
+/* key: enum unwind_counter (u32); value: events (u64), per CPU. */
+PERCPU_COUNTERS(unwind_counters, UNWIND_C_MAX);
+
+/* struct unwind_notice records to user space: a process to (re)load. */
+RINGBUF(unwind_notices, 64 * 1024);
+
+/* key: process id (u32); value: ns of the last notice about it (u64),
+ * the rate limit. LRU: forgotten processes age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 8192);
+} unwind_noticed SEC(".maps");
+
+static __always_inline void unwind_notice(__u32 pid, __u32 kind, __u64 pc, bool limit)
+{
+	__u64 now = bpf_ktime_get_ns();
+	if (limit) {
+		__u64 *last = bpf_map_lookup_elem(&unwind_noticed, &pid);
+		if (last && now - *last < unwind_notice_ns)
+			return;
+	}
+	bpf_map_update_elem(&unwind_noticed, &pid, &now, BPF_ANY);
+	struct unwind_notice n = {.pid = pid, .kind = kind, .pc = pc};
+	if (bpf_ringbuf_output(&unwind_notices, &n, sizeof(n), 0))
+		counter_inc(&unwind_counters, UNWIND_C_NOTICES_LOST);
+	else
+		counter_inc(&unwind_counters, UNWIND_C_NOTICES);
+}
+
+static __always_inline bool unwind_read(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) == 0;
+}
+
+/* One frame by the frame-pointer chain: [fp] is the caller's fp, [fp+8]
+ * the return address, on x86-64 and arm64 alike. */
+static __always_inline bool unwind_fp_step(struct unwind_state *st)
+{
+	__u64 ra, fp;
+	if (st->fp == 0 || !st->fp_valid) {
+		st->out.end = st->fp_valid ? UNWIND_END_ZERO : UNWIND_END_READ;
+		return false;
+	}
+	if (st->fp < st->sp || !unwind_read(&fp, st->fp) || !unwind_read(&ra, st->fp + 8)) {
+		st->out.end = UNWIND_END_READ;
+		return false;
+	}
+	st->sp = st->fp + 16;
+	st->fp = fp;
+	st->pc = ra;
+	st->exact = false;
+	if (ra == 0) {
+		st->out.end = UNWIND_END_ZERO;
+		return false;
+	}
+	return true;
+}
+
+/* The mapping of pc in p, or NULL: binary search over the sorted starts. */
+static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_proc *p, __u64 pc)
+{
+	__u32 lo = 0, hi = p->count;
+	if (hi > UNWIND_MAX_MAPPINGS)
+		hi = UNWIND_MAX_MAPPINGS;
+	for (int k = 0; k < UNWIND_MAPPING_STEPS; k++) {
+		if (lo >= hi)
+			break;
+		__u32 mid = (lo + hi) / 2;
+		if (p->m[mid & (UNWIND_MAX_MAPPINGS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	struct unwind_mapping *m = &p->m[(lo - 1) & (UNWIND_MAX_MAPPINGS - 1)];
+	if (pc >= m->end)
+		return NULL;
+	return m;
+}
+
+/* The rule index of the last row at or below rel in rows [first,
+ * first+count); -1 when rel lies before the first row. */
+static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel)
+{
+	__u32 lo = first, hi = first + count;
+	for (int k = 0; k < UNWIND_ROW_STEPS; k++) {
+		if (lo >= hi)
+			break;
+		__u32 mid = lo + (hi - lo) / 2;
+		struct unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == first)
+		return -1;
+	__u32 at = lo - 1;
+	struct unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &at);
+	if (!r)
+		return -1;
+	return r->rule;
+}
+
+/* Unwind one frame of st; false ends the walk (st->out.end says why). */
+static __always_inline bool unwind_frame(struct unwind_state *st)
+{
+	struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
+	if (!p) {
+		st->out.flags |= UNWIND_F_PROC_UNKNOWN;
+		return unwind_fp_step(st);
+	}
+	struct unwind_mapping *m = unwind_find_mapping(p, st->pc);
+	if (!m) {
+		if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
+			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+		st->out.flags |= UNWIND_F_NO_MAPPING;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+		return unwind_fp_step(st);
+	}
+	if (m->row_count == 0) {
+		st->out.flags |= UNWIND_F_FALLBACK;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+		return unwind_fp_step(st);
+	}
+	/* A return address points after its call; the call itself may be a
+	 * function's last instruction, so look up ra-1. */
+	__u64 rel = st->pc - m->bias - (st->exact ? 0 : 1);
+	__s64 ri = unwind_find_row(m->row_first, m->row_count, rel);
+	struct unwind_rule *rule = NULL;
+	if (ri >= 0) {
+		__u32 k = (__u32)ri;
+		rule = bpf_map_lookup_elem(&unwind_rules, &k);
+	}
+	if (!rule || rule->kind == UNWIND_KIND_NONE) {
+		st->out.flags |= UNWIND_F_FALLBACK;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+		return unwind_fp_step(st);
+	}
+	__u8 kind = rule->kind;
+	__u8 flags = rule->flags;
+	__s64 cfa_off = (__s64)rule->cfa * 8;
+	__s64 fp_off = (__s64)rule->fp * 8;
+	__s64 ra_off = (__s64)rule->ra * 8;
+	__u64 cfa, ra = 0, v;
+
+	switch (kind) {
+	case UNWIND_KIND_STOP:
+		st->out.end = UNWIND_END_STOP;
+		return false;
+	case UNWIND_KIND_SIGNAL: {
+		__u64 sp = st->sp, pc, fp;
+		if (!unwind_read(&v, sp + cfa_off) || !unwind_read(&pc, sp + ra_off) || !unwind_read(&fp, sp + fp_off)) {
+			st->out.end = UNWIND_END_READ;
+			return false;
+		}
+		st->sp = v;
+		st->pc = pc;
+		st->fp = fp;
+		st->fp_valid = true;
+		st->exact = true; /* the interrupted pc, not a return address */
+		return pc != 0;
+	}
+	case UNWIND_KIND_SP:
+		cfa = st->sp + cfa_off;
+		break;
+	case UNWIND_KIND_PLT:
+		cfa = st->sp + cfa_off + ((st->pc & 15) >= (__u64)rule->fp ? 8 : 0);
+		fp_off = 0; /* fp holds the threshold: no PLT stub saves the FP */
+		break;
+	case UNWIND_KIND_FP:
+	case UNWIND_KIND_FP_DEREF:
+		if (!st->fp_valid) {
+			st->out.end = UNWIND_END_READ;
+			return false;
+		}
+		cfa = st->fp + cfa_off;
+		break;
+	case UNWIND_KIND_SP_DEREF:
+		cfa = st->sp + cfa_off;
+		break;
+	default:
+		st->out.end = UNWIND_END_UNSUPPORTED;
+		return false;
+	}
+	if (kind == UNWIND_KIND_FP_DEREF || kind == UNWIND_KIND_SP_DEREF) {
+		if (!unwind_read(&v, cfa)) {
+			st->out.end = UNWIND_END_READ;
+			return false;
+		}
+		cfa = v + (__u64)(flags >> 4) * 8;
+	}
+	if (flags & UNWIND_RULE_RA_IN_LR) {
+		/* Only the interrupted frame can still hold it in x30. */
+		if (st->out.len != 1) {
+			st->out.end = UNWIND_END_UNSUPPORTED;
+			return false;
+		}
+		ra = st->lr;
+	} else if (!unwind_read(&ra, cfa + ra_off)) {
+		st->out.end = UNWIND_END_READ;
+		return false;
+	}
+	if (flags & UNWIND_RULE_RA_SIGNED)
+		ra &= 0x0000ffffffffffffULL; /* strip the pointer authentication code */
+	if (fp_off != 0) {
+		if (unwind_read(&v, cfa + fp_off)) {
+			st->fp = v;
+			st->fp_valid = true;
+		} else {
+			st->fp_valid = false;
+		}
+	}
+	if (flags & UNWIND_RULE_FP_UNKNOWN)
+		st->fp_valid = false;
+	if (cfa < st->sp || (cfa == st->sp && !(flags & UNWIND_RULE_RA_IN_LR))) {
+		/* The stack grows down: a caller's frame lies above (at an arm64
+		 * function's entry, where x30 still holds the return address,
+		 * the caller's SP is the same). */
+		st->out.end = UNWIND_END_READ;
+		return false;
+	}
+	st->sp = cfa;
+	st->pc = ra;
+	st->exact = false;
+	if (ra == 0) {
+		st->out.end = UNWIND_END_ZERO;
+		return false;
+	}
+	return true;
+}
+
+static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+/* bpf_loop body: record the current frame, then unwind one. */
+static long unwind_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!st)
+		return 1;
+	__u32 n = st->out.len;
+	if (n >= UNWIND_MAX_FRAMES || n >= unwind_max_frames) {
+		st->out.end = UNWIND_END_FRAME_LIMIT;
+		return 1;
+	}
+	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = st->pc;
+	st->out.len = n + 1;
+	st->hash = unwind_mix(st->hash, st->pc);
+	return unwind_frame(st) ? 0 : 1;
+}
+
+/* Walk the current task's user stack into unwind_stacks. Returns the
+ * stack's key (its hash), or 0 when there is no user stack to take (a
+ * kernel thread, the walker off on this architecture). */
+static __always_inline __u64 unwind_user_stack(void)
+{
+	__u32 zero = 0;
+	if (!unwind_arch)
+		return 0;
+	struct task_struct___unwind *t = (void *)bpf_get_current_task();
+	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+		return 0;
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!st)
+		return 0;
+	long regs = bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return 0;
+	if (bpf_probe_read_kernel(&st->pc, 8, (void *)(regs + unwind_off_pc)) ||
+	    bpf_probe_read_kernel(&st->sp, 8, (void *)(regs + unwind_off_sp)) ||
+	    bpf_probe_read_kernel(&st->fp, 8, (void *)(regs + unwind_off_fp)))
+		return 0;
+	st->lr = 0;
+	if (unwind_off_lr)
+		bpf_probe_read_kernel(&st->lr, 8, (void *)(regs + unwind_off_lr));
+	if (st->pc == 0)
+		return 0;
+	st->pid = bpf_get_current_pid_tgid() >> 32;
+	st->fp_valid = true;
+	st->exact = true; /* the innermost pc was interrupted, not returned to */
+	st->hash = 0xcbf29ce484222325ULL;
+	st->out.len = 0;
+	st->out.end = UNWIND_END_FRAME_LIMIT;
+	st->out.flags = 0;
+	st->out.fallback_pc = 0;
+	if (unwind_max_frames > 1 && !bpf_map_lookup_elem(&unwind_procs, &st->pid))
+		unwind_notice(st->pid, UNWIND_NOTICE_PID, 0, true);
+	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
+
+	counter_inc(&unwind_counters, UNWIND_C_WALKS);
+	switch (st->out.end) {
+	case UNWIND_END_STOP:
+	case UNWIND_END_ZERO:
+		counter_inc(&unwind_counters, UNWIND_C_COMPLETE);
+		break;
+	case UNWIND_END_FRAME_LIMIT:
+		counter_inc(&unwind_counters, UNWIND_C_FRAME_LIMIT);
+		break;
+	case UNWIND_END_UNSUPPORTED:
+		counter_inc(&unwind_counters, UNWIND_C_UNSUPPORTED);
+		break;
+	default:
+		counter_inc(&unwind_counters, UNWIND_C_BAD_READ);
+	}
+	if (st->out.flags & UNWIND_F_FALLBACK)
+		counter_inc(&unwind_counters, UNWIND_C_FALLBACK);
+	if (st->out.flags & (UNWIND_F_NO_MAPPING | UNWIND_F_PROC_UNKNOWN))
+		counter_inc(&unwind_counters, UNWIND_C_NOT_LOADED);
+
+	__u64 h = unwind_mix(st->hash, st->out.len);
+	if (h == 0)
+		h = 1;
+	if (!bpf_map_lookup_elem(&unwind_stacks, &h) &&
+	    bpf_map_update_elem(&unwind_stacks, &h, &st->out, BPF_NOEXIST) == -7 /* -E2BIG: full */) {
+		counter_inc(&unwind_counters, UNWIND_C_STACKS_FULL);
+		return 0;
+	}
+	return h;
+}
+
+/* The walker's bookkeeping of processes: a new image drops the old
+ * mappings at once (the next sample asks for the new ones), an exit frees
+ * them. */
+TP_BTF_OR_RAW(sched_process_exec, unwind_exec)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_map_delete_elem(&unwind_procs, &pid);
+	unwind_notice(pid, UNWIND_NOTICE_EXEC, 0, false);
+	return 0;
+}
+
+TP_BTF_OR_RAW(sched_process_exit, unwind_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+	if (pid != (__u32)id)
+		return 0; /* a thread, not the process */
+	if (bpf_map_delete_elem(&unwind_procs, &pid) == 0)
+		unwind_notice(pid, UNWIND_NOTICE_EXIT, 0, false);
+	bpf_map_delete_elem(&unwind_noticed, &pid);
+	return 0;
+}
+
+#endif

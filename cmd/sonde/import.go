@@ -1,0 +1,55 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/load"
+	"github.com/sonde-dev/sonde/internal/perfdata"
+)
+
+// inputHelp describes -i for every view: they all open inputs through
+// internal/load.
+const inputHelp = "recording to read: a sonde data file, perf.data or perf script text (- for standard input)"
+
+func newImportCmd() *cobra.Command {
+	var (
+		output string
+		po     perfdata.Options
+		quiet  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import [flags] FILE",
+		Short: "convert perf.data or perf script text into a sonde data file",
+		Long: "Read what perf record wrote (perf.data, or the stream of perf record -o -) or what perf\n" +
+			"script printed, name its frames once on this machine (perf's build-id cache, the recorded\n" +
+			"paths checked by build-id, debug directories, kallsyms) and write a sonde data file that\n" +
+			"reads the same anywhere. Objects that could not be named are listed, one line each.\n" +
+			"Every view also reads perf's files directly with -i; import when the file travels.",
+		Example: "  sonde import perf.data -o run.data\n  perf record -g -o - ./app | sonde import - -o app.data\n" +
+			"  sonde import --symfs /mnt/prod --buildid-dir /mnt/prod/root/.debug perf.data -o prod.data",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one file to import: sonde import perf.data -o FILE")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "sonde.data", "sonde data file to write")
+	f.StringVar(&po.SymFS, "symfs", "", "look for objects under this directory (a copy of the recording machine's files), as perf report --symfs")
+	f.StringVar(&po.BuildIDDir, "buildid-dir", "", "perf's build-id cache (default $PERF_BUILDID_DIR, else ~/.debug)")
+	f.StringVarP(&po.Kallsyms, "kallsyms", "k", "", "kallsyms of the recorded kernel (default: this machine's, if it is the same kernel)")
+	f.StringVar(&po.DebugDir, "debug-dir", "", "separate debug files (default /usr/lib/debug)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no summary line")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var summary io.Writer = os.Stderr
+		if quiet {
+			summary = nil
+		}
+		return load.ImportFile(args[0], output, load.Options{Perf: po}, summary)
+	}
+	return cmd
+}

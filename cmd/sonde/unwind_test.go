@@ -1,0 +1,464 @@
+package main
+
+// Tests of the BPF user-stack walker through the tools that use it,
+// against workloads whose true stacks are known.
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// folded parses --folded output: "comm;outer;…;leaf count" lines.
+func folded(t *testing.T, out string) map[string]uint64 {
+	t.Helper()
+	m := map[string]uint64{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(line[i+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("folded line %q: %v", line, err)
+		}
+		m[line[:i]] += n
+	}
+	if len(m) == 0 {
+		t.Fatalf("no stacks in:\n%s", out)
+	}
+	return m
+}
+
+// reaching sums the stacks that contain one of frames, and all stacks.
+func reaching(stacks map[string]uint64, frames ...string) (hit, total uint64) {
+	for s, n := range stacks {
+		total += n
+		for _, f := range strings.Split(s, ";")[1:] {
+			if contains(frames, f) {
+				hit += n
+				break
+			}
+		}
+	}
+	return hit, total
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func startBin(t *testing.T, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// TestProfileUnwindsWithoutFramePointers: main → dispatch → {heavy, light}
+// split 3:1, built without frame pointers, with them, and stripped.
+// profile must give 75/25 within 3 points with the full chain, and ≥ 95%
+// of samples must reach main.
+func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	builds := map[string]string{
+		"no-fp":    testutil.BuildC(t, dir, "unwind-nofp", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
+		"fp":       testutil.BuildC(t, dir, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer"),
+		"stripped": testutil.BuildC(t, dir, "unwind-stripped", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
+	}
+	// strip keeps .eh_frame (and the dynamic symbols); the names come from
+	// a copy that keeps its symbols, as a debug file would give them.
+	if b, err := exec.Command("strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"]).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v\n%s", err, b)
+	}
+	if b, _ := exec.Command("readelf", "-S", builds["stripped"]).Output(); strings.Contains(string(b), ".debug_") {
+		t.Fatalf("the stripped build still has debug sections:\n%s", b)
+	}
+	for _, name := range []string{"no-fp", "fp", "stripped"} {
+		t.Run(name, func(t *testing.T) {
+			w := startBin(t, builds[name], "6")
+			r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "2s", "--user", "--folded")
+			st := folded(t, r.Stdout)
+			var heavy, light uint64
+			for s, n := range st {
+				switch {
+				case strings.HasSuffix(s, ";main;dispatch;heavy"):
+					heavy += n
+				case strings.HasSuffix(s, ";main;dispatch;light"):
+					light += n
+				}
+			}
+			hit, total := reaching(st, "main")
+			t.Logf("%s: heavy %d, light %d, %d of %d samples reach main", name, heavy, light, hit, total)
+			if heavy+light < 600 {
+				t.Fatalf("only %d samples of main;dispatch;{heavy,light} in 2 s at 999 Hz:\n%s", heavy+light, r.Stdout)
+			}
+			if pct := 100 * float64(heavy) / float64(heavy+light); pct < 72 || pct > 78 {
+				t.Errorf("heavy %.1f%% of heavy+light, want 75 ± 3", pct)
+			}
+			if pct := 100 * float64(hit) / float64(total); pct < 95 {
+				t.Errorf("%.1f%% of samples reach main, want ≥ 95%%", pct)
+			}
+		})
+	}
+}
+
+// perfScriptReaching counts perf script samples whose stack has one of
+// frames, and all samples.
+func perfScriptReaching(t *testing.T, out string, frames ...string) (hit, total int) {
+	t.Helper()
+	re := regexp.MustCompile(`^\s+[0-9a-f]+ ([^\s+]+)`)
+	in, found := false, false
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			if in && found {
+				hit++
+			}
+			in, found = false, false
+			continue
+		}
+		if !strings.HasPrefix(line, "\t") && !strings.HasPrefix(line, " ") {
+			in = true
+			total++
+			continue
+		}
+		if m := re.FindStringSubmatch(line); m != nil && contains(frames, m[1]) {
+			found = true
+		}
+	}
+	if in && found {
+		hit++
+	}
+	return hit, total
+}
+
+// TestProfileUnwindsPython: Debian's python3 has no frame pointers. A
+// pure-Python loop must reach main in ≥ 95% of samples; perf's DWARF mode
+// (8 KB stack copies) on the same workload is printed beside it. python's
+// main tail-calls Py_BytesMain, so that is the frame that stands for it.
+func TestProfileUnwindsPython(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("%s: %v", py, err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "loop.py")
+	src := "import json, re, time\n" +
+		"def work(n):\n" +
+		"    s = 0\n" +
+		"    for i in range(n):\n" +
+		"        s += len(json.dumps({'k': i, 'v': [i, str(i)]})) + len(re.findall(r'\\d', str(i * i)))\n" +
+		"    return s\n" +
+		"end = time.time() + 8\n" +
+		"while time.time() < end:\n" +
+		"    work(1000)\n"
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := startBin(t, py, script)
+	pid := strconv.Itoa(w.Process.Pid)
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", pid, "-d", "2500ms", "--user", "--folded")
+	st := folded(t, r.Stdout)
+	hit, total := reaching(st, "main", "Py_BytesMain")
+	sondePct := 100 * float64(hit) / float64(total)
+
+	perfPct := -1.0
+	if perf, err := exec.LookPath("perf"); err == nil {
+		data := filepath.Join(dir, "perf.data")
+		rec := exec.Command(perf, "record", "-q", "--call-graph", "dwarf", "-F", "499", "-p", pid, "-o", data, "--", "sleep", "2.5")
+		if b, err := rec.CombinedOutput(); err != nil {
+			t.Logf("perf record --call-graph dwarf: %v\n%s", err, b)
+		} else if out, err := exec.Command(perf, "script", "-i", data, "-F", "comm,pid,ip,sym").Output(); err == nil {
+			h, n := perfScriptReaching(t, string(out), "main", "Py_BytesMain")
+			if n > 0 {
+				perfPct = 100 * float64(h) / float64(n)
+			}
+		}
+	}
+	t.Logf("python3 pure-Python loop, samples reaching main: sonde profile %.1f%% (%d of %d), perf --call-graph dwarf %.1f%%", sondePct, hit, total, perfPct)
+	if total < 300 {
+		t.Fatalf("only %d samples in 2.5 s at 499 Hz", total)
+	}
+	if sondePct < 95 {
+		t.Errorf("%.1f%% of python3's samples reach main, want ≥ 95%%", sondePct)
+	}
+}
+
+// TestProfileSaysHowCompleteStacksAre: the text report carries the line.
+func TestProfileSaysHowCompleteStacksAre(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := startBin(t, bin, "4")
+	r := testutil.MustRun(t, dir, "profile", "-F", "199", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s")
+	m := regexp.MustCompile(`# user stacks complete: ([0-9.]+)%`).FindStringSubmatch(r.Stdout)
+	if m == nil {
+		t.Fatalf("no completeness line in:\n%s", r.Stdout)
+	}
+	if pct, _ := strconv.ParseFloat(m[1], 64); pct < 95 {
+		t.Errorf("stacks complete: %s%%, want ≥ 95%%:\n%s", m[1], r.Stdout)
+	}
+}
+
+// chainShare is the share of blocked time, among stacks whose user part
+// has a frame matching leaf, whose user frames also name want in order
+// (innermost first), and that total.
+func chainShare(stacks []offcpuStack, leaf string, want ...string) (in, total float64) {
+	for _, s := range stacks {
+		var user []string
+		for _, f := range s.Frames {
+			if f.Sym == "--" {
+				user = nil // wakeup: the blocked stack follows the separator
+				continue
+			}
+			if !f.Kernel {
+				user = append(user, f.Sym)
+			}
+		}
+		i := 0
+		for i < len(user) && user[i] != leaf {
+			i++
+		}
+		if i == len(user) {
+			continue
+		}
+		total += s.BlockedNS
+		if i+len(want) < len(user) && strings.Join(user[i+1:i+1+len(want)], ";") == strings.Join(want, ";") {
+			in += s.BlockedNS
+		}
+	}
+	return in, total
+}
+
+type offcpuStack = struct {
+	Comm      string  `json:"comm"`
+	Pid       int     `json:"pid"`
+	BlockedNS float64 `json:"blocked_ns"`
+	Frames    []struct {
+		Sym    string `json:"sym"`
+		Kernel bool   `json:"kernel"`
+	} `json:"frames"`
+}
+
+// TestOffcpuWakeupUnwindPollCaller: seed 004's server waits for DNS in
+// glibc's poll, which keeps no frame, so a frame-pointer walk skips its
+// caller. With the unwinder, offcpu and wakeup show poll ← dns_query ←
+// reverse_lookup ← serve for ≥ 95% of the time blocked in poll.
+func TestOffcpuWakeupUnwindPollCaller(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	pid, _, _ := dnsSetup(t, dir, false)
+	p := strconv.Itoa(pid)
+	for _, tool := range []string{"offcpu", "wakeup"} {
+		o := offcpuRun(t, dir, tool, "-p", p, "-d", "2s", "--json")
+		stacks := make([]offcpuStack, len(o.Stacks))
+		for i, s := range o.Stacks {
+			stacks[i] = offcpuStack(s)
+		}
+		in, total := chainShare(stacks, "poll", "dns_query", "reverse_lookup", "serve")
+		t.Logf("%s: %.0f of %.0f ns blocked in poll under dns_query → reverse_lookup → serve (%.1f%%)", tool, in, total, 100*in/max(total, 1))
+		if total == 0 || in/total < 0.95 {
+			t.Errorf("%s: poll ← dns_query ← reverse_lookup ← serve holds %.1f%% of the time blocked in poll, want ≥ 95%%", tool, 100*in/max(total, 1))
+		}
+	}
+}
+
+type userStacksJSON struct {
+	UserStacks struct {
+		Total      uint64            `json:"stacks_total"`
+		Complete   uint64            `json:"stacks_complete"`
+		NoUnwind   uint64            `json:"truncated_no_unwind_info"`
+		FPFallback uint64            `json:"frame_pointer_fallback"`
+		Files      map[string]uint64 `json:"no_unwind_info_files"`
+	} `json:"user_stacks"`
+}
+
+// TestProfileFallsBackToFramePointers: code without unwind info is walked
+// by frame pointers and counted; without frame pointers either, the
+// truncated stacks name the file.
+func TestProfileFallsBackToFramePointers(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	noTables := []string{"-O2", "-g0", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}
+	fp := testutil.BuildC(t, dir, "unwind-fp-only", []string{"unwind.c"}, append(noTables, "-fno-omit-frame-pointer")...)
+	none := testutil.BuildC(t, dir, "unwind-nothing", []string{"unwind.c"}, append(noTables, "-fomit-frame-pointer")...)
+	run := func(bin string) (userStacksJSON, map[string]uint64) {
+		w := startBin(t, bin, "5")
+		p := strconv.Itoa(w.Process.Pid)
+		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
+		var j userStacksJSON
+		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+		}
+		f := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--folded")
+		return j, folded(t, f.Stdout)
+	}
+
+	j, st := run(fp)
+	hit, total := reaching(st, "main")
+	t.Logf("frame pointers, no tables: %+v; %d of %d samples reach main", j.UserStacks, hit, total)
+	if u := j.UserStacks; u.Total == 0 || float64(u.FPFallback) < 0.95*float64(u.Total) || float64(u.Complete) < 0.95*float64(u.Total) {
+		t.Errorf("want ≥ 95%% of stacks complete and counted as frame-pointer fallback: %+v", u)
+	}
+	if float64(hit) < 0.95*float64(total) {
+		t.Errorf("%d of %d samples reach main by frame pointers", hit, total)
+	}
+
+	j, _ = run(none)
+	t.Logf("neither: %+v", j.UserStacks)
+	if u := j.UserStacks; u.Total == 0 || float64(u.Files[none]) < 0.9*float64(u.Total) {
+		t.Errorf("want ≥ 90%% of stacks truncated with no unwind info for %s: %+v", none, u)
+	}
+}
+
+// TestProfileFollowsDlopen: a library mapped after profiling started gets
+// its table on the walker's first notice, so its stacks unwind fully.
+func TestProfileFollowsDlopen(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	lib := testutil.BuildC(t, dir, "libunwindlate.so", []string{"unwind_dlopen.c"}, "-DLIB", "-shared", "-fPIC", "-O2", "-fomit-frame-pointer")
+	bin := testutil.BuildC(t, dir, "unwind_dlopen", []string{"unwind_dlopen.c"}, "-O2", "-fomit-frame-pointer", "-ldl")
+	w := startBin(t, bin, lib, "0.5", "5")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "2500ms", "--user", "--folded")
+	st := folded(t, r.Stdout)
+	var chain, inLib uint64
+	for s, n := range st {
+		if strings.HasSuffix(s, ";lib_inner") || strings.HasSuffix(s, ";lib_outer") {
+			inLib += n
+			if strings.Contains(s, ";main;lib_outer") {
+				chain += n
+			}
+		}
+	}
+	t.Logf("%d of %d samples in the late library reach main through lib_outer", chain, inLib)
+	if inLib < 300 || float64(chain) < 0.95*float64(inLib) {
+		t.Errorf("%d of %d samples in the late library reach main, want ≥ 95%%:\n%s", chain, inLib, r.Stdout)
+	}
+}
+
+// TestProfileUnwindsVDSO: time spent in clock_gettime is in the vDSO,
+// which exists only in memory; its table is built from the process's copy,
+// so no stack needs frame pointers there.
+func TestProfileUnwindsVDSO(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := startBin(t, bin, "4", "clock")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
+	var j userStacksJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	u := j.UserStacks
+	t.Logf("%+v", u)
+	if u.Total < 300 || float64(u.Complete) < 0.99*float64(u.Total) || float64(u.FPFallback) > 0.01*float64(u.Total) {
+		t.Errorf("want ≥ 99%% complete and ≤ 1%% through frame pointers: %+v", u)
+	}
+}
+
+// TestProfileFrameLimit: stacks deeper than the walker's 128 frames are
+// cut there and counted; shallower ones are whole.
+func TestProfileFrameLimit(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	for _, c := range []struct {
+		depth   string
+		limited bool
+	}{{"100", false}, {"200", true}} {
+		w := startBin(t, bin, "4", "deep", c.depth)
+		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s", "--user", "--json")
+		var j struct {
+			U struct {
+				Total      uint64 `json:"stacks_total"`
+				Complete   uint64 `json:"stacks_complete"`
+				FrameLimit uint64 `json:"truncated_frame_limit"`
+			} `json:"user_stacks"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+		}
+		t.Logf("depth %s: %+v", c.depth, j.U)
+		got := j.U.FrameLimit
+		if !c.limited {
+			got = j.U.Complete
+		}
+		if j.U.Total < 100 || float64(got) < 0.95*float64(j.U.Total) {
+			t.Errorf("depth %s: want ≥ 95%% of stacks %s: %+v", c.depth, map[bool]string{true: "at the frame limit", false: "complete"}[c.limited], j.U)
+		}
+		w.Process.Kill()
+	}
+}
+
+// TestProfileUnwindsThroughSignalFrames: samples in a signal handler
+// unwind through the signal frame into the interrupted code and on to main.
+func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
+	w := startBin(t, bin, "5")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--folded")
+	st := folded(t, r.Stdout)
+	var inHandler, through uint64
+	for s, n := range st {
+		if !strings.Contains(s, ";on_signal;handler_work") {
+			continue
+		}
+		inHandler += n
+		if strings.Contains(s, ";main;outer_loop;") {
+			through += n
+		}
+	}
+	t.Logf("%d of %d samples in the handler reach main;outer_loop through the signal frame", through, inHandler)
+	if inHandler < 100 || float64(through) < 0.95*float64(inHandler) {
+		t.Errorf("%d of %d handler samples unwind through the signal frame, want ≥ 95%%:\n%s", through, inHandler, r.Stdout)
+	}
+}
+
+// TestProfileShortLivedChildren: system-wide, the short-lived children of
+// a shell script get their tables at exec and, after they exit, their
+// stacks are still named from the mappings the unwinder kept.
+func TestProfileShortLivedChildren(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	script := "sleep 1; for i in 1 2 3 4 5 6; do " + bin + " 0.3; done"
+	sh := startBin(t, "/bin/sh", "-c", script)
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-d", "3500ms", "--user", "--folded")
+	sh.Wait()
+	var kid, chain uint64
+	for s, n := range folded(t, r.Stdout) {
+		if !strings.HasPrefix(s, "unwind-kid;") {
+			continue
+		}
+		kid += n
+		if strings.Contains(s, ";main;dispatch;") {
+			chain += n
+		}
+	}
+	t.Logf("%d of %d samples of the short-lived children reach main;dispatch", chain, kid)
+	if kid < 200 || float64(chain) < 0.9*float64(kid) {
+		t.Errorf("%d of %d samples of short-lived children unwind and symbolize to main;dispatch, want ≥ 90%%", chain, kid)
+	}
+}
