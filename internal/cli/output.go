@@ -57,19 +57,14 @@ func (o *Output) Close() error {
 			err = o.file.Commit()
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", o.name, unwrapPath(err))
+	if err != nil && o.file == nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // "write /dev/stdout": the stream is named below
+			err = pe.Err
+		}
+		return fmt.Errorf("writing %s: %w", o.name, err)
 	}
-	return nil
-}
-
-// unwrapPath drops a path error's own path, which Close names already.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return err // outfile's errors name the file
 }
 
 // Finish closes the output and returns err, or the error of closing when

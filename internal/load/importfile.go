@@ -31,7 +31,7 @@ func ImportFile(in, out string, o Options, summary io.Writer) error {
 		return err
 	}
 	if err := datafile.WriteFile(out, p); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
+		return err // it names the file
 	}
 	if summary == nil {
 		return nil

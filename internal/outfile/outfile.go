@@ -84,46 +84,47 @@ func Create(path string) (*File, error) {
 // Path is the destination.
 func (f *File) Path() string { return f.path }
 
-// Write writes to the temporary file; errors name the destination (the
-// temporary name means nothing to the user).
+// Write writes to the temporary file. Errors read "writing PATH: cause",
+// naming the destination (the temporary name means nothing to the user),
+// so callers need not name the file again.
 func (f *File) Write(p []byte) (int, error) {
 	if f.err != nil {
 		return 0, f.err
 	}
 	n, err := f.f.Write(p)
 	if err != nil {
-		f.err = f.pathError("write", err)
+		f.err = f.fail("writing", err)
 	}
 	return n, f.err
 }
 
-func (f *File) pathError(op string, err error) error {
+func (f *File) fail(doing string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return &fs.PathError{Op: op, Path: f.path, Err: err}
+	return fmt.Errorf("%s %s: %w", doing, f.path, err)
 }
 
 // Commit syncs the file and renames it over the destination.
 func (f *File) Commit() error {
 	if f.inPlace {
 		if err := f.f.Close(); f.err == nil && err != nil {
-			f.err = f.pathError("write", err)
+			f.err = f.fail("writing", err)
 		}
 		return f.err
 	}
 	err := f.err
 	if err == nil {
 		if e := f.f.Sync(); e != nil {
-			err = f.pathError("write", e) // delayed allocation failures surface here
+			err = f.fail("writing", e) // delayed allocation failures surface here
 		}
 	}
 	if e := f.f.Chmod(Mode); err == nil && e != nil {
-		err = f.pathError("chmod", e)
+		err = f.fail("setting the mode of", e)
 	}
 	if e := f.f.Close(); err == nil && e != nil {
-		err = f.pathError("write", e)
+		err = f.fail("writing", e)
 	}
 	if err == nil {
 		if e := os.Rename(f.f.Name(), f.path); e != nil {

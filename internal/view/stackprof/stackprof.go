@@ -104,7 +104,7 @@ func writeFlame(path string, root *flamegraph.Node, o flamegraph.Options) error 
 		return flamegraph.WriteHTML(w, root, o)
 	})
 	if err != nil {
-		return fmt.Errorf("writing flame graph %s: %w", path, err)
+		return fmt.Errorf("flame graph: %w", err)
 	}
 	return nil
 }
