@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/bio"
@@ -55,9 +57,10 @@ func newBiosnoopCmd() *cobra.Command {
 	l := &live{durationArg: true}
 	var comm string
 	cmd := newLive(l, &cobra.Command{
-		Use:     "biosnoop [flags] [DURATION]",
-		Short:   "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
-		Long:    "Trace every block request, as bcc's biosnoop does; --json writes one request a line.",
+		Use:   "biosnoop [flags] [DURATION]",
+		Short: "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
+		Long: "Trace every block request, as bcc's biosnoop does: one line per request as it completes;\n" +
+			"--json writes one request a line.",
 		Example: "  sonde biosnoop 5\n  sonde biosnoop --comm postgres -d 10 --json",
 	}, "only I/O submitted by this process")
 	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
@@ -67,13 +70,27 @@ func newBiosnoopCmd() *cobra.Command {
 			return err
 		}
 		defer stop()
-		o := bio.SnoopOptions
-		o.Duration = l.duration
-		res, err := bio.Run(ctx, bio.SnoopStages, o)
+		// One line per request as it completes, flushed at once.
+		if !l.asJSON {
+			bio.SnoopHeader(l.w)
+			l.w.Flush()
+		}
+		var werr error
+		res, err := bio.Snoop(ctx, bio.Filter{Pid: l.pid, Comm: comm}, l.duration, func(x bio.IO) {
+			if l.asJSON {
+				werr = cmp.Or(werr, x.WriteJSON(l.w))
+			} else {
+				x.WriteText(l.w)
+			}
+			werr = cmp.Or(werr, l.w.Flush())
+		})
 		if err != nil {
 			return err
 		}
-		return l.w.Final(bio.NewSnoop(res, bio.Filter{Pid: l.pid, Comm: comm}))
+		if !l.asJSON {
+			res.WriteFooter(l.w)
+		}
+		return cmp.Or(werr, l.w.Flush())
 	}
 	return cmd
 }

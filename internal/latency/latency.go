@@ -32,6 +32,9 @@ type Pair struct {
 	Comm    string `json:"comm"`
 	Pid     int32  `json:"pid"`
 	Aux     string `json:"aux,omitempty"`
+	// Before is a chain's start → mid time (pairbpf.Options.Mid), nil
+	// when its start was not seen.
+	Before *uint64 `json:"before_ns,omitempty"`
 }
 
 // Result holds a distribution per group.
