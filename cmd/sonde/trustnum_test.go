@@ -262,3 +262,51 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestDeletedDirectory: binaries whose directory was deleted while they
+// run are still named (through /proc/PID/map_files and /proc/PID/exe), by
+// record and profile, and probe -p still probes them.
+func TestDeletedDirectory(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := testutil.BuildC(t, gone, "split", []string{"work.c"})
+	ticker := testutil.BuildC(t, gone, "ticker", []string{"ticker.c"})
+	start := func(args ...string) *exec.Cmd {
+		c := exec.Command(args[0], args[1:]...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	w, tk := start(work, "100000"), start(ticker)
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	wp, tp := strconv.Itoa(w.Process.Pid), strconv.Itoa(tk.Process.Pid)
+
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "999", "-p", wp, "--duration", "1s", "-o", "d.data")
+	checkSplit(t, reportJSON(t, dir, "-i", "d.data", "--no-children"), "spin_a", "spin_b")
+	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", wp, "-d", "1s", "--json")
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	checkSplit(t, rep, "spin_a", "spin_b")
+
+	testutil.MustRun(t, dir, "probe", "-p", tp, "-a", "tick")
+	t.Cleanup(func() { testutil.Run(t, dir, "probe", "-d", "probe_ticker:tick") })
+	r = testutil.MustRun(t, dir, "stat", "--json", "-e", "probe_ticker:tick", "-p", tp, "--", "sleep", "1")
+	var s statJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	}
+	// tick runs every 10 ms: 100 calls in the second sleep runs.
+	if n := statValue(t, s, "probe_ticker:tick"); n < 95 || n > 105 {
+		t.Errorf("probe on the deleted binary counted %.0f calls in 1 s, want 100 ± 5", n)
+	}
+}
