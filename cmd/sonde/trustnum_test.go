@@ -310,3 +310,28 @@ func TestDeletedDirectory(t *testing.T) {
 		t.Errorf("probe on the deleted binary counted %.0f calls in 1 s, want 100 ± 5", n)
 	}
 }
+
+// TestSrclineKernelRows: without line info, --sort srcline names a kernel
+// row by its function and offset (as perf does), never as
+// [kernel.kallsyms]+0xaddress.
+func TestSrclineKernelRows(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-o", "sys.data", "--", "./syscalls", "1000000")
+	rep := reportJSON(t, dir, "-i", "sys.data", "--sort", "srcline", "--comm", "syscalls")
+	kernel := 0
+	named := regexp.MustCompile(`^[A-Za-z_][\w.]*\+0x[0-9a-f]+$`)
+	for _, e := range rep.Entries {
+		if !e.Kernel {
+			continue
+		}
+		kernel++
+		if s := e.Keys["srcline"]; !named.MatchString(s) {
+			t.Errorf("kernel srcline row %q, want function+0xoffset", s)
+		}
+	}
+	if kernel == 0 {
+		t.Fatalf("no kernel rows in a write(2) loop: %+v", rep.Entries)
+	}
+}
