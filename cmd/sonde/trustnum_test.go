@@ -335,3 +335,35 @@ func TestSrclineKernelRows(t *testing.T) {
 		t.Fatalf("no kernel rows in a write(2) loop: %+v", rep.Entries)
 	}
 }
+
+// TestProfileShortLived: profile -p of a process that exits long before
+// the end still names its frames: its mappings were kept while it ran.
+func TestProfileShortLived(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	testutil.Sonde(t) // built before the short workload starts
+	w := exec.Command(bin, "200") // about 1.5 s
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { w.Wait(); close(exited) }()
+	defer func() { w.Process.Kill(); <-exited }()
+	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "3s", "--json", "-o", "short.data")
+	select {
+	case <-exited:
+	default:
+		t.Fatalf("the workload outlived the profile: make it shorter")
+	}
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	for _, e := range rep.Entries {
+		if s := e.Keys["sym"]; strings.HasPrefix(s, "[unknown]") {
+			t.Errorf("frame %q of the exited process", s)
+		}
+	}
+	checkSplit(t, rep, "spin_a", "spin_b")
+}

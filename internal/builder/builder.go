@@ -82,6 +82,11 @@ func New() *Builder {
 	}
 }
 
+// ReadMapsWith makes the builder read the mappings of processes it did not
+// see start with read (a procfs.MapsKeeper's Read keeps those of processes
+// that exited).
+func (b *Builder) ReadMapsWith(read func(pid int) ([]procfs.Mapping, error)) { b.readMaps = read }
+
 func (b *Builder) proc(pid uint32) *process {
 	p := b.procs[pid]
 	if p == nil {
