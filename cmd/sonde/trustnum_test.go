@@ -367,3 +367,33 @@ func TestProfileShortLived(t *testing.T) {
 	}
 	checkSplit(t, rep, "spin_a", "spin_b")
 }
+
+// TestPythonFramesHaveObjects: python3 is built without frame pointers, so
+// a -g recording walks through saved values that are not code addresses.
+// Frames in data are named by their mapping ([heap]+0x…, [anon:PID]+0x…)
+// and the walk ends where it leaves the process's memory: almost no
+// [unknown]+0xaddress frames are left in the folded output.
+func TestPythonFramesHaveObjects(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := testutil.RequireTool(t, "python3", "python3")
+	dir := t.TempDir()
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "999", "-o", "py.data", "--", py, "-c",
+		"import json\nx = 0\nfor i in range(300000): x += len(json.dumps({'a': i}))")
+	folded := testutil.MustRun(t, dir, "flamegraph", "-i", "py.data", "--format", "folded").Stdout
+	total, unknown := 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.Atoi(l[i+1:])
+		if err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		total += n
+		if strings.Contains(l[:i], "[unknown]") {
+			unknown += n
+		}
+	}
+	t.Logf("%d of %d samples have an [unknown] frame", unknown, total)
+	if total < 200 || unknown*50 > total {
+		t.Errorf("%d of %d samples have [unknown] frames, want under 2%%:\n%s", unknown, total, folded)
+	}
+}
