@@ -342,8 +342,9 @@ func TestProfileShortLived(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
-	testutil.Sonde(t) // built before the short workload starts
-	w := exec.Command(bin, "200") // about 1.5 s
+	// sonde is built before the short workload (about 1.5 s) starts.
+	testutil.Sonde(t)
+	w := exec.Command(bin, "200")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
