@@ -5,7 +5,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/annotate"
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/load"
 )
 
 func newAnnotateCmd() *cobra.Command {
@@ -21,7 +21,7 @@ func newAnnotateCmd() *cobra.Command {
 		Args:    cobra.MaximumNArgs(1),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&input, "input", "i", "sonde.data", "data file to read")
+	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&sym, "symbol", "s", "", "annotate this function (default: the hottest ones); also the positional SYMBOL")
 	f.IntVar(&top, "top", 3, "how many hot functions without a symbol")
 	f.Bool("stdio", true, "plain text (the only mode; accepted for perf compatibility)")
@@ -35,7 +35,7 @@ func newAnnotateCmd() *cobra.Command {
 			}
 			sym = args[0] // perf annotate SYMBOL
 		}
-		p, err := datafile.ReadFileWith(input, datafile.ReadOptions{Group: true})
+		p, err := load.Profile(input, load.Options{Group: true})
 		if err != nil {
 			return err
 		}

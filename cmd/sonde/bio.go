@@ -6,13 +6,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/bio"
+	"github.com/sonde-dev/sonde/internal/cli"
 )
 
 func newBiolatCmd() *cobra.Command {
-	l := &live{durationArg: true}
+	l := &cli.Live{DurationArg: true}
 	var queued, perDisk, stages bool
-	var df distFlags
-	cmd := newLive(l, &cobra.Command{
+	var df cli.Dist
+	cmd := l.Command(&cobra.Command{
 		Use:   "biolat [flags] [DURATION]",
 		Short: "block I/O latency distributions per disk, with queued and device stages (BPF)",
 		Long: "Pair block requests in the kernel by (dev, sector) and show their latency, as bcc's biolatency\n" +
@@ -22,13 +23,13 @@ func newBiolatCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
 	cmd.Flags().BoolVarP(&perDisk, "disks", "D", false, "one distribution per disk")
 	cmd.Flags().BoolVar(&stages, "stages", false, "split queued (insert → issue) from device (issue → complete) time")
-	df.add(cmd.Flags())
+	df.Add(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		do, err := df.options()
+		do, err := df.Options()
 		if err != nil {
 			return err
 		}
-		ctx, _, stop, err := l.start(cmd, args, "tracing block I/O latency")
+		ctx, _, stop, err := l.Start(cmd, args, "tracing block I/O latency")
 		if err != nil {
 			return err
 		}
@@ -40,7 +41,7 @@ func newBiolatCmd() *cobra.Command {
 		case queued:
 			list = []bio.Stage{bio.Total}
 		}
-		o := bio.Options{Duration: l.duration}
+		o := bio.Options{Duration: l.Duration}
 		if perDisk {
 			o.Per = "dev"
 		}
@@ -48,15 +49,15 @@ func newBiolatCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return l.w.Final(bio.NewLatency(do, list, res))
+		return l.W.Final(bio.NewLatency(do, list, res))
 	}
 	return cmd
 }
 
 func newBiosnoopCmd() *cobra.Command {
-	l := &live{durationArg: true}
+	l := &cli.Live{DurationArg: true}
 	var comm string
-	cmd := newLive(l, &cobra.Command{
+	cmd := l.Command(&cobra.Command{
 		Use:   "biosnoop [flags] [DURATION]",
 		Short: "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
 		Long: "Trace every block request, as bcc's biosnoop does: one line per request as it completes;\n" +
@@ -65,32 +66,32 @@ func newBiosnoopCmd() *cobra.Command {
 	}, "only I/O submitted by this process")
 	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx, _, stop, err := l.start(cmd, args, "tracing block I/O")
+		ctx, _, stop, err := l.Start(cmd, args, "tracing block I/O")
 		if err != nil {
 			return err
 		}
 		defer stop()
 		// One line per request as it completes, flushed at once.
-		if !l.asJSON {
-			bio.SnoopHeader(l.w)
-			l.w.Flush()
+		if !l.JSON {
+			bio.SnoopHeader(l.W)
+			l.W.Flush()
 		}
 		var werr error
-		res, err := bio.Snoop(ctx, bio.Filter{Pid: l.pid, Comm: comm}, l.duration, func(x bio.IO) {
-			if l.asJSON {
-				werr = cmp.Or(werr, x.WriteJSON(l.w))
+		res, err := bio.Snoop(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, func(x bio.IO) {
+			if l.JSON {
+				werr = cmp.Or(werr, x.WriteJSON(l.W))
 			} else {
-				x.WriteText(l.w)
+				x.WriteText(l.W)
 			}
-			werr = cmp.Or(werr, l.w.Flush())
+			werr = cmp.Or(werr, l.W.Flush())
 		})
 		if err != nil {
 			return err
 		}
-		if !l.asJSON {
-			res.WriteFooter(l.w)
+		if !l.JSON {
+			res.WriteFooter(l.W)
 		}
-		return cmp.Or(werr, l.w.Flush())
+		return cmp.Or(werr, l.W.Flush())
 	}
 	return cmd
 }

@@ -347,11 +347,11 @@ func TestRunqlat(t *testing.T) {
 	}
 	json.Unmarshal(rqOut, &rqMeta)
 	var stMeta struct {
-		Elapsed float64 `json:"elapsed_s"`
+		Duration float64 `json:"duration_ns"`
 	}
 	stRaw := r.Stdout[len(rqOut):]
 	json.Unmarshal([]byte(strings.TrimSpace(stRaw)), &stMeta)
-	switchRate := statValue(t, s, "sched:sched_switch") / stMeta.Elapsed
+	switchRate := statValue(t, s, "sched:sched_switch") / (stMeta.Duration / 1e9)
 	waitRate := float64(count) / (rqMeta.Duration / 1e9)
 	t.Logf("idle mean %.0f ns, busy mean %.0f ns; %.0f waits/s vs %.0f switches/s", idleMean, busyMean, waitRate, switchRate)
 	if busyMean <= idleMean {
@@ -382,10 +382,13 @@ func TestBiolatAgainstBiolatency(t *testing.T) {
 		}
 		return c, &out
 	}
+	// Build sonde before biolatency starts: the link's writes would be
+	// I/O only biolatency sees, and sonde would start late.
+	sonde := testutil.Sonde(t)
 	b1, o1 := start(bio, "5", "1")
 	b2, o2 := start(bio, "-Q", "5", "1")
-	s1, so1 := start(testutil.Sonde(t), "biolat", "--stages", "-d", "4500ms", "--json")
-	s2, so2 := start(testutil.Sonde(t), "biolat", "-Q", "-d", "4500ms", "--json")
+	s1, so1 := start(sonde, "biolat", "--stages", "-d", "4500ms", "--json")
+	s2, so2 := start(sonde, "biolat", "-Q", "-d", "4500ms", "--json")
 	time.Sleep(1500 * time.Millisecond)
 	directIO(t, dir, 500)
 	for _, c := range []*exec.Cmd{s1, s2, b1, b2} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/bio"
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
@@ -34,6 +35,7 @@ func TestBPFCommandLines(t *testing.T) {
 		{name: "flags_after_duration", line: "offcpu 5 -p 42", flags: map[string]string{"pid": "42"}, args: []string{"5"}, dur: 5 * time.Second},
 		{name: "combined_short_flags", line: "offcpu -Kf 2.5", flags: map[string]string{"kernel": "true", "folded": "true"}, args: []string{"2.5"}, dur: 2500 * time.Millisecond},
 		{name: "bcc_min_block", line: "wakeup -p 42 -m 100 -M 5000 --per-thread 3", flags: map[string]string{"min-block": "100", "max-block": "5000", "per-thread": "true"}, args: []string{"3"}, dur: 3 * time.Second},
+		{name: "perf_ag", line: "profile -ag 5", flags: map[string]string{"all-cpus": "true", "callchain": "true"}, args: []string{"5"}, dur: 5 * time.Second},
 		{name: "perf_aF99", line: "profile -aF99 -d 1", flags: map[string]string{"all-cpus": "true", "freq": "99"}, dur: time.Second},
 		{name: "profile_long_flags", line: "profile --freq 49 --pid 42 --flamegraph x.html --output p.data 10", flags: map[string]string{"freq": "49", "pid": "42", "flamegraph": "x.html", "output": "p.data"}, args: []string{"10"}, dur: 10 * time.Second},
 		{name: "profile_cpus_user", line: "profile -aU -C 0-1 5", flags: map[string]string{"cpu": "0-1", "user": "true"}, args: []string{"5"}, dur: 5 * time.Second},
@@ -81,14 +83,14 @@ func TestBPFCommandLines(t *testing.T) {
 			if !takesDuration[cmd.Name()] {
 				return
 			}
-			l := &live{}
-			l.duration, _ = parseDuration(cmd.Flags().Lookup("duration").Value.String())
+			l := &cli.Live{}
+			l.Duration, _ = parseDuration(cmd.Flags().Lookup("duration").Value.String())
 			if cmd.Name() != "funclat" && cmd.Name() != "syscount" && len(args) > 0 {
-				if err := l.bareDuration(cmd, args); err != nil {
+				if err := l.BareDuration(cmd, args); err != nil {
 					t.Fatalf("duration: %v", err)
 				}
 			}
-			if d := l.duration; d != c.dur {
+			if d := l.Duration; d != c.dur {
 				t.Errorf("traces for %v, want %v", d, c.dur)
 			}
 		})

@@ -57,7 +57,7 @@ func TestClonedFunctionCalls(t *testing.T) {
 		bin+":scale_first", bin+":mix", bin+":slow_path")
 	var fl struct {
 		Functions []struct {
-			Function string `json:"function"`
+			Function string `json:"name"`
 			Stats    struct {
 				Count uint64 `json:"count"`
 			} `json:"stats"`

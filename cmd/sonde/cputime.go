@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/stream"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
@@ -65,10 +68,10 @@ func newCputimeCmd() *cobra.Command {
 		} else if compare {
 			o.SampleHz = freq
 		}
-		if _, err := pidTarget(o.Pid); err != nil {
+		if _, err := cli.PidTarget(o.Pid); err != nil {
 			return err
 		}
-		ctx, stop := interruptible()
+		ctx, stop := runctl.WithSignals(context.Background())
 		defer stop()
 		return cpuusage.Watch(ctx, o, os.Stdout, os.Stderr)
 	}
@@ -87,7 +90,7 @@ func newListenCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := interruptible()
+			ctx, stop := runctl.WithSignals(context.Background())
 			defer stop()
 			return stream.Listen(args[0], os.Stdout, ctx.Done(), func(a net.Addr) {
 				if isTerminal(2) {

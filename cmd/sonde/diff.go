@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/diff"
+	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/model"
 )
 
@@ -42,13 +42,13 @@ func newDiffCmd() *cobra.Command {
 		}
 		var profs [2]*model.Profile
 		for i := range profs {
-			p, err := datafile.ReadFileWith(files[i], datafile.ReadOptions{Group: true})
+			p, err := load.Profile(files[i], load.Options{Group: true})
 			if err != nil {
 				return err
 			}
 			profs[i] = p
 		}
-		if profs[0].Meta.Event != profs[1].Meta.Event {
+		if !load.SameEvents(profs[0].Meta.Event, profs[1].Meta.Event) {
 			fmt.Fprintf(os.Stderr, "sonde: warning: comparing different events (%s vs %s)\n", profs[0].Meta.Event, profs[1].Meta.Event)
 		}
 		rows := diff.Compare(profs[0], profs[1], diff.Options{Sort: keys, Min: minPct})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/load"
 )
 
 func newFlamegraphCmd() *cobra.Command {
@@ -22,7 +23,7 @@ func newFlamegraphCmd() *cobra.Command {
 			"  sonde flamegraph --diff before.data after.data -o change.html",
 	}
 	f := cmd.Flags()
-	f.StringVarP(&input, "input", "i", "sonde.data", "data file, or collapsed stacks (.folded/.txt)")
+	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp+", or collapsed stacks")
 	f.StringVarP(&output, "output", "o", "", "output file (default flame.html, or stdout for folded)")
 	f.StringVar(&title, "title", "sonde flame graph", "title above the graph")
 	f.BoolVar(&inverted, "inverted", false, "icicle graph: roots at the top")
@@ -50,16 +51,16 @@ func newFlamegraphCmd() *cobra.Command {
 			if format == "folded" {
 				return usagef("--diff draws a graph: use -o FILE.svg or .html")
 			}
-			base, _, err := flamegraph.Load(pos[0], warn(pos[0]))
+			base, _, err := load.Flame(pos[0], warn(pos[0]))
 			if err != nil {
 				return err
 			}
-			if root, o.Subtitle, err = flamegraph.Load(pos[1], warn(pos[1])); err != nil {
+			if root, o.Subtitle, err = load.Flame(pos[1], warn(pos[1])); err != nil {
 				return err
 			}
 			o.Diff = flamegraph.DiffTree(base, root)
 			o.Subtitle = "change from " + pos[0] + " to " + pos[1] + " (" + o.Subtitle + ")"
-		} else if root, o.Subtitle, err = flamegraph.Load(input, warn(input)); err != nil {
+		} else if root, o.Subtitle, err = load.Flame(input, warn(input)); err != nil {
 			return err
 		}
 		if output == "" && format != "folded" {

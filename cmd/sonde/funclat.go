@@ -6,18 +6,18 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/funclat"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
 func newFunclatCmd() *cobra.Command {
-	l := &live{minInterval: 100 * time.Millisecond}
+	l := &cli.Live{MinInterval: 100 * time.Millisecond}
 	var binary string
-	var df distFlags
-	cmd := newLive(l, &cobra.Command{
+	var df cli.Dist
+	cmd := l.Command(&cobra.Command{
 		Use:   "funclat [flags] FUNCTION…",
 		Short: "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)",
 		Long: "Time every call of the functions, as bcc's funclatency does. A function is /path/bin:glob,\n" +
@@ -31,20 +31,25 @@ func newFunclatCmd() *cobra.Command {
 		},
 	}, "time calls of this process only")
 	cmd.Flags().StringVarP(&binary, "binary", "x", "", "binary or library for functions given without one")
-	df.add(cmd.Flags())
+	df.Add(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		do, err := df.options()
+		do, err := df.Options()
 		if err != nil {
 			return err
 		}
-		ctx, tgt, stop, err := l.start(cmd, nil, "timing functions")
+		ctx, tgt, stop, err := l.Start(cmd, nil, "timing functions")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		funcs, err := funclat.Resolve(args, binary, l.pid)
+		funcs, err := funclat.Resolve(args, binary, l.Pid)
 		if err != nil {
 			return usagef("%v", err)
+		}
+		for _, fn := range funcs {
+			if fn.Note != "" { // which clone or call site stands for the name
+				fmt.Fprintln(os.Stderr, "sonde: "+fn.Note)
+			}
 		}
 		names := make([]string, len(funcs))
 		for i, fn := range funcs {
@@ -53,33 +58,16 @@ func newFunclatCmd() *cobra.Command {
 				fmt.Fprintln(os.Stderr, "sonde: "+fn.Note)
 			}
 		}
-		o := funclat.Options{Funcs: funcs, Pid: l.pid, Duration: l.duration, Interval: l.interval}
-		start := time.Now()
-		o.OnInterval = func(hs []*histogram.Hist) { l.w.Interval(dist.NewFunctions(do, tgt, names, hs, 0, time.Since(start))) }
+		o := funclat.Options{Funcs: funcs, Pid: l.Pid, Duration: l.Duration, Interval: l.Interval}
+		o.OnInterval = func(hs []*histogram.Hist) {
+			l.W.Interval(dist.NewFunctions(do, tgt, dist.Calls{Names: names, Hists: hs}, l.Lap()))
+		}
 		res, err := funclat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.w.Final(dist.NewFunctions(do, tgt, names, res.Hists, res.Drops, res.Elapsed))
+		calls := dist.Calls{Names: names, Hists: res.Hists, Untimed: res.Untimed, Lost: res.Drops, Attach: res.Attach}
+		return l.W.Final(dist.NewFunctions(do, tgt, calls, l.Span(res.Elapsed)))
 	}
 	return cmd
-}
-
-// distFlags say how funclat, runqlat and biolat show distributions.
-type distFlags struct {
-	unit   string
-	linear uint64
-}
-
-func (d *distFlags) add(f *pflag.FlagSet) {
-	f.StringVarP(&d.unit, "unit", "u", "us", "histogram unit: ns, us, ms or s")
-	f.Uint64Var(&d.linear, "linear", 0, "linear buckets of this width (in --unit) instead of powers of two")
-}
-
-func (d *distFlags) options() (dist.Options, error) {
-	u, err := histogram.ParseUnit(d.unit)
-	if err != nil {
-		return dist.Options{}, usagef("-u/--unit: %v", err)
-	}
-	return dist.Options{Unit: u, Linear: d.linear}, nil
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
+	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/pairbpf"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/latencyview"
@@ -62,7 +62,7 @@ func newLatencyCmd() *cobra.Command {
 		exit := 0
 		if input != "" {
 			// From a recording: pair the recorded samples.
-			p, err := datafile.ReadFile(input)
+			p, err := load.Profile(input, load.Options{})
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/offcpu"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -13,11 +14,11 @@ import (
 // newOffcpuCmd is offcpu, or with name "wakeup" the same tool following
 // each block to the stack that ended it (bcc's offwaketime).
 func newOffcpuCmd(name string) *cobra.Command {
-	l := &live{minInterval: 100 * time.Millisecond, durationArg: true}
+	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true}
 	o := offcpu.Options{Version: version, Wakers: name == "wakeup"}
 	var minBlock, maxBlock uint64
 	var state string
-	var sf stackFlags
+	var sf cli.Stacks
 	vo := blocked.Options{Command: name}
 	c := &cobra.Command{
 		Use:     name + " [flags] [DURATION]",
@@ -30,39 +31,39 @@ func newOffcpuCmd(name string) *cobra.Command {
 		c.Long = "Like offcpu, with the waker's stack above a \"--\" frame, as bcc's offwaketime shows it."
 		c.Example = "  sonde wakeup 5\n  sonde wakeup -p 1234 -d 10 --flamegraph wake.html"
 	}
-	cmd := newLive(l, c, "trace only this process")
+	cmd := l.Command(c, "trace only this process")
 	f := cmd.Flags()
 	f.Uint64VarP(&minBlock, "min-block", "m", 1, "ignore blocks shorter than this many microseconds")
 	f.Uint64VarP(&maxBlock, "max-block", "M", 0, "ignore blocks longer than this many microseconds (0: no limit)")
 	f.StringVar(&state, "state", "", "only blocks in these task states: S (sleeping), D (uninterruptible), R (preempted), T, I")
 	f.IntVar(&vo.Top, "top", 20, "stacks to print")
-	sf.add(f, "microseconds")
+	sf.Add(f, "microseconds")
 	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
-		if err := sf.check(); err != nil {
+		if err := sf.Check(); err != nil {
 			return err
 		}
 		if o.States, err = offcpu.ParseStates(state); err != nil {
 			return usagef("--state: %v", err)
 		}
-		ctx, tgt, stop, err := l.start(cmd, args, "tracing off-CPU time")
+		ctx, tgt, stop, err := l.Start(cmd, args, "tracing off-CPU time")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.pid, sf.perThread, !sf.kernel, !sf.user, l.duration, l.interval
+		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
-		vo.Target, vo.Comms = tgt, sf.comms
+		vo.Target, vo.Comms = tgt, sf.Comms
 		report := func(r *offcpu.Result) emit.Report {
 			return blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
 		}
-		if l.interval > 0 && !sf.folded {
-			o.OnInterval = func(r *offcpu.Result) { l.w.Interval(report(r)) }
+		if l.Interval > 0 && !sf.Folded {
+			o.OnInterval = func(r *offcpu.Result) { l.W.Interval(report(r)) }
 		}
 		res, err := offcpu.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return sf.files("sonde "+name, "blocked time in µs").Finish(l.w, res.Profile, report(res))
+		return sf.Files("sonde "+name, "blocked time in µs").Finish(l.W, res.Profile, report(res))
 	}
 	return cmd
 }

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/profile"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -14,12 +14,12 @@ import (
 )
 
 func newProfileCmd() *cobra.Command {
-	l := &live{minInterval: 100 * time.Millisecond, durationArg: true}
+	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true}
 	o := profile.Options{Version: version}
 	var all bool
 	var cpus string
-	var sf stackFlags
-	cmd := newLive(l, &cobra.Command{
+	var sf cli.Stacks
+	cmd := l.Command(&cobra.Command{
 		Use:     "profile [flags] [DURATION]",
 		Short:   "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)",
 		Long:    "Sample on-CPU stacks on every CPU and count them in the kernel, as bcc's profile does.",
@@ -30,9 +30,10 @@ func newProfileCmd() *cobra.Command {
 	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")
 	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
 	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
-	sf.add(f, "samples")
+	f.BoolP("callchain", "g", true, "accepted for perf's habit: profile always counts whole stacks")
+	sf.Add(f, "samples")
 	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
-		if all && l.pid != 0 {
+		if all && l.Pid != 0 {
 			return usagef("-a/--all-cpus and -p/--pid conflict: choose one target")
 		}
 		if o.Freq == 0 {
@@ -43,57 +44,27 @@ func newProfileCmd() *cobra.Command {
 				return usagef("-C/--cpu: %v", err)
 			}
 		}
-		if err := sf.check(); err != nil {
+		if err := sf.Check(); err != nil {
 			return err
 		}
-		ctx, tgt, stop, err := l.start(cmd, args, "profiling")
+		ctx, tgt, stop, err := l.Start(cmd, args, "profiling")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.pid, sf.perThread, !sf.kernel, !sf.user, l.duration, l.interval
+		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		report := func(r *profile.Result) emit.Report {
 			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
-			return stackprof.New(r.Profile, e, tgt, sf.comms)
+			return stackprof.New(r.Profile, e, tgt, sf.Comms)
 		}
-		if l.interval > 0 && !sf.folded {
-			o.OnInterval = func(r *profile.Result) { l.w.Interval(report(r)) }
+		if l.Interval > 0 && !sf.Folded {
+			o.OnInterval = func(r *profile.Result) { l.W.Interval(report(r)) }
 		}
 		res, err := profile.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return sf.files("sonde profile", fmt.Sprintf("%d samples", len(res.Profile.Samples))).Finish(l.w, res.Profile, report(res))
+		return sf.Files("sonde profile", fmt.Sprintf("%d samples", len(res.Profile.Samples))).Finish(l.W, res.Profile, report(res))
 	}
 	return cmd
-}
-
-// stackFlags are the options profile, offcpu and wakeup share: the side of
-// the stack (bcc's -U, -K), the threads and commands shown, the files.
-type stackFlags struct {
-	user, kernel, folded, perThread bool
-	flame, output                   string
-	comms                           []string
-}
-
-func (s *stackFlags) add(f *pflag.FlagSet, unit string) {
-	f.BoolVarP(&s.user, "user", "U", false, "user stacks only")
-	f.BoolVarP(&s.kernel, "kernel", "K", false, "kernel stacks only")
-	f.BoolVar(&s.perThread, "per-thread", false, "keep threads apart")
-	f.StringSliceVar(&s.comms, "comm", nil, "only these commands in the output (comma-separated)")
-	f.BoolVarP(&s.folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
-	f.StringVar(&s.flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
-	f.StringVarP(&s.output, "output", "o", "", "also write a data file for report and flamegraph")
-}
-
-func (s *stackFlags) check() error {
-	if s.user && s.kernel {
-		return usagef("-U/--user and -K/--kernel conflict: leave both out for both stacks")
-	}
-	return nil
-}
-
-// files are the outputs asked for beside the report.
-func (s *stackFlags) files(title, what string) stackprof.Files {
-	return stackprof.Files{Data: s.output, Flame: s.flame, Folded: s.folded, Title: title, What: what}
 }

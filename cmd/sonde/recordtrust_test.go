@@ -27,6 +27,16 @@ func TestRecordSurvivesSIGKILL(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The file appears when sampling starts (after the events are open and
+	// the running processes were read): kill 5 s of recording later.
+	t0 := time.Now()
+	for time.Since(t0) < 20*time.Second {
+		if _, err := os.Stat(filepath.Join(dir, "cut.data")); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("recording started %s after launch", time.Since(t0).Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
 	cmd.Process.Kill()
 	cmd.Wait()

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/pprofout"
 	"github.com/sonde-dev/sonde/internal/report"
 )
@@ -27,7 +27,7 @@ func newReportCmd() *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&input, "input", "i", "sonde.data", "data file to read")
+	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&sortKeys, "sort", "s", "", "group by these keys: comm,pid,tid,dso,sym,cpu,srcline or tracepoint fields (default comm,dso,sym)")
 	f.BoolVar(&children, "children", false, "add callees' time to callers (default with call chains)")
 	f.BoolVar(&noChildren, "no-children", false, "self time only")
@@ -73,11 +73,11 @@ func newReportCmd() *cobra.Command {
 		if o.Tids, err = parseIntList(tid, "--tid"); err != nil {
 			return err
 		}
-		ro := datafile.ReadOptions{Group: true}
+		ro := load.Options{Group: true}
 		if fk := report.FieldKeys(keys); len(fk) > 0 {
 			ro.Extra = report.FieldExtractor(fk)
 		}
-		prof, err := datafile.ReadFileWith(input, ro)
+		prof, err := load.Profile(input, ro)
 		if err != nil {
 			return err
 		}

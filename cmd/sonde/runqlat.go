@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runqlat"
@@ -13,10 +14,10 @@ import (
 )
 
 func newRunqlatCmd() *cobra.Command {
-	l := &live{minInterval: 100 * time.Millisecond, durationArg: true}
+	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true}
 	var pids, tids bool
-	var df distFlags
-	cmd := newLive(l, &cobra.Command{
+	var df cli.Dist
+	cmd := l.Command(&cobra.Command{
 		Use:     "runqlat [flags] [DURATION]",
 		Short:   "run-queue latency: how long runnable tasks wait for a CPU (BPF)",
 		Long:    "Measure how long tasks wait on a run queue before they run, as bcc's runqlat does.",
@@ -24,7 +25,7 @@ func newRunqlatCmd() *cobra.Command {
 	}, "measure only this process")
 	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
 	cmd.Flags().BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
-	df.add(cmd.Flags())
+	df.Add(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 2 { // bcc's runqlat INTERVAL COUNT
 			iv, err1 := parseDuration(args[0])
@@ -36,16 +37,16 @@ func newRunqlatCmd() *cobra.Command {
 		if pids && tids {
 			return usagef("-P/--pids and -L/--tids conflict: choose one split")
 		}
-		do, err := df.options()
+		do, err := df.Options()
 		if err != nil {
 			return err
 		}
-		ctx, tgt, stop, err := l.start(cmd, args, "tracing run-queue latency")
+		ctx, tgt, stop, err := l.Start(cmd, args, "tracing run-queue latency")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		o := runqlat.Options{Pid: l.pid, Duration: l.duration, Interval: l.interval}
+		o := runqlat.Options{Pid: l.Pid, Duration: l.Duration, Interval: l.Interval}
 		split := dist.All
 		if pids {
 			o.Split, split = runqlat.SplitPid, dist.ByProcess
@@ -54,15 +55,14 @@ func newRunqlatCmd() *cobra.Command {
 			o.Split, split = runqlat.SplitTid, dist.ByThread
 		}
 		comm := func(id uint32) string { return procfs.Comm(int(id), int(id)) }
-		start := time.Now()
 		o.OnInterval = func(g map[uint32]*histogram.Hist) {
-			l.w.Interval(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, time.Since(start)))
+			l.W.Interval(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, l.Lap()))
 		}
 		res, err := runqlat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.w.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, res.Elapsed))
+		return l.W.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, l.Span(res.Elapsed)))
 	}
 	return cmd
 }

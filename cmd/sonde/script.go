@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/view/script"
 )
 
@@ -24,7 +24,7 @@ func newScriptCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
-	f.StringVarP(&input, "input", "i", "sonde.data", "data file to read")
+	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&fieldList, "fields", "F", "", "fields to print, comma-separated (default all the recording has): comm,pid,tid,cpu,time,event,period,trace,ip,sym,dso")
 	addJSONFlag(f, &asJSON)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -32,7 +32,7 @@ func newScriptCmd() *cobra.Command {
 		if err != nil {
 			return usagef("-F/--fields: %v", err)
 		}
-		p, err := datafile.ReadFile(input)
+		p, err := load.Profile(input, load.Options{})
 		if err != nil {
 			return err
 		}

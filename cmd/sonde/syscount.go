@@ -3,14 +3,15 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/syscount"
 	"github.com/sonde-dev/sonde/internal/view/syscounts"
 )
 
 func newSyscountCmd() *cobra.Command {
-	l := &live{}
+	l := &cli.Live{}
 	var so syscounts.Options
-	cmd := newLive(l, acceptsCommand(&cobra.Command{
+	cmd := l.Command(acceptsCommand(&cobra.Command{
 		Use:   "syscount [flags] [--] [COMMAND [ARGS…]]",
 		Short: "system calls counted and timed in the kernel, named from the architecture's table",
 		Long: "Count system calls in the kernel, as bcc's syscount does: of a command given after the options,\n" +
@@ -23,13 +24,17 @@ func newSyscountCmd() *cobra.Command {
 	f.StringVar(&so.Comm, "comm", "", "only processes with this name")
 	f.IntVarP(&so.Top, "top", "T", 20, "rows to print (0: all)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx, tgt, stop, err := l.start(cmd, nil, "counting syscalls")
+		what := "counting syscalls"
+		if len(args) > 0 && l.Pid == 0 {
+			what = "" // the command's run is the measurement
+		}
+		ctx, tgt, stop, err := l.Start(cmd, nil, what)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		t := target{Command: args}
-		if l.pid != 0 {
+		if l.Pid != 0 {
 			t = target{Alongside: args}
 		} else if len(args) > 0 {
 			tgt = t.String()
@@ -40,8 +45,8 @@ func newSyscountCmd() *cobra.Command {
 		}
 		// --comm needs per-process counts to filter on; they are merged
 		// back per syscall unless --per-process was asked for.
-		res, err := syscount.Run(ctx, syscount.Options{Pid: l.pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
-			Latency: so.Latency, Duration: l.duration})
+		res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
+			Latency: so.Latency, Duration: l.Duration})
 		exit := wait()
 		if err != nil {
 			return err
@@ -50,7 +55,7 @@ func newSyscountCmd() *cobra.Command {
 			exit = res.ExitCode
 		}
 		so.Target, so.Command = tgt, len(args) > 0
-		if err := l.w.Final(syscounts.New(res, so)); err != nil {
+		if err := l.W.Final(syscounts.New(res, so)); err != nil {
 			return err
 		}
 		return exitWith(exit)

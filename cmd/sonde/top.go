@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 
@@ -40,7 +42,7 @@ func newTopCmd() *cobra.Command {
 		if o.Frames == 0 && !isTerminal(1) {
 			o.Frames = 1 // a pipe gets one frame, not a screen
 		}
-		ctx, stop := interruptible()
+		ctx, stop := runctl.WithSignals(context.Background())
 		defer stop()
 		return top.Run(ctx, o, os.Stdout)
 	}

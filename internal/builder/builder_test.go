@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,18 +81,6 @@ func names(p *model.Profile, stack int32) []string {
 	return out
 }
 
-func sameNames(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestSamplesBecomeNamedStacks(t *testing.T) {
 	sys := &fakeSystem{}
 	b := newTestBuilder(sys)
@@ -117,7 +106,7 @@ func TestSamplesBecomeNamedStacks(t *testing.T) {
 		t.Fatalf("%d samples in %d stacks, want 3 in 1 (deduplicated)", len(p.Samples), len(p.Stacks))
 	}
 	want := []string{"ksys_write", "write", "work", "main"}
-	if got := names(p, 0); !sameNames(got, want) {
+	if got := names(p, 0); !slices.Equal(got, want) {
 		t.Errorf("stack %v, want %v", got, want)
 	}
 	st := p.Stacks[0]
@@ -240,10 +229,10 @@ func TestKernelCountedStacks(t *testing.T) {
 	if len(p.Samples) != 6 || p.TotalPeriod() != 5*1000+7 {
 		t.Fatalf("%d samples, period %d; want 6 and 5007", len(p.Samples), p.TotalPeriod())
 	}
-	if got, want := names(p, p.Samples[0].Stack), []string{"ksys_write", "work", "main"}; !sameNames(got, want) {
+	if got, want := names(p, p.Samples[0].Stack), []string{"ksys_write", "work", "main"}; !slices.Equal(got, want) {
 		t.Errorf("counted stack %v, want %v", got, want)
 	}
-	if got, want := names(p, p.Samples[5].Stack), []string{"waker", "--", "main"}; !sameNames(got, want) {
+	if got, want := names(p, p.Samples[5].Stack), []string{"waker", "--", "main"}; !slices.Equal(got, want) {
 		t.Errorf("combined stack %v, want %v", got, want)
 	}
 	if th := p.Threads[p.Samples[0].Thread]; th.Comm != "srv" {
@@ -301,7 +290,7 @@ func TestAddressOutsideCode(t *testing.T) {
 		{"work"},
 		{"write", "main"},
 	} {
-		if got := names(p, p.Samples[i].Stack); !sameNames(got, want) {
+		if got := names(p, p.Samples[i].Stack); !slices.Equal(got, want) {
 			t.Errorf("sample %d: %v, want %v", i, got, want)
 		}
 	}

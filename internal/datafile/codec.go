@@ -40,24 +40,15 @@ func (d *dec) fail(err error) {
 	d.b = nil
 }
 
-func (d *dec) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(errShort)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) uvarint() uint64 { return decVarint(d, binary.Uvarint) }
+func (d *dec) varint() int64   { return decVarint(d, binary.Varint) }
 
-func (d *dec) varint() int64 {
+// decVarint reads one varint with read; the first error sticks.
+func decVarint[T uint64 | int64](d *dec, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail(errShort)
 		return 0

@@ -500,7 +500,7 @@ func ReadWith(r io.Reader, o ReadOptions) (*model.Profile, error) {
 	}
 	if string(hdr[:8]) != Magic {
 		if string(hdr[:8]) == "PERFILE2" {
-			return nil, fmt.Errorf("this is a perf.data file; record with sonde record")
+			return nil, fmt.Errorf("this is a perf.data file, not a sonde data file: the views read it with -i, sonde import converts it")
 		}
 		return nil, fmt.Errorf("not a sonde data file (bad magic)")
 	}

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,23 +87,6 @@ func symStart(t *testing.T, f *elf.File, name string) uint64 {
 	return s.Value
 }
 
-func sorted(v []uint64) []uint64 {
-	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
-	return v
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestGoReturnsMatchDisassemblers(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
@@ -121,7 +104,7 @@ func TestGoReturnsMatchDisassemblers(t *testing.T) {
 				} else {
 					want = goRets(t, bin, fn, start)
 				}
-				if len(want) == 0 || !equal(sorted(got), sorted(want)) {
+				if len(want) == 0 || !slices.Equal(sortedCopy(got), sortedCopy(want)) {
 					t.Errorf("%s: returns at %#x, disassembler says %#x", fn, got, want)
 				}
 			}
@@ -178,7 +161,7 @@ int main(int c, char **v) { return two(c) + tail(c); }
 				rets = append(rets, s.Offset)
 			}
 		}
-		if want := gnuRets(t, bin, fn, symStart(t, f, fn)); !equal(sorted(rets), sorted(want)) {
+		if want := gnuRets(t, bin, fn, symStart(t, f, fn)); !slices.Equal(sortedCopy(rets), sortedCopy(want)) {
 			t.Errorf("%s: returns at %#x, objdump says %#x", fn, rets, want)
 		}
 	}
@@ -207,4 +190,10 @@ func TestUndecodableRefused(t *testing.T) {
 	if err != nil || len(ex.Sites) != 1 {
 		t.Errorf("ret + padding: %+v %v", ex, err)
 	}
+}
+
+func sortedCopy(v []uint64) []uint64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v
 }

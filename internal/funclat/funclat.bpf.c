@@ -48,6 +48,21 @@ static __always_inline int entry(void *ctx)
 	return 0;
 }
 
+/* Send one completed call that started at *ts, or count it as dropped. */
+static __always_inline void submit(__u64 ts, __u32 fn, __u64 id)
+{
+	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		counter_inc(&drops, 0);
+		return;
+	}
+	e->latency_ns = bpf_ktime_get_ns() - ts;
+	e->fn = fn;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline int ret(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -55,16 +70,7 @@ static __always_inline int ret(void *ctx)
 	__u64 *ts = bpf_map_lookup_elem(&starts, &k);
 	if (!ts)
 		return 0;
-	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&drops, 0);
-	} else {
-		e->latency_ns = bpf_ktime_get_ns() - *ts;
-		e->fn = k.fn;
-		e->pid = id >> 32;
-		e->tid = (__u32)id;
-		bpf_ringbuf_submit(e, 0);
-	}
+	submit(*ts, k.fn, id);
 	bpf_map_delete_elem(&starts, &k);
 	return 0;
 }
@@ -168,16 +174,7 @@ int uprobe_go_return(void *ctx)
 		counter_inc(&untimed, k.fn);
 		return 0;
 	}
-	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&drops, 0);
-	} else {
-		e->latency_ns = bpf_ktime_get_ns() - *ts;
-		e->fn = k.fn;
-		e->pid = id >> 32;
-		e->tid = (__u32)id;
-		bpf_ringbuf_submit(e, 0);
-	}
+	submit(*ts, k.fn, id);
 	bpf_map_delete_elem(&gostarts, &k);
 	return 0;
 }

@@ -85,33 +85,35 @@ func Comm(pid, tid int) string {
 
 // Threads lists the thread ids of pid.
 func Threads(pid int) ([]int, error) {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	ids, err := numericEntries(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, fmt.Errorf("no such process: %d", pid)
 		}
 		return nil, fmt.Errorf("listing threads of %d: %w", pid, err)
 	}
-	var out []int
-	for _, e := range ents {
-		if t, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, t)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
+	return ids, nil
 }
 
 // Pids lists every process id in /proc.
 func Pids() ([]int, error) {
-	ents, err := os.ReadDir("/proc")
+	ids, err := numericEntries("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("listing /proc: %w", err)
 	}
+	return ids, nil
+}
+
+// numericEntries lists the entries of dir that are numbers (ids), sorted.
+func numericEntries(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	var out []int
 	for _, e := range ents {
-		if p, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, p)
+		if id, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, id)
 		}
 	}
 	sort.Ints(out)

@@ -78,12 +78,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.ChunkEvery <= 0 {
 		o.ChunkEvery = 100 * time.Millisecond
 	}
-	if o.Output != "" {
-		// Known before anything runs, not after the whole recording.
-		if err := datafile.CheckPath(o.Output); err != nil {
-			return nil, err
-		}
-	}
+
 	cpus := o.CPUs
 	if cpus == nil {
 		var err error
@@ -312,10 +307,11 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 
 	// The recorder's own garbage is small and short-lived: collect rarely so
 	// it stays off the CPUs it measures.
-	defer debug.SetGCPercent(debug.SetGCPercent(800))
+	gcPercent := debug.SetGCPercent(800)
+	defer debug.SetGCPercent(gcPercent)
 	// …but within a bound: samples go to disk as they come, so the live
 	// heap is the tables, and garbage must not pile up 8× over them.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(48 << 20))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(32 << 20))
 	start = time.Now()
 	meta.StartUnixNS = start.UnixNano()
 	var childDone <-chan struct{}
@@ -461,6 +457,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, time.Duration(meta.DurationNS).Round(time.Millisecond))
 	}
 	res := &Result{Samples: b.SampleCount(), ExitCode: exit}
+	// Naming opens every object once, line tables and all: garbage from
+	// one object must be collected before the next is read.
+	debug.SetGCPercent(gcPercent)
 	res.Profile = b.Finish(meta)
 	if out != nil {
 		// The pass named every location: the last chunk carries the named

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,7 +236,7 @@ func TestStripped(t *testing.T) {
 		t.Fatalf("strip: %v\n%s", err, o)
 	}
 	full, str := buildFile(t, bin), buildFile(t, stripped)
-	if len(str.Rows) < 4 || !equalRows(full.Rows, str.Rows) {
+	if len(str.Rows) < 4 || !slices.Equal(full.Rows, str.Rows) {
 		t.Fatalf("stripped binary: %d rows, unstripped %d; want the same non-empty table", len(str.Rows), len(full.Rows))
 	}
 	for _, fn := range []string{"main", "dispatch", "heavy", "light"} {
@@ -245,18 +246,6 @@ func TestStripped(t *testing.T) {
 		}
 	}
 	checkAgainstReadelf(t, str, readelfFrames(t, stripped, "r16"), namesX86, ".eh_frame")
-}
-
-func equalRows(a, b []Row) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestDebugFrameOnly: code built without asynchronous unwind tables but with -g

@@ -20,7 +20,7 @@ func hist(ns ...uint64) *histogram.Hist {
 
 func TestFunctionsText(t *testing.T) {
 	o := Options{Unit: histogram.MS}
-	r := NewFunctions(o, "system wide", []string{"srv:reverse_lookup"}, []*histogram.Hist{hist(40e6, 50e6, 90e6)}, 3, 2*time.Second)
+	r := NewFunctions(o, "system wide", Calls{Names: []string{"srv:reverse_lookup"}, Hists: []*histogram.Hist{hist(40e6, 50e6, 90e6)}, Lost: 3}, 2*time.Second)
 	var b bytes.Buffer
 	r.WriteText(&b)
 	want := `srv:reverse_lookup
@@ -44,7 +44,7 @@ count 3  mean 60.000  p50 50.000  p90 90.000  p99 90.000  max 90.000  (msecs)
 
 func TestFunctionsJSON(t *testing.T) {
 	o := Options{Unit: histogram.US, Linear: 10}
-	r := NewFunctions(o, "system wide", []string{"a", "b"}, []*histogram.Hist{hist(5_000, 25_000), hist()}, 0, 1500*time.Millisecond)
+	r := NewFunctions(o, "system wide", Calls{Names: []string{"a", "b"}, Hists: []*histogram.Hist{hist(5_000, 25_000), hist()}, Untimed: []uint64{0, 4}}, 1500*time.Millisecond)
 	var b bytes.Buffer
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
@@ -54,6 +54,7 @@ func TestFunctionsJSON(t *testing.T) {
 		Duration  int64  `json:"duration_ns"`
 		Functions []struct {
 			Name    string             `json:"name"`
+			Untimed uint64             `json:"untimed"`
 			Stats   histogram.Stats    `json:"stats"`
 			Buckets []histogram.Bucket `json:"buckets"`
 		} `json:"functions"`
@@ -63,7 +64,7 @@ func TestFunctionsJSON(t *testing.T) {
 	}
 	f := got.Functions[0]
 	if got.Unit != "usecs" || got.Duration != 1.5e9 || f.Name != "a" || f.Stats.Count != 2 || len(f.Buckets) != 3 ||
-		f.Buckets[2] != (histogram.Bucket{Lo: 20, Hi: 29, Count: 1}) {
+		f.Buckets[2] != (histogram.Bucket{Lo: 20, Hi: 29, Count: 1}) || got.Functions[1].Untimed != 4 {
 		t.Errorf("got %+v", got)
 	}
 }

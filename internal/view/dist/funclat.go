@@ -14,21 +14,40 @@ type Functions struct {
 	jsonout.Run
 	Unit      string     `json:"unit"`
 	Functions []Function `json:"functions"`
-	Lost      uint64     `json:"lost"` // calls dropped with the ring buffer full
+	Lost      uint64     `json:"lost"`             // calls dropped with the ring buffer full
+	Attach    string     `json:"attach,omitempty"` // how the functions were probed
 	unit      histogram.Unit
 }
 
 // Function is one function's latency.
 type Function struct {
 	Name string `json:"name"` // binary:function, as resolved
+	// Untimed counts calls seen returning without a matched entry (a Go
+	// function whose goroutine stack moved): counted, not in the histogram.
+	Untimed uint64 `json:"untimed,omitempty"`
 	Dist
 }
 
-// NewFunctions builds the report; names[i] labels hists[i].
-func NewFunctions(o Options, target string, names []string, hists []*histogram.Hist, lost uint64, d time.Duration) *Functions {
-	r := &Functions{Run: jsonout.Run{Command: "funclat", Target: target, DurationNS: jsonout.NS(d)}, Unit: o.Unit.Name, Lost: lost, unit: o.Unit}
-	for i, h := range hists {
-		r.Functions = append(r.Functions, Function{Name: names[i], Dist: o.Of(h)})
+// Calls are what a run measured: per function (names[i] labels hists[i])
+// the latencies and the untimed calls (nil for none).
+type Calls struct {
+	Names   []string
+	Hists   []*histogram.Hist
+	Untimed []uint64
+	Lost    uint64
+	Attach  string
+}
+
+// NewFunctions builds the report of a run of d.
+func NewFunctions(o Options, target string, c Calls, d time.Duration) *Functions {
+	r := &Functions{Run: jsonout.Run{Command: "funclat", Target: target, DurationNS: jsonout.NS(d)},
+		Unit: o.Unit.Name, Lost: c.Lost, Attach: c.Attach, unit: o.Unit}
+	for i, h := range c.Hists {
+		f := Function{Name: c.Names[i], Dist: o.Of(h)}
+		if i < len(c.Untimed) {
+			f.Untimed = c.Untimed[i]
+		}
+		r.Functions = append(r.Functions, f)
 	}
 	return r
 }
@@ -38,6 +57,9 @@ func (r *Functions) WriteText(w io.Writer) {
 	for _, f := range r.Functions {
 		fmt.Fprintf(w, "%s\n", f.Name)
 		f.WriteText(w, r.unit)
+		if f.Untimed > 0 {
+			fmt.Fprintf(w, "%d more calls returned untimed (the goroutine's stack moved during the call)\n", f.Untimed)
+		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "# %d functions, %s, %d calls lost (ring buffer full)\n\n",

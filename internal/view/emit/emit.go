@@ -19,15 +19,20 @@ type Report interface {
 // Writer writes reports in one form.
 type Writer struct {
 	*bufio.Writer
-	JSON bool
+	JSON  bool
+	Lines bool // the final report too as a line (after interval lines)
 }
 
 // New writes to w, as JSON when asJSON.
-func New(w io.Writer, asJSON bool) *Writer { return &Writer{bufio.NewWriter(w), asJSON} }
+func New(w io.Writer, asJSON bool) *Writer { return &Writer{Writer: bufio.NewWriter(w), JSON: asJSON} }
 
 // Final writes a run's last report.
 func (w *Writer) Final(r Report) error {
-	if w.JSON {
+	if w.JSON && w.Lines {
+		if err := jsonout.Line(w, r); err != nil {
+			return err
+		}
+	} else if w.JSON {
 		if err := r.WriteJSON(w); err != nil {
 			return err
 		}

@@ -35,6 +35,15 @@ func TestForms(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[2]), &last); err != nil || last.Count != 3 || !strings.Contains(lines[2], "\n  ") {
 		t.Errorf("final document %q: %v", lines[2], err)
 	}
+	// After interval lines, the final report is a line too.
+	b.Reset()
+	w = New(&b, true)
+	w.Lines = true
+	w.Interval(rep{1})
+	w.Final(rep{2})
+	if b.String() != "{\"count\":1}\n{\"count\":2}\n" {
+		t.Errorf("lines %q", b.String())
+	}
 	b.Reset()
 	w = New(&b, false)
 	w.Interval(rep{1})

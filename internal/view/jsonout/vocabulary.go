@@ -153,4 +153,5 @@ var Vocabulary = map[string]string{
 	"sampled_ns":            "cputime --compare-sampled: time on CPU as cpu-clock sampling estimates it",
 	"sample_period_ns":      "cputime --compare-sampled: the sampling period",
 	"unseen_switches":       "cputime: context switches the kernel did not report to the program",
+	"untimed":               "funclat: calls that returned without a matched entry (counted, not timed)",
 }

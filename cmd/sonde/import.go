@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/load"
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/perfdata"
+)
+
+// inputHelp describes -i for every view: they all open inputs through
+// internal/load.
+const inputHelp = "recording to read: a sonde data file, perf.data or perf script text (- for standard input)"
+
+func newImportCmd() *cobra.Command {
+	var (
+		output string
+		po     perfdata.Options
+		quiet  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import [flags] FILE",
+		Short: "convert perf.data or perf script text into a sonde data file",
+		Long: "Read what perf record wrote (perf.data, or the stream of perf record -o -) or what perf\n" +
+			"script printed, name its frames once on this machine (perf's build-id cache, the recorded\n" +
+			"paths checked by build-id, debug directories, kallsyms) and write a sonde data file that\n" +
+			"reads the same anywhere. Objects that could not be named are listed, one line each.\n" +
+			"Every view also reads perf's files directly with -i; import when the file travels.",
+		Example: "  sonde import perf.data -o run.data\n  perf record -g -o - ./app | sonde import - -o app.data\n" +
+			"  sonde import --symfs /mnt/prod --buildid-dir /mnt/prod/root/.debug perf.data -o prod.data",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one file to import: sonde import perf.data -o FILE")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "sonde.data", "sonde data file to write")
+	f.StringVar(&po.SymFS, "symfs", "", "look for objects under this directory (a copy of the recording machine's files), as perf report --symfs")
+	f.StringVar(&po.BuildIDDir, "buildid-dir", "", "perf's build-id cache (default $PERF_BUILDID_DIR, else ~/.debug)")
+	f.StringVarP(&po.Kallsyms, "kallsyms", "k", "", "kallsyms of the recorded kernel (default: this machine's, if it is the same kernel)")
+	f.StringVar(&po.DebugDir, "debug-dir", "", "separate debug files (default /usr/lib/debug)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no summary line")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		in := args[0]
+		if err := datafile.CheckPath(output); err != nil {
+			return err
+		}
+		var unmatched int
+		warn := load.StderrWarn(in)
+		p, _, kind, err := load.Import(in, load.Options{Perf: po, Warn: func(w string) {
+			unmatched++
+			warn(w)
+		}})
+		if err != nil {
+			return err
+		}
+		if err := datafile.WriteFile(output, p); err != nil {
+			return fmt.Errorf("writing %s: %w", output, err)
+		}
+		if !quiet {
+			// As record's summary, with what the import could not name.
+			fmt.Fprintf(os.Stderr, "sonde: %s (%s): %d samples (%d lost) of %s in %s written to %s (%s)",
+				in, kind, p.SampleCount(), p.Meta.Lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
+			if kind == load.KindPerfData {
+				fmt.Fprintf(os.Stderr, "; objects: %d named, %d unmatched", namedObjects(p), unmatched)
+			}
+			fmt.Fprintln(os.Stderr)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// namedObjects counts the objects with at least one named function.
+func namedObjects(p *model.Profile) int {
+	named := map[int32]bool{}
+	for _, fn := range p.Funcs {
+		if fn.DSO >= 0 {
+			named[fn.DSO] = true
+		}
+	}
+	return len(named)
+}

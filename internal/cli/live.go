@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/view/dist"
+	"github.com/sonde-dev/sonde/internal/view/emit"
+	"github.com/sonde-dev/sonde/internal/view/stackprof"
+)
+
+// Live is what the live BPF tools share, with bcc's habits: -p PID (one
+// process, filtered in the kernel), -d/--duration or a bare DURATION
+// (`offcpu 5`), -i/--interval, --json; the run ends on Ctrl-C or SIGTERM.
+type Live struct {
+	Pid                int
+	Duration, Interval time.Duration
+	JSON               bool
+	MinInterval        time.Duration // 0: the tool has no -i
+	DurationArg        bool          // a bare argument is the duration
+	W                  *emit.Writer  // set by Start
+	lap                time.Time     // when the current interval began
+}
+
+// Command adds the shared flags to c; pidUsage says what -p does ("" for
+// no -p).
+func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
+	f := c.Flags()
+	if pidUsage != "" {
+		f.IntVarP(&l.Pid, "pid", "p", 0, pidUsage)
+	}
+	AddDurationFlag(f, &l.Duration, "tracing")
+	if l.MinInterval > 0 {
+		DurationVarP(f, &l.Interval, "interval", "i", 0, "print a report every interval: seconds (1) or a duration (500ms)")
+	}
+	AddJSONFlag(f, &l.JSON)
+	return c
+}
+
+// Start checks the shared options and says on a terminal what runs (what,
+// unless empty: a traced command sets the run's length itself). The
+// context ends on Ctrl-C or SIGTERM (call stop); target names what is
+// traced as the text views do.
+func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx context.Context, target string, stop func(), err error) {
+	if l.DurationArg && len(args) > 0 {
+		if err := l.BareDuration(cmd, args); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	if l.Interval != 0 && l.Interval < l.MinInterval {
+		return nil, "", nil, Usagef("-i/--interval %s: at least %s", l.Interval, l.MinInterval)
+	}
+	if target, err = PidTarget(l.Pid); err != nil {
+		return nil, "", nil, err
+	}
+	if what != "" && IsTerminal(2) {
+		how := "Ctrl-C to stop"
+		if l.Duration > 0 {
+			how = "for " + l.Duration.String()
+		}
+		fmt.Fprintf(os.Stderr, "sonde: %s, %s\n", what, how)
+	}
+	l.W = emit.New(os.Stdout, l.JSON)
+	// With intervals the output is JSON Lines to the end.
+	l.W.Lines = l.Interval > 0
+	l.lap = time.Now()
+	ctx, stop = runctl.WithSignals(context.Background())
+	return ctx, target, stop, nil
+}
+
+// Lap returns how long the interval now ending lasted, and starts the next.
+func (l *Live) Lap() time.Duration {
+	now := time.Now()
+	d := now.Sub(l.lap)
+	l.lap = now
+	return d
+}
+
+// Span is how long the final report covers: the whole run, or with -i
+// the last, partial interval.
+func (l *Live) Span(elapsed time.Duration) time.Duration {
+	if l.Interval > 0 {
+		return l.Lap()
+	}
+	return elapsed
+}
+
+// BareDuration takes bcc's positional duration: `offcpu 5` is `offcpu -d 5`.
+func (l *Live) BareDuration(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return Usagef("unexpected argument %q: the only argument is how long to trace (%s 5)", args[1], cmd.Name())
+	}
+	if cmd.Flags().Changed("duration") {
+		return Usagef("two durations: -d/--duration and %q; give one", args[0])
+	}
+	d, err := ParseDuration(args[0])
+	if err != nil {
+		return Usagef("unexpected argument %q: the only argument is how long to trace, in seconds (%s 5) or as a duration (500ms)", args[0], cmd.Name())
+	}
+	l.Duration = d
+	return nil
+}
+
+// PidTarget checks a tool's one -p process and names the target.
+func PidTarget(pid int) (string, error) {
+	if pid == 0 {
+		return Target{All: true}.String(), nil
+	}
+	if err := procfs.CheckPid(pid); err != nil {
+		if errors.Is(err, procfs.ErrNotProcess) {
+			// These tools filter on the process in the kernel: no -t.
+			return "", Usagef("-p/--pid %d is a thread, not a process: give its process's id", pid)
+		}
+		return "", err
+	}
+	return Target{Pids: []int{pid}}.String(), nil
+}
+
+// Stacks are the options profile, offcpu and wakeup share: the side of the
+// stack (bcc's -U, -K), the threads and commands shown, the files written.
+type Stacks struct {
+	User, Kernel, Folded, PerThread bool
+	Flame, Output                   string
+	Comms                           []string
+}
+
+// Add defines the flags; unit is what folded values count.
+func (s *Stacks) Add(f *pflag.FlagSet, unit string) {
+	f.BoolVarP(&s.User, "user", "U", false, "user stacks only")
+	f.BoolVarP(&s.Kernel, "kernel", "K", false, "kernel stacks only")
+	f.BoolVar(&s.PerThread, "per-thread", false, "keep threads apart")
+	f.StringSliceVar(&s.Comms, "comm", nil, "only these commands in the output (comma-separated)")
+	f.BoolVarP(&s.Folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
+	f.StringVar(&s.Flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
+	f.StringVarP(&s.Output, "output", "o", "", "also write a data file for report and flamegraph")
+}
+
+// Check refuses options that exclude each other.
+func (s *Stacks) Check() error {
+	if s.User && s.Kernel {
+		return Usagef("-U/--user and -K/--kernel conflict: leave both out for both stacks")
+	}
+	return nil
+}
+
+// Files are the outputs asked for beside the report.
+func (s *Stacks) Files(title, what string) stackprof.Files {
+	return stackprof.Files{Data: s.Output, Flame: s.Flame, Folded: s.Folded, Title: title, What: what}
+}
+
+// Dist is how funclat, runqlat and biolat show distributions.
+type Dist struct {
+	Unit   string
+	Linear uint64
+}
+
+// Add defines -u/--unit and --linear.
+func (d *Dist) Add(f *pflag.FlagSet) {
+	f.StringVarP(&d.Unit, "unit", "u", "us", "histogram unit: ns, us, ms or s")
+	f.Uint64Var(&d.Linear, "linear", 0, "linear buckets of this width (in --unit) instead of powers of two")
+}
+
+// Options checks the unit.
+func (d *Dist) Options() (dist.Options, error) {
+	u, err := histogram.ParseUnit(d.Unit)
+	if err != nil {
+		return dist.Options{}, Usagef("-u/--unit: %v", err)
+	}
+	return dist.Options{Unit: u, Linear: d.Linear}, nil
+}
