@@ -64,16 +64,18 @@ type mapping struct {
 type process struct {
 	maps []mapping // sorted by start, non-overlapping
 	// other holds the process's mappings that are not code ([heap],
-	// [stack], anonymous and file data), read on a miss: a frame-pointer
-	// walk through code built without them yields addresses there, and
-	// such a frame still gets an object and an offset.
-	other  []mapping
+	// [stack], anonymous and file data) as last read from /proc/PID/maps,
+	// sorted by start: a frame-pointer walk through code built without
+	// them yields addresses there, and such a frame still gets an object
+	// and an offset. Objects are made for them only when an address hits.
+	other  []procfs.Mapping
 	reread time.Time // when /proc/PID/maps was last read on a miss
 }
 
 // rereadEvery bounds how often a process's mappings are read again when
-// an address falls outside all of them.
-const rereadEvery = 100 * time.Millisecond
+// an address falls outside all of them (-a -g meets such addresses in
+// every process built without frame pointers).
+const rereadEvery = time.Second
 
 // New returns an empty builder.
 func New() *Builder {
@@ -108,6 +110,8 @@ func (b *Builder) proc(pid uint32) *process {
 			for _, m := range maps {
 				if m.Exec() {
 					b.addMapping(pid, p, m.Start, m.End, m.Offset, m.Path, nil)
+				} else if m.End > m.Start {
+					p.other = append(p.other, m)
 				}
 			}
 		}
@@ -311,33 +315,49 @@ func find(ms []mapping, addr uint64) (mapping, bool) {
 	return mapping{}, false
 }
 
-// miss places an address no known code mapping of pid covers: the process
-// may have mapped code since (read again, at most every rereadEvery), or
-// the address is not code (a frame-pointer walk gone astray) and is named
-// by the data mapping that holds it.
+// miss places an address no known code mapping of pid covers: the address
+// is not code (a frame-pointer walk gone astray) and is named by the data
+// mapping that holds it, or the process mapped more since its mappings were
+// read (read again, at most every rereadEvery).
 func (b *Builder) miss(pid uint32, p *process, addr uint64) (mapping, bool) {
-	if now := time.Now(); now.Sub(p.reread) >= rereadEvery {
-		p.reread = now
-		if maps, err := b.readMaps(int(pid)); err == nil && len(maps) > 0 {
-			p.other = p.other[:0]
-			for _, m := range maps {
-				if m.Exec() {
-					if _, ok := find(p.maps, m.Start); !ok {
-						b.addMapping(pid, p, m.Start, m.End, m.Offset, m.Path, nil)
-					}
-					continue
-				}
-				if m.End > m.Start {
-					p.other = append(p.other, mapping{start: m.Start, end: m.End, pgoff: m.Offset, dso: b.dsoFor(pid, m.Path, nil)})
-				}
+	if m, ok := b.data(pid, p, addr); ok {
+		return m, true
+	}
+	now := time.Now()
+	if now.Sub(p.reread) < rereadEvery {
+		return mapping{}, false
+	}
+	p.reread = now
+	maps, err := b.readMaps(int(pid))
+	if err != nil || len(maps) == 0 {
+		return mapping{}, false
+	}
+	p.other = p.other[:0]
+	for _, m := range maps {
+		if !m.Exec() {
+			if m.End > m.Start {
+				p.other = append(p.other, m)
 			}
-			sort.Slice(p.other, func(i, j int) bool { return p.other[i].start < p.other[j].start })
+			continue
 		}
-		if m, ok := find(p.maps, addr); ok {
-			return m, true
+		if _, ok := find(p.maps, m.Start); !ok {
+			b.addMapping(pid, p, m.Start, m.End, m.Offset, m.Path, nil)
 		}
 	}
-	return find(p.other, addr)
+	if m, ok := find(p.maps, addr); ok {
+		return m, true
+	}
+	return b.data(pid, p, addr)
+}
+
+// data finds addr in pid's non-code mappings, making its object on first use.
+func (b *Builder) data(pid uint32, p *process, addr uint64) (mapping, bool) {
+	i := sort.Search(len(p.other), func(i int) bool { return p.other[i].End > addr })
+	if i == len(p.other) || p.other[i].Start > addr {
+		return mapping{}, false
+	}
+	m := p.other[i]
+	return mapping{start: m.Start, end: m.End, pgoff: m.Offset, dso: b.dsoFor(pid, m.Path, nil)}, true
 }
 
 // SyntheticLoc returns a location that prints as name: separators and
