@@ -160,3 +160,45 @@ func TestCreateAndCheckPath(t *testing.T) {
 		t.Errorf("temporary files left: %v %v", m, m2)
 	}
 }
+
+// /dev/null as the output is written to, never replaced by a regular file
+// (a rename over it would delete the device for the whole machine).
+func TestSpecialOutputsKept(t *testing.T) {
+	before, err := os.Stat("/dev/null")
+	if err != nil || before.Mode()&os.ModeCharDevice == 0 {
+		t.Skip("no /dev/null character device here")
+	}
+	full := modeltest.Sample()
+	if err := WriteFile("/dev/null", full); err != nil {
+		t.Fatalf("WriteFile(/dev/null): %v", err)
+	}
+	f, err := Create("/dev/null")
+	if err != nil {
+		t.Fatalf("Create(/dev/null): %v", err)
+	}
+	grow(t, full, 300, f, true)
+	if f.Old != "" {
+		t.Errorf("/dev/null was moved to %s", f.Old)
+	}
+	after, err := os.Stat("/dev/null")
+	if err != nil || after.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a character device: %v %v", after.Mode(), err)
+	}
+	// A link is followed: the file it points to is replaced, the link kept.
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.data")
+	os.WriteFile(target, []byte("old"), 0o644)
+	link := filepath.Join(dir, "link.data")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(link, full); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced")
+	}
+	if _, err := ReadFile(target); err != nil {
+		t.Errorf("the link's target was not written: %v", err)
+	}
+}

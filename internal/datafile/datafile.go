@@ -252,11 +252,39 @@ func table[T any](e *enc, from int, all []T, put func(T)) {
 	}
 }
 
-// WriteFile writes p to path atomically (a unique temporary file renamed
-// into place), so a reader never sees half a file.
+// WriteFile writes p to path atomically (see WriteAtomic).
 func WriteFile(path string, p *model.Profile) error {
+	return WriteAtomic(path, func(w io.Writer) error { return Write(w, p) })
+}
+
+// WriteAtomic writes a file through write: into a unique temporary file in
+// the same directory, renamed into place once complete, so a reader never
+// sees half a file and a full disk leaves the old file (or none), never a
+// partial one. A path that is not a regular file (/dev/null, /dev/stdout,
+// a FIFO) is written in place: renaming over it would replace the device.
+func WriteAtomic(path string, write func(io.Writer) error) error {
 	if err := CheckPath(path); err != nil {
 		return err
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // replace the file a link points to, not the link
+	}
+	if f, ok, err := openSpecial(path); ok {
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", path, err)
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		err := write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -269,8 +297,8 @@ func WriteFile(path string, p *model.Profile) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := Write(bw, p); err != nil {
-		return fail(err)
+	if err := write(bw); err != nil {
+		return fail(fmt.Errorf("writing %s: %w", path, err))
 	}
 	if err := bw.Flush(); err != nil {
 		return fail(fmt.Errorf("writing %s: %w", path, err))
@@ -287,6 +315,17 @@ func WriteFile(path string, p *model.Profile) error {
 		return fmt.Errorf("renaming %s: %w", tmp, err)
 	}
 	return nil
+}
+
+// openSpecial opens path for writing in place when it exists and is not a
+// regular file (a device, a FIFO); ok is false for regular or missing files.
+func openSpecial(path string) (f *os.File, ok bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil, false, nil
+	}
+	f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	return f, true, err
 }
 
 // CheckPath says whether a data file can be written at path, before a
@@ -329,7 +368,20 @@ func Create(path string) (*File, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	df := &File{Path: path}
+	if f, ok, err := openSpecial(path); ok {
+		// /dev/null and the like are written in place, never moved.
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", path, err)
+		}
+		df.f = f
+		df.bw = bufio.NewWriterSize(f, 1<<20)
+		df.Writer = NewWriter(df.bw)
+		return df, nil
+	}
 	if _, err := os.Lstat(path); err == nil {
 		df.Old = path + ".old"
 		if err := os.Rename(path, df.Old); err != nil {
@@ -365,7 +417,10 @@ func (f *File) Finish(p *model.Profile) error {
 		err = f.bw.Flush()
 	}
 	if err == nil {
-		err = f.f.Sync()
+		// Devices and FIFOs cannot be synced (EINVAL): nothing to lose there.
+		if serr := f.f.Sync(); serr != nil && !errors.Is(serr, unix.EINVAL) {
+			err = serr
+		}
 	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
