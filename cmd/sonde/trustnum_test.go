@@ -151,7 +151,7 @@ END { clear(@ins); }`
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := exec.Command(testutil.Sonde(t), "biosnoop", "--json", "--comm", "dd")
+	s := exec.Command(testutil.Sonde(t), "biosnoop", "--json")
 	s.Stdout = snoopOut
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,26 @@ END { clear(@ins); }`
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(2 * time.Second) // biosnoop attaches
+	// biosnoop is attached once it prints a request: make some with a copy
+	// of dd under another name (neither side counts them as dd's).
+	ddPath, err := exec.LookPath("dd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := filepath.Join(dir, "ddwarm")
+	if b, err := os.ReadFile(ddPath); err != nil || os.WriteFile(warm, b, 0o755) != nil {
+		t.Fatalf("copying dd: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if fi, err := os.Stat(snoopOut.Name()); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("biosnoop printed no request in 15 s")
+		}
+		exec.Command(warm, "if=/dev/zero", "of="+filepath.Join(dir, "warm"), "bs=4k", "count=1", "oflag=direct").Run()
+		time.Sleep(100 * time.Millisecond)
+	}
 	directIO(t, dir, 100)
 	time.Sleep(300 * time.Millisecond)
 
@@ -201,7 +220,7 @@ END { clear(@ins); }`
 	ios := read()
 	writes := 0
 	for _, x := range streamed {
-		if strings.Contains(x.RWBS, "W") {
+		if x.Comm == "dd" && strings.Contains(x.RWBS, "W") {
 			writes++
 		}
 	}
