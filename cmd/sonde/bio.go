@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/bio"
@@ -56,9 +58,10 @@ func newBiosnoopCmd() *cobra.Command {
 	l := &cli.Live{DurationArg: true}
 	var comm string
 	cmd := l.Command(&cobra.Command{
-		Use:     "biosnoop [flags] [DURATION]",
-		Short:   "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
-		Long:    "Trace every block request, as bcc's biosnoop does; --json writes one request a line.",
+		Use:   "biosnoop [flags] [DURATION]",
+		Short: "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
+		Long: "Trace every block request, as bcc's biosnoop does: one line per request as it completes;\n" +
+			"--json writes one request a line.",
 		Example: "  sonde biosnoop 5\n  sonde biosnoop --comm postgres -d 10 --json",
 	}, "only I/O submitted by this process")
 	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
@@ -68,13 +71,27 @@ func newBiosnoopCmd() *cobra.Command {
 			return err
 		}
 		defer stop()
-		o := bio.SnoopOptions
-		o.Duration = l.Duration
-		res, err := bio.Run(ctx, bio.SnoopStages, o)
+		// One line per request as it completes, flushed at once.
+		if !l.JSON {
+			bio.SnoopHeader(l.W)
+			l.W.Flush()
+		}
+		var werr error
+		res, err := bio.Snoop(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, func(x bio.IO) {
+			if l.JSON {
+				werr = cmp.Or(werr, x.WriteJSON(l.W))
+			} else {
+				x.WriteText(l.W)
+			}
+			werr = cmp.Or(werr, l.W.Flush())
+		})
 		if err != nil {
 			return err
 		}
-		return l.W.Final(bio.NewSnoop(res, bio.Filter{Pid: l.Pid, Comm: comm}))
+		if !l.JSON {
+			res.WriteFooter(l.W)
+		}
+		return cmp.Or(werr, l.W.Flush())
 	}
 	return cmd
 }

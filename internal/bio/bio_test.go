@@ -18,31 +18,21 @@ func result(pairs ...latency.Pair) *pairbpf.Result {
 	return &pairbpf.Result{Result: &latency.Result{Pairs: pairs}, Counters: pairbpf.Counters{Drops: 1}}
 }
 
-func TestSnoopJoin(t *testing.T) {
-	queued := result(
-		// Ends 400 ns after the device stage's start: both programs read
-		// the clock on the same block_rq_issue, in either order.
-		latency.Pair{Key: "8,0,2048", StartNS: 1_000_000, Latency: 50_400, Comm: "dd", Pid: 77},
-		// Another request at the same sector, long before.
-		latency.Pair{Key: "8,0,2048", StartNS: 10, Latency: 100, Comm: "old", Pid: 1},
-	)
-	device := result(
-		latency.Pair{Key: "8,0,2048", Group: "rwbs W", Aux: "8", StartNS: 1_050_000, Latency: 200_000, Comm: "kworker", Pid: 9},
-		latency.Pair{Key: "259,1,64", Group: "rwbs R", Aux: "16", StartNS: 900_000, Latency: 70_000, Comm: "kworker", Pid: 9},
-	)
-	s := NewSnoop([]*pairbpf.Result{queued, device}, Filter{})
-	if len(s.IOs) != 2 || s.Lost != 2 {
-		t.Fatalf("%+v", s)
-	}
-	nvme, sda := s.IOs[0], s.IOs[1]
+func TestSnoopLines(t *testing.T) {
+	q := uint64(50_400)
+	sda := ioOf(latency.Pair{Key: "8,0,2048", Group: "rwbs W", Aux: "8", StartNS: 1_050_000, Latency: 200_000, Comm: "dd", Pid: 77, Before: &q})
+	nvme := ioOf(latency.Pair{Key: "259,1,64", Group: "rwbs R", Aux: "16", StartNS: 900_000, Latency: 70_000, Comm: "kworker", Pid: 9})
 	if nvme.Disk != "259,1" || nvme.QueuedNS != nil || nvme.Bytes != 8192 || nvme.RWBS != "R" {
 		t.Errorf("request without a queued stage: %+v", nvme)
 	}
-	if sda.QueuedNS == nil || *sda.QueuedNS != 50_400 || sda.Comm != "dd" || sda.Pid != 77 || sda.Sector != 2048 || sda.DeviceNS != 200_000 {
-		t.Errorf("joined request: %+v", sda)
+	if sda.QueuedNS == nil || *sda.QueuedNS != 50_400 || sda.Comm != "dd" || sda.Pid != 77 || sda.Sector != 2048 || sda.DeviceNS != 200_000 || sda.Bytes != 4096 {
+		t.Errorf("request with both stages: %+v", sda)
 	}
 	var b bytes.Buffer
-	s.WriteText(&b)
+	SnoopHeader(&b)
+	nvme.WriteText(&b)
+	sda.WriteText(&b)
+	(&SnoopResult{IOs: 2, Lost: 2}).WriteFooter(&b)
 	want := `TIME(s)        COMM             PID     DISK    T    SECTOR       BYTES       QUE(us)    LAT(us)
 0.000900       kworker          9       259,1   R    64           8192              -       70.0
 0.001050       dd               77      8,0     W    2048         4096           50.4      200.0
@@ -52,17 +42,17 @@ func TestSnoopJoin(t *testing.T) {
 		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := s.WriteJSON(&b); err != nil {
+	if err := nvme.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	var first map[string]any
-	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || first["queued_ns"] != nil || first["start_ns"] != 900_000.0 {
-		t.Errorf("JSON lines:\n%s", b.String())
+	if json.Unmarshal(b.Bytes(), &first) != nil || first["queued_ns"] != nil || first["start_ns"] != 900_000.0 || !strings.HasSuffix(b.String(), "}\n") {
+		t.Errorf("JSON line: %s", b.String())
 	}
 	// The filter applies to the submitter.
-	if s := NewSnoop([]*pairbpf.Result{queued, device}, Filter{Comm: "dd"}); len(s.IOs) != 1 || s.IOs[0].Pid != 77 {
-		t.Errorf("filtered: %+v", s.IOs)
+	f := Filter{Comm: "dd"}
+	if !f.keep(sda) || f.keep(nvme) || !(Filter{Pid: 9}).keep(nvme) || (Filter{Pid: 9}).keep(sda) {
+		t.Errorf("filter")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
@@ -62,7 +63,19 @@ type mapping struct {
 
 type process struct {
 	maps []mapping // sorted by start, non-overlapping
+	// other holds the process's mappings that are not code ([heap],
+	// [stack], anonymous and file data) as last read from /proc/PID/maps,
+	// sorted by start: a frame-pointer walk through code built without
+	// them yields addresses there, and such a frame still gets an object
+	// and an offset. Objects are made for them only when an address hits.
+	other  []procfs.Mapping
+	reread time.Time // when /proc/PID/maps was last read on a miss
 }
+
+// rereadEvery bounds how often a process's mappings are read again when
+// an address falls outside all of them (-a -g meets such addresses in
+// every process built without frame pointers).
+const rereadEvery = time.Second
 
 // New returns an empty builder.
 func New() *Builder {
@@ -82,6 +95,11 @@ func New() *Builder {
 	}
 }
 
+// ReadMapsWith makes the builder read the mappings of processes it did not
+// see start with read (a procfs.MapsKeeper's Read keeps those of processes
+// that exited).
+func (b *Builder) ReadMapsWith(read func(pid int) ([]procfs.Mapping, error)) { b.readMaps = read }
+
 func (b *Builder) proc(pid uint32) *process {
 	p := b.procs[pid]
 	if p == nil {
@@ -92,6 +110,8 @@ func (b *Builder) proc(pid uint32) *process {
 			for _, m := range maps {
 				if m.Exec() {
 					b.addMapping(pid, p, m.Start, m.End, m.Offset, m.Path, nil)
+				} else if m.End > m.Start {
+					p.other = append(p.other, m)
 				}
 			}
 		}
@@ -224,7 +244,11 @@ func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 	b.frameBuf = b.Unwinder.Frames(s, misc, b.frameBuf[:0])
 	b.frames = b.frames[:0]
 	for _, f := range b.frameBuf {
-		b.frames = append(b.frames, b.loc(s.Pid, f))
+		id := b.loc(s.Pid, f)
+		if id < 0 {
+			break // the walk left the process's memory: the rest is junk
+		}
+		b.frames = append(b.frames, id)
 	}
 	b.keyBuf = b.keyBuf[:0]
 	for _, id := range b.frames {
@@ -245,6 +269,10 @@ func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 	})
 }
 
+// loc returns the location of a frame; -1 for a return address that lies
+// in no mapping of a process whose mappings are known: a frame-pointer walk
+// through code built without frame pointers read a saved value that is
+// not an address (0, text, a counter), and every frame after it is junk.
 func (b *Builder) loc(pid uint32, f Frame) int32 {
 	addr := f.Addr
 	if !f.Leaf && addr > 0 {
@@ -260,10 +288,14 @@ func (b *Builder) loc(pid uint32, f Frame) int32 {
 	} else {
 		k = rawLoc{dso: -1, addr: addr}
 		p := b.proc(pid)
-		i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].end > addr })
-		if i < len(p.maps) && p.maps[i].start <= addr {
-			m := p.maps[i]
+		m, ok := find(p.maps, addr)
+		if !ok {
+			m, ok = b.miss(pid, p, addr)
+		}
+		if ok {
 			k = rawLoc{dso: m.dso, addr: b.objs[m.dso].Offset(addr, m.start, m.pgoff)}
+		} else if !f.Leaf && len(p.maps) > 0 {
+			return -1
 		}
 	}
 	if id, ok := b.rawLocs[k]; ok {
@@ -273,6 +305,59 @@ func (b *Builder) loc(pid uint32, f Frame) int32 {
 	b.rawLocs[k] = id
 	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 	return id
+}
+
+func find(ms []mapping, addr uint64) (mapping, bool) {
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].end > addr })
+	if i < len(ms) && ms[i].start <= addr {
+		return ms[i], true
+	}
+	return mapping{}, false
+}
+
+// miss places an address no known code mapping of pid covers: the address
+// is not code (a frame-pointer walk gone astray) and is named by the data
+// mapping that holds it, or the process mapped more since its mappings were
+// read (read again, at most every rereadEvery).
+func (b *Builder) miss(pid uint32, p *process, addr uint64) (mapping, bool) {
+	if m, ok := b.data(pid, p, addr); ok {
+		return m, true
+	}
+	now := time.Now()
+	if now.Sub(p.reread) < rereadEvery {
+		return mapping{}, false
+	}
+	p.reread = now
+	maps, err := b.readMaps(int(pid))
+	if err != nil || len(maps) == 0 {
+		return mapping{}, false
+	}
+	p.other = p.other[:0]
+	for _, m := range maps {
+		if !m.Exec() {
+			if m.End > m.Start {
+				p.other = append(p.other, m)
+			}
+			continue
+		}
+		if _, ok := find(p.maps, m.Start); !ok {
+			b.addMapping(pid, p, m.Start, m.End, m.Offset, m.Path, nil)
+		}
+	}
+	if m, ok := find(p.maps, addr); ok {
+		return m, true
+	}
+	return b.data(pid, p, addr)
+}
+
+// data finds addr in pid's non-code mappings, making its object on first use.
+func (b *Builder) data(pid uint32, p *process, addr uint64) (mapping, bool) {
+	i := sort.Search(len(p.other), func(i int) bool { return p.other[i].End > addr })
+	if i == len(p.other) || p.other[i].Start > addr {
+		return mapping{}, false
+	}
+	m := p.other[i]
+	return mapping{start: m.Start, end: m.End, pgoff: m.Offset, dso: b.dsoFor(pid, m.Path, nil)}, true
 }
 
 // SyntheticLoc returns a location that prints as name: separators and
@@ -301,7 +386,11 @@ func (b *Builder) SyntheticLoc(name string) int32 {
 func (b *Builder) FrameLocs(pid uint32, frames []Frame) []int32 {
 	out := make([]int32, 0, len(frames))
 	for _, f := range frames {
-		out = append(out, b.loc(pid, f))
+		id := b.loc(pid, f)
+		if id < 0 {
+			break // the walk left the process's memory: the rest is junk
+		}
+		out = append(out, id)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
@@ -253,6 +254,44 @@ func TestFramePointerUnwinder(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("frame %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestAddressOutsideCode: a frame-pointer walk through code without frame
+// pointers yields return addresses in data ([heap], anonymous memory) or
+// in no mapping at all. The first are named by their mapping with an
+// offset; at the second the stack ends, as the rest is junk; a process
+// that mapped code since its maps were read is read again.
+func TestAddressOutsideCode(t *testing.T) {
+	sys := &fakeSystem{maps: map[int][]procfs.Mapping{
+		40: {
+			{Start: 0x10000, End: 0x11000, Perms: "r-xp", Offset: 0x1000, Path: "/bin/app"},
+			{Start: 0x20000, End: 0x30000, Perms: "rw-p", Path: "[heap]"},
+			{Start: 0x7f0000, End: 0x800000, Perms: "rw-p"},
+		},
+	}}
+	b := newTestBuilder(sys)
+	b.SetComm(40, "py")
+	b.SampleLocs(40, 40, b.StackLocs(40, nil, []uint64{0x10110, 0x20101, 0x7f0011, 0x10020}), 1)
+	b.SampleLocs(40, 40, b.StackLocs(40, nil, []uint64{0x10110, 0, 0x10020}), 1)
+	b.SampleLocs(40, 40, b.StackLocs(40, nil, []uint64{0x10110, 0x746c7561666563}), 1)
+	// A library mapped after the first read (dlopen without a record).
+	sys.maps[40] = append(sys.maps[40], procfs.Mapping{Start: 0x90000, End: 0x91000, Perms: "r-xp", Offset: 0x2000, Path: "/lib/libc.so"})
+	b.procs[40].reread = time.Time{}
+	b.SampleLocs(40, 40, b.StackLocs(40, nil, []uint64{0x90010, 0x10020}), 1)
+	p := b.FinishWith(testSyms, model.Meta{})
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]string{
+		{"work", "[heap]+0x100", "[anon:40]+0x7f0010", "main"},
+		{"work"},
+		{"work"},
+		{"write", "main"},
+	} {
+		if got := names(p, p.Samples[i].Stack); !slices.Equal(got, want) {
+			t.Errorf("sample %d: %v, want %v", i, got, want)
 		}
 	}
 }

@@ -32,6 +32,9 @@ type Pair struct {
 	Comm    string `json:"comm"`
 	Pid     int32  `json:"pid"`
 	Aux     string `json:"aux,omitempty"`
+	// Before is a chain's start → mid time (pairbpf.Options.Mid; biosnoop
+	// shows it as queued_ns), nil when its start was not seen.
+	Before *uint64 `json:"-"`
 }
 
 // Result holds a distribution per group.

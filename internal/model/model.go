@@ -330,11 +330,20 @@ func (p *Profile) Kind(loc int32) DSOKind {
 	return p.DSOs[l.DSO].Kind
 }
 
-// SrcLine gives file:line of a location, or dso+0xaddr without line info.
+// SrcLine gives file:line of a location; without line info (the kernel,
+// binaries without DWARF) function+0xoffset, as perf names such rows; else
+// dso+0xaddr.
 func (p *Profile) SrcLine(loc int32) string {
 	l := p.Locs[loc]
 	if l.File >= 0 {
 		return fmt.Sprintf("%s:%d", p.Files[l.File], l.Line)
+	}
+	if l.Func >= 0 {
+		f := p.Funcs[l.Func]
+		if f.Start == 0 || l.Addr < f.Start {
+			return f.Name // a synthetic frame, or no start known
+		}
+		return fmt.Sprintf("%s+0x%x", f.Name, l.Addr-f.Start)
 	}
 	if l.DSO >= 0 {
 		return fmt.Sprintf("%s+0x%x", baseName(p.DSOs[l.DSO].Name), l.Addr)

@@ -4,7 +4,13 @@
 /* pair: latency between two tracepoints, paired in the kernel by key fields
  * read from each event's raw record at offsets taken from tracefs format
  * files (set before load). Every match goes to user space through a ring
- * buffer, so percentiles are exact and --events can print each pair. */
+ * buffer, so percentiles are exact and --events can print each pair.
+ *
+ * A chain adds a mid event (block_rq_insert → block_rq_issue →
+ * block_rq_complete): pairs are timed mid → end, and each carries the
+ * start → mid time of the same entry, so the two stages of one request
+ * are joined in the kernel, not guessed from timestamps later. A mid
+ * without a start (no I/O scheduler) still makes a pair. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include "sonde_maps.h"
@@ -28,9 +34,17 @@ const volatile __u32 group_size = 0; /* 0: no group field */
 const volatile __u32 aux_off = 0;
 const volatile __u32 aux_size = 0; /* 0: no aux field */
 const volatile __u32 target_pid = 0; /* 0: every process */
+const volatile __u32 has_mid = 0;    /* 1: a chain, on_mid is attached */
+const volatile __u32 mid_off[PAIR_MAX_KEYS] = {};
+const volatile __u32 mid_size[PAIR_MAX_KEYS] = {};
+const volatile __u32 mid_group_off = 0;
+const volatile __u32 mid_group_size = 0;
+const volatile __u32 mid_aux_off = 0;
+const volatile __u32 mid_aux_size = 0;
 
 struct start_val {
-	__u64 ts;
+	__u64 ts;     /* start, ns; 0 in a chain whose start was not seen */
+	__u64 mid_ts; /* mid, ns; 0 until it is seen (chains only) */
 	__u64 group;
 	__u64 aux;
 	__u32 pid;
@@ -38,7 +52,8 @@ struct start_val {
 	char comm[16];
 };
 
-/* key: struct pair_key; value: struct start_val (start time in ns, who). */
+/* key: struct pair_key; value: struct start_val (start and mid times in
+ * ns, who). A hash map: keys are sparse (dev, sector) or thread ids. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct pair_key);
@@ -110,6 +125,38 @@ int on_start(void *ctx)
 }
 
 SEC("tracepoint")
+int on_mid(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+	struct pair_key k = {};
+	struct start_val *s, n = {};
+
+	read_key(ctx, mid_off, mid_size, &k);
+	counter_inc(&counters, PAIR_MIDS);
+	s = bpf_map_lookup_elem(&starts, &k);
+	if (s) {
+		/* A request issued again (requeued) is timed from its last issue. */
+		s->mid_ts = now;
+		return 0;
+	}
+	if (target_pid && (id >> 32) != target_pid)
+		return 0;
+	/* No start: the pair begins here, with what the mid event says. */
+	n.mid_ts = now;
+	n.pid = id >> 32;
+	n.tid = (__u32)id;
+	if (mid_group_size)
+		n.group = read_field(ctx, mid_group_off, mid_group_size);
+	if (mid_aux_size)
+		n.aux = read_field(ctx, mid_aux_off, mid_aux_size);
+	bpf_get_current_comm(&n.comm, sizeof(n.comm));
+	if (bpf_map_update_elem(&starts, &k, &n, BPF_ANY) != 0)
+		counter_inc(&counters, PAIR_FULL);
+	return 0;
+}
+
+SEC("tracepoint")
 int on_end(void *ctx)
 {
 	struct pair_key k = {};
@@ -124,6 +171,12 @@ int on_end(void *ctx)
 		counter_inc(&counters, PAIR_UNMATCHED);
 		return 0;
 	}
+	if (has_mid && s->mid_ts == 0) {
+		/* Started, never issued: not a pair of this chain. */
+		counter_inc(&counters, PAIR_UNMATCHED);
+		bpf_map_delete_elem(&starts, &k);
+		return 0;
+	}
 	counter_inc(&counters, PAIR_ENDS);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -132,8 +185,15 @@ int on_end(void *ctx)
 		return 0;
 	}
 	__builtin_memcpy(e->key, k.v, sizeof(e->key));
-	e->start_ns = s->ts;
-	e->latency_ns = now - s->ts;
+	if (has_mid) {
+		e->start_ns = s->mid_ts;
+		e->latency_ns = now - s->mid_ts;
+		e->before_ns = s->ts ? s->mid_ts - s->ts : PAIR_NO_BEFORE;
+	} else {
+		e->start_ns = s->ts;
+		e->latency_ns = now - s->ts;
+		e->before_ns = 0;
+	}
 	e->group = s->group;
 	e->aux = s->aux;
 	e->pid = s->pid;

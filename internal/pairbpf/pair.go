@@ -31,6 +31,14 @@ type Options struct {
 	Command    []string
 	Duration   time.Duration
 	Events     bool // keep every pair
+	// Mid, when it is an event (Format set), makes a chain Start → Mid →
+	// End keyed by the same fields: pairs are timed Mid → End and carry
+	// the Start → Mid time (Pair.Before) of the same entry; a Mid without
+	// a Start still makes a pair, with Per and Aux read from the Mid.
+	Mid events.Spec
+	// OnPair, when set, gets every pair as it completes, on the ring
+	// reader's goroutine.
+	OnPair func(latency.Pair)
 }
 
 // Counters the program kept.
@@ -95,15 +103,48 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	var so, ss, eo, es [4]uint32
+	chain := o.Mid.Format != nil
+	var mk []tracefs.Field
+	var midGroup, midAux tracefs.Field
+	if chain {
+		for _, k := range o.Key {
+			m, err := pickInt(o.Mid.Format, k, o.Mid.String())
+			if err != nil {
+				return nil, err
+			}
+			mk = append(mk, m)
+		}
+		var err error
+		if groupField.Size > 0 {
+			if midGroup, err = pickValue(o.Mid.Format, o.Per, o.Mid.String()); err != nil {
+				return nil, err
+			}
+		}
+		if o.Aux != "" {
+			if midAux, err = pickValue(o.Mid.Format, o.Aux, o.Mid.String()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var so, ss, eo, es, mo, ms [4]uint32
 	for i := range sk {
 		so[i], ss[i] = uint32(sk[i].Offset), uint32(sk[i].Size)
 		eo[i], es[i] = uint32(ek[i].Offset), uint32(ek[i].Size)
+		if chain {
+			mo[i], ms[i] = uint32(mk[i].Offset), uint32(mk[i].Size)
+		}
 	}
 	tp := func(ev events.Spec, prog string) bpfskel.Hook {
 		sys, name, _ := strings.Cut(ev.String(), ":")
 		return bpfskel.TracepointHook(sys, name, prog)
 	}
+	// The end first: a start without its end program could fill the map.
+	hooks := []bpfskel.Hook{tp(o.End, pairProgOnEnd)}
+	hasMid := uint32(0)
+	if chain {
+		hooks, hasMid = append(hooks, tp(o.Mid, pairProgOnMid)), 1
+	}
+	hooks = append(hooks, tp(o.Start, pairProgOnStart))
 	var maps pairMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "pairing", Spec: loadPair, Maps: &maps, Command: o.Command,
@@ -111,9 +152,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			pairVarNkeys: uint32(len(sk)), pairVarStartOff: so, pairVarStartSize: ss, pairVarEndOff: eo, pairVarEndSize: es,
 			pairVarGroupOff: uint32(groupField.Offset), pairVarGroupSize: readSize(groupField), pairVarTargetPid: uint32(o.Pid),
 			pairVarAuxOff: uint32(auxField.Offset), pairVarAuxSize: readSize(auxField),
+			pairVarHasMid: hasMid, pairVarMidOff: mo, pairVarMidSize: ms,
+			pairVarMidGroupOff: uint32(midGroup.Offset), pairVarMidGroupSize: readSize(midGroup),
+			pairVarMidAuxOff: uint32(midAux.Offset), pairVarMidAuxSize: readSize(midAux),
 		},
-		// The end first: a start without its end program could fill the map.
-		Hooks: []bpfskel.Hook{tp(o.End, pairProgOnEnd), tp(o.Start, pairProgOnStart)},
+		Hooks: hooks,
 	})
 	if err != nil {
 		return nil, err
@@ -141,6 +184,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
+// noBefore is PAIR_NO_BEFORE: a chain's start was not seen.
+const noBefore = ^uint64(0)
+
 func (r *Result) add(e *pairPairEvent, keys []tracefs.Field, group, aux tracefs.Field, o Options) {
 	comm := bpfmaps.CString(e.Comm[:])
 	var ks []string
@@ -167,12 +213,21 @@ func (r *Result) add(e *pairPairEvent, keys []tracefs.Field, group, aux tracefs.
 		r.Groups[g] = h
 	}
 	h.Add(e.LatencyNs)
-	if o.Events {
+	if o.Events || o.OnPair != nil {
 		p := latency.Pair{Key: key, Group: g, StartNS: e.StartNs, Latency: e.LatencyNs, Comm: comm, Pid: int32(e.Pid)}
 		if o.Aux != "" {
 			p.Aux = formatValue(aux, e.Aux)
 		}
-		r.Pairs = append(r.Pairs, p)
+		if o.Mid.Format != nil && e.BeforeNs != noBefore {
+			b := e.BeforeNs
+			p.Before = &b
+		}
+		if o.Events {
+			r.Pairs = append(r.Pairs, p)
+		}
+		if o.OnPair != nil {
+			o.OnPair(p)
+		}
 	}
 }
 

@@ -17,10 +17,16 @@ struct pair_event {
 	__u64 latency_ns;
 	__u64 group;      /* value of the --per field at the start, if any */
 	__u64 aux;        /* value of one more start field (e.g. nr_sector) */
+	__u64 before_ns;  /* with a mid event: start → mid in ns, PAIR_NO_BEFORE
+	                   * when only the mid was seen; 0 without one */
 	__u32 pid;        /* process and thread that hit the start event */
 	__u32 tid;
 	char comm[16];
 };
+
+/* before_ns when a chain's start was not seen (no I/O scheduler, or it
+ * began before tracing). */
+#define PAIR_NO_BEFORE (~0ULL)
 
 enum pair_counter {
 	PAIR_STARTS = 0,
@@ -28,7 +34,8 @@ enum pair_counter {
 	PAIR_UNMATCHED = 2, /* an end without a start (began before tracing) */
 	PAIR_DROPS = 3,     /* ring buffer full: the pair is lost */
 	PAIR_FULL = 4,      /* start map full: the start is lost */
-	PAIR_NCOUNTERS = 5,
+	PAIR_MIDS = 5,      /* mid events seen (chains only) */
+	PAIR_NCOUNTERS = 6,
 };
 
 #endif

@@ -21,7 +21,8 @@ const (
 	pairPairCounterPAIR_UNMATCHED pairPairCounter = 2
 	pairPairCounterPAIR_DROPS     pairPairCounter = 3
 	pairPairCounterPAIR_FULL      pairPairCounter = 4
-	pairPairCounterPAIR_NCOUNTERS pairPairCounter = 5
+	pairPairCounterPAIR_MIDS      pairPairCounter = 5
+	pairPairCounterPAIR_NCOUNTERS pairPairCounter = 6
 )
 
 type pairPairEvent struct {
@@ -31,6 +32,7 @@ type pairPairEvent struct {
 	LatencyNs uint64
 	Group     uint64
 	Aux       uint64
+	BeforeNs  uint64
 	Pid       uint32
 	Tid       uint32
 	Comm      [16]int8
@@ -44,6 +46,7 @@ type pairPairKey struct {
 type pairStartVal struct {
 	_     structs.HostLayout
 	Ts    uint64
+	MidTs uint64
 	Group uint64
 	Aux   uint64
 	Pid   uint32
@@ -59,6 +62,7 @@ const (
 	pairMapEvents            = "events"
 	pairMapStarts            = "starts"
 	pairProgOnEnd            = "on_end"
+	pairProgOnMid            = "on_mid"
 	pairProgOnStart          = "on_start"
 	pairVarAuxOff            = "aux_off"
 	pairVarAuxSize           = "aux_size"
@@ -66,6 +70,13 @@ const (
 	pairVarEndSize           = "end_size"
 	pairVarGroupOff          = "group_off"
 	pairVarGroupSize         = "group_size"
+	pairVarHasMid            = "has_mid"
+	pairVarMidAuxOff         = "mid_aux_off"
+	pairVarMidAuxSize        = "mid_aux_size"
+	pairVarMidGroupOff       = "mid_group_off"
+	pairVarMidGroupSize      = "mid_group_size"
+	pairVarMidOff            = "mid_off"
+	pairVarMidSize           = "mid_size"
 	pairVarNkeys             = "nkeys"
 	pairVarStartOff          = "start_off"
 	pairVarStartSize         = "start_size"
@@ -117,6 +128,7 @@ type pairSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type pairProgramSpecs struct {
 	OnEnd   *ebpf.ProgramSpec `ebpf:"on_end"`
+	OnMid   *ebpf.ProgramSpec `ebpf:"on_mid"`
 	OnStart *ebpf.ProgramSpec `ebpf:"on_start"`
 }
 
@@ -139,6 +151,13 @@ type pairVariableSpecs struct {
 	EndSize           *ebpf.VariableSpec `ebpf:"end_size"`
 	GroupOff          *ebpf.VariableSpec `ebpf:"group_off"`
 	GroupSize         *ebpf.VariableSpec `ebpf:"group_size"`
+	HasMid            *ebpf.VariableSpec `ebpf:"has_mid"`
+	MidAuxOff         *ebpf.VariableSpec `ebpf:"mid_aux_off"`
+	MidAuxSize        *ebpf.VariableSpec `ebpf:"mid_aux_size"`
+	MidGroupOff       *ebpf.VariableSpec `ebpf:"mid_group_off"`
+	MidGroupSize      *ebpf.VariableSpec `ebpf:"mid_group_size"`
+	MidOff            *ebpf.VariableSpec `ebpf:"mid_off"`
+	MidSize           *ebpf.VariableSpec `ebpf:"mid_size"`
 	Nkeys             *ebpf.VariableSpec `ebpf:"nkeys"`
 	StartOff          *ebpf.VariableSpec `ebpf:"start_off"`
 	StartSize         *ebpf.VariableSpec `ebpf:"start_size"`
@@ -190,6 +209,13 @@ type pairVariables struct {
 	EndSize           *ebpf.Variable `ebpf:"end_size"`
 	GroupOff          *ebpf.Variable `ebpf:"group_off"`
 	GroupSize         *ebpf.Variable `ebpf:"group_size"`
+	HasMid            *ebpf.Variable `ebpf:"has_mid"`
+	MidAuxOff         *ebpf.Variable `ebpf:"mid_aux_off"`
+	MidAuxSize        *ebpf.Variable `ebpf:"mid_aux_size"`
+	MidGroupOff       *ebpf.Variable `ebpf:"mid_group_off"`
+	MidGroupSize      *ebpf.Variable `ebpf:"mid_group_size"`
+	MidOff            *ebpf.Variable `ebpf:"mid_off"`
+	MidSize           *ebpf.Variable `ebpf:"mid_size"`
 	Nkeys             *ebpf.Variable `ebpf:"nkeys"`
 	StartOff          *ebpf.Variable `ebpf:"start_off"`
 	StartSize         *ebpf.Variable `ebpf:"start_size"`
@@ -203,12 +229,14 @@ type pairVariables struct {
 // It can be passed to loadPairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type pairPrograms struct {
 	OnEnd   *ebpf.Program `ebpf:"on_end"`
+	OnMid   *ebpf.Program `ebpf:"on_mid"`
 	OnStart *ebpf.Program `ebpf:"on_start"`
 }
 
 func (p *pairPrograms) Close() error {
 	return _PairClose(
 		p.OnEnd,
+		p.OnMid,
 		p.OnStart,
 	)
 }

@@ -9,12 +9,21 @@ import (
 )
 
 // ExecOf is the executable of a running process, as a path this process
-// can open: through /proc/PID/root when the process is in another mount
-// namespace, else the path it was started from.
+// (and the kernel's uprobes) can open: through /proc/PID/root when the
+// process is in another mount namespace, /proc/PID/exe itself when the file
+// was deleted (it still opens the running binary), else the path it was
+// started from.
 func ExecOf(pid int) (string, error) {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	link := fmt.Sprintf("/proc/%d/exe", pid)
+	exe, err := os.Readlink(link)
 	if err != nil {
 		return "", fmt.Errorf("no such process: %d", pid)
+	}
+	if strings.HasSuffix(exe, " (deleted)") {
+		if _, err := os.Stat(link); err != nil {
+			return "", fmt.Errorf("executable of process %d: %w", pid, err)
+		}
+		return link, nil
 	}
 	if viaRoot := fmt.Sprintf("/proc/%d/root%s", pid, exe); fileExists(viaRoot) {
 		return viaRoot, nil

@@ -137,7 +137,12 @@ func Parse(spec, binary, group string) (Probe, error) {
 	}
 	p.Group = group
 	if p.Group == "" {
-		p.Group = "probe_" + Sanitize(filepath.Base(abs))
+		base := filepath.Base(abs)
+		if l, err := os.Readlink(abs); err == nil && strings.HasSuffix(l, " (deleted)") {
+			// /proc/PID/exe of a deleted binary: named as it was.
+			base = filepath.Base(strings.TrimSuffix(l, " (deleted)"))
+		}
+		p.Group = "probe_" + Sanitize(base)
 	}
 	p.Event = Sanitize(fn)
 	if p.Return {

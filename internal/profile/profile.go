@@ -19,6 +19,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/unwind"
 )
@@ -80,14 +81,53 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	defer ld.Stop()
+	keeper := procfs.NewMapsKeeper()
+	if o.Pid != 0 {
+		keeper.Keep(o.Pid)
+	}
+	stopWatch := watchPids(&maps, keeper, o.Pid)
 	// Stack ids may still be in use by later samples: only counts are reset.
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
-		return collect(&maps, ld, o, d, start)
+		return collect(&maps, ld, o, d, start, keeper)
 	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
-	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
+	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
+	stopWatch()
+	if err != nil {
 		return nil, err
 	}
 	return iv.Final()
+}
+
+// watchPids keeps the mappings of every process the program sampled, on
+// first sight in the counts map (checked every 100 ms), and those of
+// target (0: none) again each time, for what it maps later: stacks are
+// read at the end, when a process may be gone. It returns a stop function.
+func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		var key profileProfileKey
+		var count uint64
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+			if target != 0 {
+				keeper.Keep(target)
+			}
+			it := maps.Counts.Iterate()
+			for it.Next(&key, &count) {
+				if p := int(key.Pid); p != 0 && p != target && !keeper.Kept(p) {
+					keeper.Keep(p)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // open loads the sampler and attaches it to a cpu-clock event at hz on
@@ -139,8 +179,9 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts m
 	return s, ld, nil
 }
 
-func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time) (*Result, error) {
+func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time, keeper *procfs.MapsKeeper) (*Result, error) {
 	b := builder.New()
+	b.ReadMapsWith(keeper.Read)
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey

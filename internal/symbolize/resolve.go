@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // Object is one object whose addresses are to be named, as a source saw it
@@ -328,7 +329,17 @@ func (r ELFFiles) Open(obj Object) (*Opened, error) {
 }
 
 func (r ELFFiles) open(obj Object) (*ELF, error) {
-	path := strings.TrimSuffix(obj.Path, " (deleted)")
+	path, deleted := strings.CutSuffix(obj.Path, " (deleted)")
+	if deleted && obj.Pid != 0 {
+		// Unlinked (its directory may be gone too), but the process still
+		// maps the file: the kernel opens it through the mapping.
+		if via := deletedFile(int(obj.Pid), obj.Path); via != "" {
+			if e, err := OpenELF(via, Options{DebugDir: r.DebugDir}); err == nil {
+				e.Path = path
+				return e, nil
+			}
+		}
+	}
 	if obj.Pid != 0 {
 		root := fmt.Sprintf("/proc/%d/root", obj.Pid)
 		if _, err := os.Stat(root + path); err == nil {
@@ -338,6 +349,29 @@ func (r ELFFiles) open(obj Object) (*ELF, error) {
 		}
 	}
 	return OpenELF(path, Options{DebugDir: r.DebugDir})
+}
+
+// deletedFile returns a path that opens the file pid maps as mapped (its
+// name in /proc/PID/maps, ending in " (deleted)"): one of its mappings in
+// /proc/PID/map_files, or /proc/PID/exe; "" when pid maps no such file.
+func deletedFile(pid int, mapped string) string {
+	if ms, err := procfs.ReadMaps(pid); err == nil {
+		for _, m := range ms {
+			if m.Path != mapped {
+				continue
+			}
+			via := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+			if f, err := os.Open(via); err == nil {
+				f.Close()
+				return via
+			}
+		}
+	}
+	exe := fmt.Sprintf("/proc/%d/exe", pid)
+	if l, err := os.Readlink(exe); err == nil && l == mapped {
+		return exe
+	}
+	return ""
 }
 
 // CodeSource is implemented by objects whose machine code and line rows

@@ -1,0 +1,419 @@
+package main
+
+// Numbers that must match their ground truth: stat -p with a command
+// alongside against the kernel's schedstat, funclat's duration against a
+// workload's known call rate, biosnoop's queue times against bpftrace, and
+// symbols of binaries that are gone from disk or gone from the system.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// schedstatSum parses the output of `cat /proc/PID/task/*/schedstat` and
+// returns the process's time on CPU in ns (the first field, summed over
+// its threads).
+func schedstatSum(t *testing.T, s string) float64 {
+	t.Helper()
+	total := 0.0
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("schedstat line %q", l)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += v
+	}
+	return total
+}
+
+// TestStatPidWithCommand: `stat -p PID CMD` counts PID while CMD runs, not
+// CMD (perf's rule). The command itself reads the target's schedstat when
+// it starts and before it ends, so the kernel's own figure covers the same
+// window; task-clock must agree with it.
+func TestStatPidWithCommand(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	w := exec.Command(bin, "alt") // about half a CPU
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { w.Process.Kill(); w.Wait() }()
+	pid := strconv.Itoa(w.Process.Pid)
+	script := fmt.Sprintf("cat /proc/%[1]s/task/*/schedstat > before; sleep 1; cat /proc/%[1]s/task/*/schedstat > after", pid)
+	r := testutil.MustRun(t, dir, "stat", "-e", "task-clock", "--json", "-p", pid, "--", "sh", "-c", script)
+	var s statJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	}
+	got := statValue(t, s, "task-clock") // ns
+	read := func(name string) float64 {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return schedstatSum(t, string(b))
+	}
+	want := read("after") - read("before")
+	t.Logf("task-clock of pid %s: %.1f ms; schedstat over the command: %.1f ms", pid, got/1e6, want/1e6)
+	if want < 200e6 {
+		t.Fatalf("the workload ran only %.1f ms in 1 s", want/1e6)
+	}
+	// The counters open before the command starts and close after it
+	// ends (a few ms more); perf's task-clock also misses the scheduler's
+	// own time at each of the workload's ~500 switches a second, which
+	// schedstat counts (perf stat -p reads 1–2% less here too).
+	if got < want*0.95 || got > want*1.01+20e6 {
+		t.Errorf("task-clock %.1f ms, schedstat %.1f ms over the same window", got/1e6, want/1e6)
+	}
+}
+
+// TestFunclatDuration: -d counts from when the probes are attached, so a
+// function called every 10 ms is seen 100 times a second of -d, however
+// long attaching took; and the run ends soon after.
+func TestFunclatDuration(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "ticker", []string{"ticker.c"})
+	w := exec.Command(bin)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { w.Process.Kill(); w.Wait() }()
+	begin := time.Now()
+	r := testutil.MustRun(t, dir, "funclat", "--json", "-d", "2s", "-p", strconv.Itoa(w.Process.Pid), bin+":tick")
+	wall := time.Since(begin)
+	var rep struct {
+		DurationNS int64 `json:"duration_ns"`
+		Functions  []struct {
+			Stats struct {
+				Count uint64 `json:"count"`
+			} `json:"stats"`
+		} `json:"functions"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || len(rep.Functions) != 1 {
+		t.Fatalf("funclat JSON: %v\n%s", err, r.Stdout)
+	}
+	n := rep.Functions[0].Stats.Count
+	t.Logf("funclat -d 2s: %d calls of tick, duration %v, %v wall", n, time.Duration(rep.DurationNS), wall)
+	if n < 197 || n > 203 {
+		t.Errorf("%d calls of a function called every 10 ms in 2 s: want 200 ± 3", n)
+	}
+	if d := time.Duration(rep.DurationNS); d < 1990*time.Millisecond || d > 2100*time.Millisecond {
+		t.Errorf("reported duration %v for -d 2s", d)
+	}
+	if wall > 3500*time.Millisecond {
+		t.Errorf("funclat -d 2s took %v", wall)
+	}
+}
+
+// TestBiosnoopQueueTimes: every direct-I/O write dd makes is queued
+// (block_rq_insert, then block_rq_issue) and biosnoop shows each with its
+// queued time, which agrees with bpftrace timing the same requests; and
+// the lines are there while biosnoop still runs (streamed, not at the end).
+func TestBiosnoopQueueTimes(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	bt := testutil.RequireTool(t, "bpftrace", "bpftrace")
+	dir := t.TempDir()
+	// bpftrace times insert → issue of dd's requests, keyed as the kernel
+	// pairs them (dev, sector). It only updates maps on the way (printing
+	// there would delay the programs after it, biosnoop's, by µs) and
+	// prints them when it ends.
+	script := `tracepoint:block:block_rq_insert /comm == "dd"/ { @ins[args->dev, args->sector] = nsecs; }
+tracepoint:block:block_rq_issue /@ins[args->dev, args->sector]/ {
+	@q[args->sector] = nsecs - @ins[args->dev, args->sector];
+	delete(@ins[args->dev, args->sector]);
+}
+END { clear(@ins); }`
+	var btOut syncBuf
+	b := exec.Command(bt, "-e", script)
+	b.Stdout = &btOut
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { b.Process.Kill(); b.Wait() }()
+	snoopOut, err := os.Create(filepath.Join(dir, "snoop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := exec.Command(testutil.Sonde(t), "biosnoop", "--json")
+	s.Stdout = snoopOut
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Process.Kill(); s.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(btOut.String(), "Attaching"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("bpftrace did not attach: %s", btOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// biosnoop is attached once it prints a request: make some with a copy
+	// of dd under another name (neither side counts them as dd's).
+	ddPath, err := exec.LookPath("dd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := filepath.Join(dir, "ddwarm")
+	if b, err := os.ReadFile(ddPath); err != nil || os.WriteFile(warm, b, 0o755) != nil {
+		t.Fatalf("copying dd: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if fi, err := os.Stat(snoopOut.Name()); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("biosnoop printed no request in 15 s")
+		}
+		exec.Command(warm, "if=/dev/zero", "of="+filepath.Join(dir, "warm"), "bs=4k", "count=1", "oflag=direct").Run()
+		time.Sleep(100 * time.Millisecond)
+	}
+	directIO(t, dir, 100)
+	time.Sleep(300 * time.Millisecond)
+
+	type ioLine struct {
+		Comm     string  `json:"comm"`
+		RWBS     string  `json:"rwbs"`
+		Sector   uint64  `json:"sector"`
+		QueuedNS *uint64 `json:"queued_ns"`
+	}
+	read := func() []ioLine {
+		raw, err := os.ReadFile(snoopOut.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []ioLine
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var x ioLine
+			if l == "" {
+				continue
+			}
+			if err := json.Unmarshal([]byte(l), &x); err != nil {
+				t.Fatalf("biosnoop line %q: %v", l, err)
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	streamed := read()
+	s.Process.Signal(os.Interrupt)
+	if err := s.Wait(); err != nil {
+		t.Fatalf("biosnoop: %v", err)
+	}
+	b.Process.Signal(os.Interrupt)
+	b.Wait()
+	ios := read()
+	writes := 0
+	for _, x := range streamed {
+		if x.Comm == "dd" && strings.Contains(x.RWBS, "W") {
+			writes++
+		}
+	}
+	if writes < 100 {
+		t.Errorf("%d of dd's 100 writes printed while biosnoop ran: lines must stream", writes)
+	}
+
+	want := map[uint64]float64{} // sector → queued ns, by bpftrace
+	for _, m := range regexp.MustCompile(`@q\[(\d+)\]: (\d+)`).FindAllStringSubmatch(btOut.String(), -1) {
+		sec, _ := strconv.ParseUint(m[1], 10, 64)
+		q, _ := strconv.ParseFloat(m[2], 64)
+		want[sec] = q
+	}
+	if len(want) < 100 {
+		t.Fatalf("bpftrace timed %d of dd's requests, want ≥ 100:\n%s", len(want), btOut.String())
+	}
+	matched, close := 0, 0
+	for _, x := range ios {
+		q, ok := want[x.Sector]
+		if !ok || x.Comm != "dd" {
+			continue
+		}
+		matched++
+		if x.QueuedNS == nil {
+			t.Errorf("sector %d (%s): bpftrace timed it queued %.1f µs, biosnoop shows no queued time", x.Sector, x.RWBS, q/1e3)
+			continue
+		}
+		// Both read the clock on the same two tracepoints, a few µs apart.
+		if d := float64(*x.QueuedNS) - q; d < 5e3+0.1*q && d > -5e3-0.1*q {
+			close++
+		} else {
+			t.Logf("sector %d: biosnoop %.1f µs, bpftrace %.1f µs", x.Sector, float64(*x.QueuedNS)/1e3, q/1e3)
+		}
+	}
+	t.Logf("%d requests timed by bpftrace; biosnoop printed %d of them, %d within 5 µs + 10%%", len(want), matched, close)
+	if matched < len(want)*99/100 {
+		t.Errorf("biosnoop printed %d of the %d requests bpftrace saw", matched, len(want))
+	}
+	if close < matched*95/100 {
+		t.Errorf("only %d of %d queued times agree with bpftrace", close, matched)
+	}
+}
+
+// syncBuf is a buffer a command writes while the test reads it.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDeletedDirectory: binaries whose directory was deleted while they
+// run are still named (through /proc/PID/map_files and /proc/PID/exe), by
+// record and profile, and probe -p still probes them.
+func TestDeletedDirectory(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := testutil.BuildC(t, gone, "split", []string{"work.c"})
+	ticker := testutil.BuildC(t, gone, "ticker", []string{"ticker.c"})
+	start := func(args ...string) *exec.Cmd {
+		c := exec.Command(args[0], args[1:]...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	w, tk := start(work, "100000"), start(ticker)
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	wp, tp := strconv.Itoa(w.Process.Pid), strconv.Itoa(tk.Process.Pid)
+
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "999", "-p", wp, "--duration", "1s", "-o", "d.data")
+	checkSplit(t, reportJSON(t, dir, "-i", "d.data", "--no-children"), "spin_a", "spin_b")
+	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", wp, "-d", "1s", "--json")
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	checkSplit(t, rep, "spin_a", "spin_b")
+
+	testutil.MustRun(t, dir, "probe", "-p", tp, "-a", "tick")
+	t.Cleanup(func() { testutil.Run(t, dir, "probe", "-d", "probe_ticker:tick") })
+	r = testutil.MustRun(t, dir, "stat", "--json", "-e", "probe_ticker:tick", "-p", tp, "--", "sleep", "1")
+	var s statJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	}
+	// tick runs every 10 ms: 100 calls in the second sleep runs.
+	if n := statValue(t, s, "probe_ticker:tick"); n < 95 || n > 105 {
+		t.Errorf("probe on the deleted binary counted %.0f calls in 1 s, want 100 ± 5", n)
+	}
+}
+
+// TestSrclineKernelRows: without line info, --sort srcline names a kernel
+// row by its function and offset (as perf does), never as
+// [kernel.kallsyms]+0xaddress.
+func TestSrclineKernelRows(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	testutil.MustRun(t, dir, "record", "-q", "-o", "sys.data", "--", "./syscalls", "1000000")
+	rep := reportJSON(t, dir, "-i", "sys.data", "--sort", "srcline", "--comm", "syscalls")
+	kernel := 0
+	named := regexp.MustCompile(`^[A-Za-z_][\w.]*\+0x[0-9a-f]+$`)
+	for _, e := range rep.Entries {
+		if !e.Kernel {
+			continue
+		}
+		kernel++
+		if s := e.Keys["srcline"]; !named.MatchString(s) {
+			t.Errorf("kernel srcline row %q, want function+0xoffset", s)
+		}
+	}
+	if kernel == 0 {
+		t.Fatalf("no kernel rows in a write(2) loop: %+v", rep.Entries)
+	}
+}
+
+// TestProfileShortLived: profile -p of a process that exits long before
+// the end still names its frames: its mappings were kept while it ran.
+func TestProfileShortLived(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	// sonde is built before the short workload (about 1.5 s) starts.
+	testutil.Sonde(t)
+	w := exec.Command(bin, "200")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { w.Wait(); close(exited) }()
+	defer func() { w.Process.Kill(); <-exited }()
+	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "3s", "--json", "-o", "short.data")
+	select {
+	case <-exited:
+	default:
+		t.Fatalf("the workload outlived the profile: make it shorter")
+	}
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
+	}
+	for _, e := range rep.Entries {
+		if s := e.Keys["sym"]; strings.HasPrefix(s, "[unknown]") {
+			t.Errorf("frame %q of the exited process", s)
+		}
+	}
+	checkSplit(t, rep, "spin_a", "spin_b")
+}
+
+// TestPythonFramesHaveObjects: python3 is built without frame pointers, so
+// a -g recording walks through saved values that are not code addresses.
+// Frames in data are named by their mapping ([heap]+0x…, [anon:PID]+0x…)
+// and the walk ends where it leaves the process's memory: almost no
+// [unknown]+0xaddress frames are left in the folded output.
+func TestPythonFramesHaveObjects(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := testutil.RequireTool(t, "python3", "python3")
+	dir := t.TempDir()
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "999", "-o", "py.data", "--", py, "-c",
+		"import json\nx = 0\nfor i in range(300000): x += len(json.dumps({'a': i}))")
+	folded := testutil.MustRun(t, dir, "flamegraph", "-i", "py.data", "--format", "folded").Stdout
+	total, unknown := 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.Atoi(l[i+1:])
+		if err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		total += n
+		if strings.Contains(l[:i], "[unknown]") {
+			unknown += n
+		}
+	}
+	t.Logf("%d of %d samples have an [unknown] frame", unknown, total)
+	if total < 200 || unknown*50 > total {
+		t.Errorf("%d of %d samples have [unknown] frames, want under 2%%:\n%s", unknown, total, folded)
+	}
+}
