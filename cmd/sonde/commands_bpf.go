@@ -1,8 +1,6 @@
 package main
 
-import (
-	"github.com/spf13/cobra"
-)
+import "github.com/spf13/cobra"
 
 // bpfCommands are the live BPF tools. They take bcc's habits as well as
 // perf's: a bare number after the options is how long to trace

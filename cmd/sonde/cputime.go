@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,19 +49,8 @@ func newCputimeCmd() *cobra.Command {
 	cli.Between(f, "freq", 1, 100000)
 	cli.AtLeast(f, 10*time.Millisecond, "interval")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 { // vmstat's INTERVAL [COUNT]
-			iv, err := parseDuration(args[0])
-			if err != nil || cmd.Flags().Changed("interval") {
-				return usagef("interval %q: want seconds (1) or a duration (500ms), once", args[0])
-			}
-			o.Interval = iv
-		}
-		if len(args) > 1 {
-			n, err := strconv.Atoi(args[1])
-			if err != nil || n <= 0 || cmd.Flags().Changed("count") {
-				return usagef("count %q: want a positive number of reports, once", args[1])
-			}
-			o.Count = n
+		if err := cli.IntervalCount(cmd, args, &o.Interval, &o.Count); err != nil {
+			return err
 		}
 		if o.Interval < 10*time.Millisecond {
 			return usagef("-i/--interval %s: at least 10ms", o.Interval)

@@ -19,5 +19,4 @@ var (
 	acceptsCommand  = cli.AcceptsCommand
 	isTerminal      = cli.IsTerminal
 	splitList       = cli.SplitList
-	parseIntList    = cli.ParseIDs
 )

@@ -43,24 +43,15 @@ func newFlamegraphCmd() *cobra.Command {
 			return usagef("--format %v", err)
 		}
 		o := flamegraph.Options{Title: title, Inverted: inverted, MinWidth: minWidth}
-		warn := func(path string) func(string) {
-			return func(w string) { fmt.Fprintf(os.Stderr, "sonde: warning: %s: %s\n", path, w) }
-		}
 		var root *flamegraph.Node
 		if diffMode {
 			if format == "folded" {
 				return usagef("--diff draws a graph: use -o FILE.svg or .html")
 			}
-			base, _, err := load.Flame(pos[0], warn(pos[0]))
-			if err != nil {
+			if root, o.Diff, o.Subtitle, err = load.FlameDiff(pos[0], pos[1]); err != nil {
 				return err
 			}
-			if root, o.Subtitle, err = load.Flame(pos[1], warn(pos[1])); err != nil {
-				return err
-			}
-			o.Diff = flamegraph.DiffTree(base, root)
-			o.Subtitle = "change from " + pos[0] + " to " + pos[1] + " (" + o.Subtitle + ")"
-		} else if root, o.Subtitle, err = load.Flame(input, warn(input)); err != nil {
+		} else if root, o.Subtitle, err = load.Flame(input, nil); err != nil {
 			return err
 		}
 		if output == "" && format != "folded" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -73,11 +72,9 @@ func newRecordCmd() *cobra.Command {
 		if pages <= 0 || pages&(pages-1) != 0 {
 			return usagef("-m/--mmap-pages %d: want a power of two", pages)
 		}
-		progress := !quiet && isTerminal(2)
-		if progress {
-			o.Progress = func(n int, lost uint64, el time.Duration) {
-				fmt.Fprintf(os.Stderr, "\rsonde: recording %s, %d samples, %d lost ", el.Round(time.Second), n, lost)
-			}
+		clearLine := func() {}
+		if !quiet && isTerminal(2) {
+			o.Progress, clearLine = record.Progress(os.Stderr)
 		}
 		var res *record.Result
 		// Ctrl-C, SIGTERM and SIGHUP end the recording, which is then written.
@@ -89,19 +86,12 @@ func newRecordCmd() *cobra.Command {
 			}
 			return res.ExitCode, nil
 		})
-		if progress {
-			fmt.Fprint(os.Stderr, "\r\033[K")
-		}
+		clearLine()
 		if err != nil {
 			return err
 		}
 		if !quiet {
-			p := res.Profile
-			fmt.Fprintf(os.Stderr, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
-				res.Samples, p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), output, cli.FileSize(output))
-			for _, w := range p.Meta.Warnings {
-				fmt.Fprintf(os.Stderr, "sonde: warning: %s\n", w)
-			}
+			record.Summarize(os.Stderr, res, output, cli.FileSize(output))
 		}
 		return exitWith(exit)
 	}

@@ -67,23 +67,12 @@ func newReportCmd() *cobra.Command {
 		if o.Graph, o.GraphMin, err = report.ParseGraph(graph); err != nil {
 			return usagef("-g %v", err)
 		}
-		o.Comms, o.DSOs, o.Syms = splitList(comm), splitList(dso), splitList(sym)
-		if o.Pids, err = parseIntList(pid, "--pid"); err != nil {
+		if err := cli.ReportFilters(&o, comm, dso, sym, pid, tid); err != nil {
 			return err
 		}
-		if o.Tids, err = parseIntList(tid, "--tid"); err != nil {
-			return err
-		}
-		ro := load.Options{Group: true}
-		if fk := report.FieldKeys(keys); len(fk) > 0 {
-			ro.Extra = report.FieldExtractor(fk)
-		}
-		prof, err := load.Profile(input, ro)
+		prof, err := load.ForReport(input, keys)
 		if err != nil {
 			return err
-		}
-		if err := report.CheckFieldKeys(prof, keys); err != nil {
-			return usagef("%v", err)
 		}
 		if format == "pprof" && output == "" {
 			return usagef("--format pprof needs -o FILE.pb.gz")

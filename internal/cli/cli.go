@@ -11,7 +11,9 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -226,4 +228,25 @@ func AcceptsCommand(cmd *cobra.Command) *cobra.Command {
 func IsTerminal(fd int) bool {
 	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	return err == nil
+}
+
+// IntervalCount reads vmstat's positional INTERVAL [COUNT] (`cputime 1 5`)
+// into interval and count, refusing them when the flags of those names
+// were given as well.
+func IntervalCount(cmd *cobra.Command, args []string, interval *time.Duration, count *int) error {
+	if len(args) > 0 {
+		iv, err := ParseDuration(args[0])
+		if err != nil || cmd.Flags().Changed("interval") {
+			return Usagef("interval %q: want seconds (1) or a duration (500ms), once", args[0])
+		}
+		*interval = iv
+	}
+	if len(args) > 1 {
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n <= 0 || cmd.Flags().Changed("count") {
+			return Usagef("count %q: want a positive number of reports, once", args[1])
+		}
+		*count = n
+	}
+	return nil
 }

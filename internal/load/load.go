@@ -17,10 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perfdata"
+	"github.com/sonde-dev/sonde/internal/report"
 )
 
 // Kind is what a file holds.
@@ -314,4 +316,36 @@ func withoutModifiers(ev string) string {
 		}
 	}
 	return ev[:i]
+}
+
+// FlameDiff loads BASE and NEW for a differential flame graph: NEW's tree,
+// each frame's change in share from BASE, and a subtitle naming both.
+func FlameDiff(base, cur string) (*flamegraph.Node, map[*flamegraph.Node]float64, string, error) {
+	b, _, err := Flame(base, nil)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	root, sub, err := Flame(cur, nil)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return root, flamegraph.DiffTree(b, root), "change from " + base + " to " + cur + " (" + sub + ")", nil
+}
+
+// ForReport opens path for report sorted by keys: samples grouped, with the
+// tracepoint fields among keys extracted; a key no event has is a usage
+// error.
+func ForReport(path string, keys []string) (*model.Profile, error) {
+	o := Options{Group: true}
+	if fk := report.FieldKeys(keys); len(fk) > 0 {
+		o.Extra = report.FieldExtractor(fk)
+	}
+	p, err := Profile(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.CheckFieldKeys(p, keys); err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	return p, nil
 }

@@ -1,0 +1,28 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Progress returns an Options.Progress that redraws one status line on w
+// (a terminal), and a function that clears it.
+func Progress(w io.Writer) (func(samples int, lost uint64, elapsed time.Duration), func()) {
+	return func(n int, lost uint64, el time.Duration) {
+			fmt.Fprintf(w, "\rsonde: recording %s, %d samples, %d lost ", el.Round(time.Second), n, lost)
+		}, func() {
+			fmt.Fprint(w, "\r\033[K")
+		}
+}
+
+// Summarize writes the line perf record ends with, and the recording's
+// warnings, one a line.
+func Summarize(w io.Writer, res *Result, path, size string) {
+	p := res.Profile
+	fmt.Fprintf(w, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
+		res.Samples, p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), path, size)
+	for _, warn := range p.Meta.Warnings {
+		fmt.Fprintf(w, "sonde: warning: %s\n", warn)
+	}
+}
