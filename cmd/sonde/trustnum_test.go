@@ -56,10 +56,11 @@ func TestStatPidWithCommand(t *testing.T) {
 	defer func() { w.Process.Kill(); w.Wait() }()
 	pid := strconv.Itoa(w.Process.Pid)
 	script := fmt.Sprintf("cat /proc/%[1]s/task/*/schedstat > before; sleep 1; cat /proc/%[1]s/task/*/schedstat > after", pid)
-	r := testutil.MustRun(t, dir, "stat", "-e", "task-clock", "--json", "-p", pid, "--", "sh", "-c", script)
+	// stat's counts go to stderr as perf's do, or to -o FILE.
+	testutil.MustRun(t, dir, "stat", "-e", "task-clock", "--json", "-o", "stat.json", "-p", pid, "--", "sh", "-c", script)
 	var s statJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	if b, err := os.ReadFile(filepath.Join(dir, "stat.json")); err != nil || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, b)
 	}
 	got := statValue(t, s, "task-clock") // ns
 	read := func(name string) float64 {
@@ -319,10 +320,10 @@ func TestDeletedDirectory(t *testing.T) {
 
 	testutil.MustRun(t, dir, "probe", "-p", tp, "-a", "tick")
 	t.Cleanup(func() { testutil.Run(t, dir, "probe", "-d", "probe_ticker:tick") })
-	r = testutil.MustRun(t, dir, "stat", "--json", "-e", "probe_ticker:tick", "-p", tp, "--", "sleep", "1")
+	testutil.MustRun(t, dir, "stat", "--json", "-o", "tick.json", "-e", "probe_ticker:tick", "-p", tp, "--", "sleep", "1")
 	var s statJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, r.Stdout)
+	if b, err := os.ReadFile(filepath.Join(dir, "tick.json")); err != nil || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("stat JSON: %v\n%s", err, b)
 	}
 	// tick runs every 10 ms: 100 calls in the second sleep runs.
 	if n := statValue(t, s, "probe_ticker:tick"); n < 95 || n > 105 {
