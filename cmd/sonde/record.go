@@ -10,7 +10,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/record"
-	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 func newRecordCmd() *cobra.Command {
@@ -77,10 +76,8 @@ func newRecordCmd() *cobra.Command {
 			o.Progress, clearLine = record.Progress(os.Stderr)
 		}
 		var res *record.Result
-		// Ctrl-C, SIGTERM and SIGHUP end the recording, which is then written.
-		ctx, stop := runctl.WithSignals(context.Background())
-		defer stop()
-		exit, err := t.Measure(ctx, func(ctx context.Context) (code int, err error) {
+		// Ctrl-C, SIGTERM and SIGHUP end it (Measure), and it is then written.
+		exit, err := t.Measure(context.Background(), func(ctx context.Context) (code int, err error) {
 			if res, err = record.Record(ctx, o); err != nil {
 				return 0, err
 			}

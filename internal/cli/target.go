@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"os"
 	"os/exec"
 	"slices"
@@ -171,7 +172,10 @@ func (t Target) StartAlongside(ctx context.Context) (_ context.Context, wait fun
 // Measure runs measure while the Alongside command, if any, runs, and
 // returns the exit status sonde passes on: the measured command's (as
 // measure returns it) when there is one, else the Alongside command's.
+// Ctrl-C, SIGTERM and SIGHUP end the measurement (runctl.WithSignals).
 func (t Target) Measure(ctx context.Context, measure func(context.Context) (int, error)) (int, error) {
+	ctx, stop := runctl.WithSignals(ctx)
+	defer stop()
 	ctx, wait, err := t.StartAlongside(ctx)
 	if err != nil {
 		return 0, err

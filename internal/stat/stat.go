@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -167,9 +166,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer closeAll()
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	start := time.Now()
 	done := make(chan struct{})
 	var waitErr error
@@ -211,20 +207,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	prev := make([]Count, len(res.Counts))
 	copy(prev, res.Counts)
+	// The caller's context ends the count (runctl.WithSignals: Ctrl-C,
+	// SIGTERM). A counted command is asked to stop and counted to its end,
+	// as perf stat does (Ctrl-C on a terminal reaches it as well).
+	cancelled := ctx.Done()
 loop:
 	for {
 		select {
-		case <-ctx.Done():
-			break loop
-		case <-done:
-			break loop
-		case s := <-sigs:
+		case <-cancelled:
 			if child == nil {
 				break loop
 			}
-			if s != syscall.SIGINT {
-				child.Cmd.Process.Signal(s)
-			}
+			child.Cmd.Process.Signal(syscall.SIGTERM)
+			cancelled = nil
+		case <-done:
+			break loop
 		case <-deadline:
 			if child != nil {
 				child.Cmd.Process.Signal(syscall.SIGTERM)
