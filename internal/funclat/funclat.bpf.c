@@ -146,14 +146,20 @@ static __always_inline bool go_key(void *ctx, struct gokey *k)
 	return false;
 }
 
+/* The key of this Go call, in the traced process only. */
+static __always_inline bool go_call(void *ctx, __u64 id, struct gokey *k)
+{
+	if (target_pid && (id >> 32) != target_pid)
+		return false;
+	k->fn = (__u32)bpf_get_attach_cookie(ctx);
+	return go_key(ctx, k);
+}
+
 SEC("uprobe")
 int uprobe_go_entry(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (target_pid && (id >> 32) != target_pid)
-		return 0;
-	struct gokey k = {.fn = (__u32)bpf_get_attach_cookie(ctx)};
-	if (!go_key(ctx, &k))
+	struct gokey k = {};
+	if (!go_call(ctx, bpf_get_current_pid_tgid(), &k))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&gostarts, &k, &now, BPF_ANY);
@@ -164,10 +170,8 @@ SEC("uprobe")
 int uprobe_go_return(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (target_pid && (id >> 32) != target_pid)
-		return 0;
-	struct gokey k = {.fn = (__u32)bpf_get_attach_cookie(ctx)};
-	if (!go_key(ctx, &k))
+	struct gokey k = {};
+	if (!go_call(ctx, id, &k))
 		return 0;
 	__u64 *ts = bpf_map_lookup_elem(&gostarts, &k);
 	if (!ts) {
