@@ -29,6 +29,7 @@ const (
 	kindKernelFunc
 	kindUprobe
 	kindPerfEvent
+	kindUprobeMulti
 )
 
 // Hook is one attach point of a tool: which event, and which program of
@@ -43,6 +44,9 @@ type Hook struct {
 	offset uint64 // uprobes: bytes past the symbol's first instruction
 	pid    int    // uprobes: 0 every process
 	cookie uint64 // uprobes and kernel functions
+
+	syms             []string // multi-place uprobes: one entry per place
+	offsets, cookies []uint64
 
 	open func() ([]int, error) // perf events: one fd per CPU, owned by the session
 }
@@ -135,6 +139,8 @@ func choose(h Hook, f Features) (Choice, error) {
 	case kindKernelFunc:
 		first, second = Fentry, Kprobe
 		p1, p2 = func() error { return f.Fentry(h.event) }, func() error { return f.Kprobe(h.event) }
+	case kindUprobeMulti:
+		return chooseMulti(h, f), nil
 	default:
 		for m, p := range h.progs {
 			return Choice{Hook: h, Mode: m, Prog: p}, nil

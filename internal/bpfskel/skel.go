@@ -195,7 +195,12 @@ func (s *Session) attach(c Choice) error {
 		} else {
 			l, err = link.Kprobe(h.event, p, o)
 		}
+	case UprobeMulti:
+		return s.attachMulti(p, c)
 	case Uprobe:
+		if h.kind == kindUprobeMulti {
+			return s.attachMulti(p, c)
+		}
 		var ex *link.Executable
 		if ex, err = link.OpenExecutable(h.binary); err != nil {
 			return fmt.Errorf("opening %s: %w", h.binary, err)

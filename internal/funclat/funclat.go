@@ -62,7 +62,7 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 		if i := strings.LastIndexByte(p, ':'); i > 0 {
 			bin, glob = p[:i], p[i+1:]
 			var err error
-			if bin, err = findObject(bin, pid); err != nil {
+			if bin, err = FindObject(bin, pid); err != nil {
 				return nil, err
 			}
 		}
@@ -106,9 +106,9 @@ func Resolve(patterns []string, binary string, pid int) ([]Func, error) {
 	return out, nil
 }
 
-// findObject finds a binary or a library by short name ("libc"), in the
+// FindObject finds a binary or a library by short name ("libc"), in the
 // target process's mappings first, then in the usual directories.
-func findObject(name string, pid int) (string, error) {
+func FindObject(name string, pid int) (string, error) {
 	if strings.Contains(name, "/") {
 		if _, err := os.Stat(name); err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)

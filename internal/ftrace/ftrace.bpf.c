@@ -1,0 +1,223 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* ftrace: function-graph tracing of user programs. A uprobe at each
+ * traced function's entry pushes (function, time, arguments) on the
+ * thread's shadow stack; the return probe pops it and, when the call
+ * passes the depth and minimum-duration filters, sends one completed call
+ * to user space. Filtering at the return is what makes -t possible in the
+ * kernel (a call's duration is known only then) and halves the ring
+ * traffic; user space rebuilds the nesting from start times and depths.
+ * The function index comes from the attach cookie. Each program exists as
+ * a uprobe.multi one (one link for every function) and a plain uprobe one
+ * (one link each, for kernels before 6.6); the loader keeps only one. */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "sonde_maps.h"
+#include "sonde_regs.h"
+#include "ftrace.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+KEEP_TYPE(struct ftrace_event, ftrace_event);
+KEEP_TYPE(struct ftrace_fncfg, ftrace_fncfg);
+KEEP_TYPE(struct ftrace_shadow, ftrace_shadow);
+KEEP_TYPE(struct ftrace_frame, ftrace_frame);
+
+const volatile __u32 target_pid = 0;  /* 0: every process */
+const volatile __u32 max_depth = 0;   /* 0: no limit; else calls at depth >= max_depth are not sent */
+const volatile __u64 min_duration = 0; /* ns; shorter calls are not sent */
+
+/* key: thread id, or goroutine (g) for Go; value: its calls in progress.
+ * Preallocated: the entry probe must not fail on allocation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct ftrace_shadow);
+	__uint(max_entries, 1024);
+} shadows SEC(".maps");
+
+/* key: 0; value: a zeroed shadow stack to insert (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ftrace_shadow);
+	__uint(max_entries, 1);
+} zero SEC(".maps");
+
+/* key: function index (the cookie); value: what to capture. Sized by the
+ * loader to the number of functions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ftrace_fncfg);
+	__uint(max_entries, 1);
+} fncfg SEC(".maps");
+
+/* Completed calls (struct ftrace_event), 16 MiB. */
+RINGBUF(events, 16 << 20);
+
+/* Counters (u64, per CPU), by index: */
+#define C_LOST 0      /* calls not sent: the ring buffer was full */
+#define C_OVERFLOW 1  /* calls deeper than FTRACE_STACK: counted, not timed */
+#define C_UNMATCHED 2 /* returns without their entry (entered before the attach) */
+#define C_NOSTACK 3   /* entries with no shadow stack (more than 1024 threads) */
+#define C_FILTERED 4  /* calls left out by the depth and duration filters */
+PERCPU_COUNTERS(counters, 5);
+
+static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid)
+{
+	struct ftrace_shadow *s = bpf_map_lookup_elem(&shadows, &key);
+	if (!s) {
+		__u32 z = 0;
+		struct ftrace_shadow *init = bpf_map_lookup_elem(&zero, &z);
+		if (!init)
+			return 0;
+		s = lookup_or_init(&shadows, &key, init);
+		if (!s) {
+			counter_inc(&counters, C_NOSTACK);
+			return 0;
+		}
+	}
+	__u32 d = s->depth;
+	s->depth = d + 1;
+	s->pid = pid;
+	s->tid = tid;
+	if (d >= FTRACE_STACK) {
+		counter_inc(&counters, C_OVERFLOW);
+		return 0;
+	}
+	struct ftrace_frame *f = &s->frames[d & (FTRACE_STACK - 1)];
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	f->fn = fn;
+	f->nargs = 0;
+	struct ftrace_fncfg *c = bpf_map_lookup_elem(&fncfg, &fn);
+	if (c && c->nargs) {
+		__u8 n = c->nargs > FTRACE_ARGS ? FTRACE_ARGS : c->nargs;
+		for (int i = 0; i < FTRACE_ARGS; i++) {
+			if (i >= n)
+				break;
+			f->args[i] = reg_arg(ctx, i);
+		}
+		f->nargs = n;
+	}
+	/* Last, so the probe's own work is not in the call's time. */
+	f->start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int leave(void *ctx, __u64 key, __u32 pid, __u32 tid)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct ftrace_shadow *s = bpf_map_lookup_elem(&shadows, &key);
+	if (!s || s->depth == 0) {
+		counter_inc(&counters, C_UNMATCHED);
+		return 0;
+	}
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 d = s->depth - 1;
+	if (d >= FTRACE_STACK) {
+		s->depth = d;
+		return 0;
+	}
+	/* The top frame should be this function. If not, returns were missed
+	 * (longjmp, an exception, a Go panic) or this call began before the
+	 * attach: look a few frames down, else leave the stack as it is. */
+	int found = -1;
+	for (int i = 0; i < 4; i++) {
+		if (i > d)
+			break;
+		if (s->frames[(d - i) & (FTRACE_STACK - 1)].fn == fn) {
+			found = i;
+			break;
+		}
+	}
+	if (found < 0) {
+		counter_inc(&counters, C_UNMATCHED);
+		return 0;
+	}
+	d -= found;
+	s->depth = d;
+	struct ftrace_frame *f = &s->frames[d & (FTRACE_STACK - 1)];
+	__u64 dur = now - f->start_ns;
+	if ((max_depth && d >= max_depth) || dur < min_duration) {
+		counter_inc(&counters, C_FILTERED);
+		return 0;
+	}
+	struct ftrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		counter_inc(&counters, C_LOST);
+		return 0;
+	}
+	e->start_ns = f->start_ns;
+	e->duration_ns = dur;
+	e->key = key;
+	e->pid = pid;
+	e->tid = tid;
+	e->fn = fn;
+	e->depth = d;
+	e->nargs = f->nargs;
+	for (int i = 0; i < FTRACE_ARGS; i++)
+		e->args[i] = f->args[i];
+	e->flags = 0;
+	e->retval = 0;
+	struct ftrace_fncfg *c = bpf_map_lookup_elem(&fncfg, &fn);
+	if (c && c->want_ret) {
+		e->retval = reg_ret(ctx);
+		e->flags = FTRACE_HAS_RET;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* C and other native code: depth per thread. */
+static __always_inline int native(void *ctx, bool ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+	if (target_pid && pid != target_pid)
+		return 0;
+	if (ret)
+		return leave(ctx, (__u32)id, pid, (__u32)id);
+	return enter(ctx, (__u32)id, pid, (__u32)id);
+}
+
+/* Go: no uretprobes (they rewrite the return address, which Go's stack
+ * walks reject), so the return probes sit on each return instruction;
+ * depth is per goroutine, which may change threads mid-call. */
+static __always_inline int golang(void *ctx, bool ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+	__u64 g;
+	if ((target_pid && pid != target_pid) || !reg_goroutine(ctx, &g))
+		return 0;
+	if (ret)
+		return leave(ctx, g, pid, (__u32)id);
+	return enter(ctx, g, pid, (__u32)id);
+}
+
+SEC("uprobe.multi")
+int multi_entry(void *ctx) { return native(ctx, false); }
+
+SEC("uretprobe.multi")
+int multi_return(void *ctx) { return native(ctx, true); }
+
+SEC("uprobe.multi")
+int multi_go_entry(void *ctx) { return golang(ctx, false); }
+
+SEC("uprobe.multi")
+int multi_go_return(void *ctx) { return golang(ctx, true); }
+
+SEC("uprobe")
+int uprobe_entry(void *ctx) { return native(ctx, false); }
+
+SEC("uretprobe")
+int uprobe_return(void *ctx) { return native(ctx, true); }
+
+SEC("uprobe")
+int uprobe_go_entry(void *ctx) { return golang(ctx, false); }
+
+SEC("uprobe")
+int uprobe_go_return(void *ctx) { return golang(ctx, true); }

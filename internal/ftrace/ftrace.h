@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Shared between ftrace.bpf.c and Go (bpf2go -type). */
+#ifndef SONDE_FTRACE_H
+#define SONDE_FTRACE_H
+
+/* Calls kept per thread in the shadow stack; deeper calls are counted in
+ * depth but not timed (counter "overflow"). */
+#define FTRACE_STACK 64
+/* Integer arguments an -A spec can ask for (arg1..arg6). */
+#define FTRACE_ARGS 6
+
+/* flags of ftrace_event */
+#define FTRACE_HAS_RET 1 /* retval holds the return value */
+
+/* One completed call, sent when the function returns and passes the
+ * depth and minimum-duration filters. */
+struct ftrace_event {
+	__u64 start_ns;    /* entry, CLOCK_MONOTONIC */
+	__u64 duration_ns; /* entry to return */
+	__u64 key;         /* what the depth is counted per: tid, or the goroutine (g) for Go */
+	__u64 args[FTRACE_ARGS];
+	__u64 retval;
+	__u32 pid;
+	__u32 tid;   /* thread at the return */
+	__u32 fn;    /* index of the function (the attach cookie) */
+	__u16 depth; /* 0 for the outermost traced call of the thread */
+	__u8 nargs;  /* args[0..nargs) are set */
+	__u8 flags;  /* FTRACE_HAS_RET */
+};
+
+/* What to capture for one function (index: the attach cookie). */
+struct ftrace_fncfg {
+	__u8 nargs;    /* integer arguments to read at entry */
+	__u8 want_ret; /* read the return value */
+	__u8 _pad[2];
+};
+
+/* One call in progress. */
+struct ftrace_frame {
+	__u64 start_ns;
+	__u64 args[FTRACE_ARGS];
+	__u32 fn;
+	__u8 nargs;
+	__u8 _pad[3];
+};
+
+/* A thread's (or goroutine's) calls in progress; read by user space at
+ * the end for the calls that never returned. */
+struct ftrace_shadow {
+	__u32 depth; /* calls in progress, including those beyond FTRACE_STACK */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+	struct ftrace_frame frames[FTRACE_STACK];
+};
+
+#endif
