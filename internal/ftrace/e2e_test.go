@@ -1,0 +1,263 @@
+package ftrace_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// These tests run sonde ftrace on testdata/calltree.c, whose call tree is
+// known (main → 3×a → 10×b each, the tenth b sleeping 2 ms; c recursing
+// to depth 5), and compare it with Debian's uftrace on the same binary.
+// Privileged: run under flock /tmp/sonde-priv.lock.
+
+var traced = map[string]bool{"main": true, "a": true, "b": true, "c": true}
+
+// uftraceRun records bin with uftrace and returns its per-function call
+// counts (uftrace report) and its nesting (uftrace replay).
+func uftraceRun(t *testing.T, dir, bin string) (map[string]int, []string) {
+	t.Helper()
+	testutil.RequireTool(t, "uftrace", "uftrace")
+	data := filepath.Join(dir, "uftrace.data")
+	if b, err := exec.Command("uftrace", "record", "-d", data, bin).CombinedOutput(); err != nil {
+		t.Fatalf("uftrace record: %v\n%s", err, b)
+	}
+	rep, err := exec.Command("uftrace", "report", "-d", data).Output()
+	if err != nil {
+		t.Fatalf("uftrace report: %v", err)
+	}
+	counts := map[string]int{}
+	for _, l := range strings.Split(string(rep), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 6 && traced[f[5]] {
+			counts[f[5]], _ = strconv.Atoi(f[4])
+		}
+	}
+	rp, err := exec.Command("uftrace", "replay", "-d", data).Output()
+	if err != nil {
+		t.Fatalf("uftrace replay: %v", err)
+	}
+	return counts, nesting(string(rp))
+}
+
+var callLine = regexp.MustCompile(`\| ( *)([A-Za-z_][A-Za-z0-9_.]*)\(.*\)( = [^;{]*)?( \{|;)`)
+
+// nesting is a replay's calls of the traced functions as "depth name",
+// in order (uftrace's and sonde's layouts are the same).
+func nesting(replay string) []string {
+	var out []string
+	for _, l := range strings.Split(replay, "\n") {
+		m := callLine.FindStringSubmatch(l)
+		if m != nil && traced[m[2]] {
+			out = append(out, strconv.Itoa(len(m[1])/2)+" "+m[2])
+		}
+	}
+	return out
+}
+
+type reportDoc struct {
+	Mechanism string `json:"mechanism"`
+	Functions []struct {
+		Function string `json:"function"`
+		Count    int    `json:"count"`
+		MaxNs    int64  `json:"max_ns"`
+	} `json:"functions"`
+}
+
+func sondeReport(t *testing.T, dir, data string) (map[string]int, reportDoc) {
+	t.Helper()
+	r := testutil.MustRun(t, dir, "ftrace", "report", "--json", "-i", data)
+	var doc reportDoc
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, r.Stdout)
+	}
+	counts := map[string]int{}
+	for _, f := range doc.Functions {
+		if traced[f.Function] {
+			counts[f.Function] = f.Count
+		}
+	}
+	return counts, doc
+}
+
+func sameCounts(t *testing.T, what string, got, want map[string]int) {
+	t.Helper()
+	for _, fn := range []string{"main", "a", "b", "c"} {
+		if got[fn] != want[fn] {
+			t.Errorf("%s: %s called %d times, uftrace says %d", what, fn, got[fn], want[fn])
+		}
+	}
+}
+
+func TestAgainstUftrace(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	pg := testutil.BuildC(t, dir, "calltree-pg", []string{"calltree.c"}, "-pg")
+	plain := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	wantCounts, wantNest := uftraceRun(t, dir, pg)
+	if wantCounts["b"] != 30 || wantCounts["c"] != 5 {
+		t.Fatalf("uftrace's own counts are off (%v): is the test program right?", wantCounts)
+	}
+	for _, tc := range []struct{ name, bin, mech string }{
+		{"pg_auto", pg, ""},
+		{"pg_uprobes", pg, "uprobe"},
+		{"plain_uprobes", plain, "uprobe"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(dir, tc.name+".data")
+			args := []string{"ftrace", "record", "-o", data}
+			if tc.mech != "" {
+				args = append(args, "--mechanism", tc.mech)
+			}
+			r := testutil.MustRun(t, dir, append(append(args, "--"), tc.bin)...)
+			if !strings.Contains(r.Stderr, "tracing") || !strings.Contains(r.Stderr, " with ") {
+				t.Errorf("sonde does not say which mechanism ran:\n%s", r.Stderr)
+			}
+			counts, doc := sondeReport(t, dir, data)
+			sameCounts(t, tc.name, counts, wantCounts)
+			if tc.mech == "uprobe" && !strings.HasPrefix(doc.Mechanism, "uprobe") {
+				t.Errorf("mechanism %q, want uprobes", doc.Mechanism)
+			}
+			rp := testutil.MustRun(t, dir, "ftrace", "replay", "-i", data).Stdout
+			if got := nesting(rp); strings.Join(got, ",") != strings.Join(wantNest, ",") {
+				t.Errorf("nesting differs from uftrace's:\nsonde:   %v\nuftrace: %v", got, wantNest)
+			}
+			// A sleep of 2 ms can last longer when the machine is busy
+			// (the thread waits for a CPU after it): a run whose sleeps
+			// all miss is repeated, twice at most.
+			for try := 0; ; try++ {
+				bad := badSleeps(t, rp)
+				if bad == "" {
+					break
+				}
+				if try == 2 {
+					t.Fatal(bad)
+				}
+				t.Logf("try %d: %s", try, bad)
+				testutil.MustRun(t, dir, append(append(args, "--"), tc.bin)...)
+				rp = testutil.MustRun(t, dir, "ftrace", "replay", "-i", data).Stdout
+			}
+		})
+	}
+}
+
+var bLine = regexp.MustCompile(`^ *([0-9.]+) (us|ms|s) \[ *\d+\] \|     b\(\);`)
+
+// badSleeps says what is wrong unless the three b() calls that sleep
+// last 2 ms ± 0.3 and the others under a millisecond.
+func badSleeps(t *testing.T, replay string) string {
+	t.Helper()
+	var sleeps []float64
+	for _, l := range strings.Split(replay, "\n") {
+		m := bLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		if m[2] == "ms" {
+			sleeps = append(sleeps, v)
+		}
+	}
+	if len(sleeps) != 3 {
+		t.Fatalf("%d b() calls of a millisecond or more, want 3:\n%s", len(sleeps), replay)
+	}
+	for _, ms := range sleeps {
+		if ms < 1.7 || ms > 2.3 {
+			return fmt.Sprintf("sleeping b() calls lasted %v ms, want 2 ± 0.3", sleeps)
+		}
+	}
+	return ""
+}
+
+func TestAttachPid(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	w := exec.Command(bin, "60") // 60 rounds of ~26 ms
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	data := filepath.Join(dir, "p.data")
+	testutil.MustRun(t, dir, "ftrace", "record", "-p", strconv.Itoa(w.Process.Pid), "-d", "0.5", "-o", data)
+	counts, _ := sondeReport(t, dir, data)
+	if counts["a"] < 6 || counts["b"] < 10*(counts["a"]-1) || counts["b"] > 10*(counts["a"]+1) || counts["c"]%5 > 0 && counts["c"] < 5 {
+		t.Errorf("half a second of a running process: %v", counts)
+	}
+	// Every whole a() holds its 10 b()s.
+	g := testutil.MustRun(t, dir, "ftrace", "graph", "-i", data, "a").Stdout
+	if !strings.Contains(g, "b\n") || !strings.Contains(g, "a\n") {
+		t.Errorf("graph under a:\n%s", g)
+	}
+	rp := testutil.MustRun(t, dir, "ftrace", "replay", "-i", data).Stdout
+	n := nesting(rp)
+	for i := 1; i < len(n); i++ {
+		if n[i] == "1 b" && n[i-1] != "0 a" && n[i-1] != "1 b" {
+			t.Fatalf("b at depth 1 after %q: not nested in a", n[i-1])
+		}
+	}
+	w.Wait()
+}
+
+func TestDumps(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	data := filepath.Join(dir, "d.data")
+	testutil.MustRun(t, dir, "ftrace", "record", "-o", data, "--", bin)
+	chrome := testutil.MustRun(t, dir, "ftrace", "dump", "--chrome", "-i", data).Stdout
+	if n := checkChromeBalance(t, []byte(chrome)); n < 39 {
+		t.Errorf("%d calls in the Chrome trace, want at least 39", n)
+	}
+	html := filepath.Join(dir, "f.html")
+	testutil.MustRun(t, dir, "ftrace", "dump", "--flamegraph", "-i", data, "-o", html)
+	b, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "\"b\"") {
+		t.Errorf("flame graph: %v, %d bytes", err, len(b))
+	}
+}
+
+// checkChromeBalance is the structural check of the unit tests, on the
+// command's output: B/E pairs balance per thread.
+func checkChromeBalance(t *testing.T, b []byte) int {
+	var doc struct {
+		TraceEvents []struct {
+			Name, Ph string
+			Tid      int
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("dump --chrome is not JSON: %v", err)
+	}
+	open := map[int][]string{}
+	n := 0
+	for _, e := range doc.TraceEvents {
+		switch e.Ph {
+		case "B":
+			open[e.Tid] = append(open[e.Tid], e.Name)
+			n++
+		case "E":
+			s := open[e.Tid]
+			if len(s) == 0 || s[len(s)-1] != e.Name {
+				t.Fatalf("E %s closes %v", e.Name, s)
+			}
+			open[e.Tid] = s[:len(s)-1]
+		}
+	}
+	for tid, s := range open {
+		if len(s) > 0 {
+			t.Errorf("thread %d: %v never end", tid, s)
+		}
+	}
+	return n
+}
