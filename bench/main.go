@@ -8,7 +8,9 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. per-call cost of function-graph tracing: uftrace, sonde ftrace's
+//     uprobes and the bare uprobe floor (-ftrace runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -32,15 +34,17 @@ import (
 )
 
 var (
-	sondeBin = flag.String("sonde", "out/sonde", "sonde binary")
-	perfBin  = flag.String("perf", "perf", "perf binary")
-	reps     = flag.Int("reps", 7, "repetitions of each slowdown configuration")
-	iters    = flag.Int("iters", 8000000, "target iterations (about 2 s here)")
-	samples  = flag.Int("samples", 1000000, "samples in the big recording")
-	bigFreq  = flag.Int("big-freq", 25000, "sampling rate for the big recording")
-	skipBig  = flag.Bool("skip-big", false, "skip the big-recording report benchmark")
-	only002  = flag.Bool("seed002", false, "run only the cputime benchmark")
-	ddBlocks = flag.Int("dd-blocks", 300000, "1 KB blocks through the seed 002 pipeline")
+	sondeBin   = flag.String("sonde", "out/sonde", "sonde binary")
+	perfBin    = flag.String("perf", "perf", "perf binary")
+	reps       = flag.Int("reps", 7, "repetitions of each slowdown configuration")
+	iters      = flag.Int("iters", 8000000, "target iterations (about 2 s here)")
+	samples    = flag.Int("samples", 1000000, "samples in the big recording")
+	bigFreq    = flag.Int("big-freq", 25000, "sampling rate for the big recording")
+	skipBig    = flag.Bool("skip-big", false, "skip the big-recording report benchmark")
+	only002    = flag.Bool("seed002", false, "run only the cputime benchmark")
+	ddBlocks   = flag.Int("dd-blocks", 300000, "1 KB blocks through the seed 002 pipeline")
+	onlyFt     = flag.Bool("ftrace", false, "run only the function-graph tracing benchmark")
+	ftraceReps = flag.Int("ftrace-reps", 5, "repetitions of each function-graph tracing configuration")
 )
 
 func main() {
@@ -79,6 +83,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyFt {
+		ftraceBench(dir)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}
@@ -111,6 +119,7 @@ func main() {
 	fmt.Printf("   perf.data   %8.1f B/sample\n   sonde.data  %8.1f B/sample\n   ratio sonde/perf: %.3f (goal ≤ 0.25)\n", bp, bs, bs/bp)
 
 	seed002()
+	ftraceBench(dir)
 	flameScale(dir)
 	if *skipBig {
 		return

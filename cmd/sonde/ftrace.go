@@ -12,9 +12,9 @@ import (
 
 func newFtraceCmd() *cobra.Command {
 	root := &cobra.Command{Use: "ftrace", Short: "function-graph tracing of user programs: every call nested and timed (uftrace-style)",
-		Long: "record the entry and return of functions (uprobes on any binary or running process, or an\n" +
-			"in-process recorder for binaries built with -pg/-finstrument-functions), then replay them\n" +
-			"nested, report time per function, draw the call graph, or dump Chrome trace JSON or a flame graph."}
+		Long: "record the entry and return of functions (uprobes: any binary, any running process), then\n" +
+			"replay them nested, report time per function, draw the call graph, or dump Chrome trace JSON\n" +
+			"or a flame graph."}
 	var o ftrace.Options
 	rec := &cobra.Command{Use: "record [flags] [-- CMD ARGS…]", Short: "trace the calls of a command or process into a data file",
 		Example: "  sonde ftrace record -- ./knapsack\n  sonde ftrace record -F 'solve*' -t 1ms -p 1234 -d 10"}
@@ -27,7 +27,7 @@ func newFtraceCmd() *cobra.Command {
 	f.StringArrayVarP(&o.Rets, "retval", "R", nil, "FUNC@retval: record the return value")
 	f.IntVarP(&o.Pid, "pid", "p", 0, "attach to this running process")
 	f.StringVarP(&o.Output, "output", "o", "ftrace.data", "data file to write")
-	f.StringVar(&o.Mechanism, "mechanism", "auto", "auto, uprobe or preload (the in-process recorder)")
+	f.StringVar(&o.Mechanism, "mechanism", "auto", "how calls are recorded: auto or uprobe")
 	addDurationFlag(f, &o.Duration, "recording")
 	rec.RunE = func(cmd *cobra.Command, args []string) error {
 		if (o.Pid > 0) == (len(args) > 0) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/annotate"
 	"github.com/sonde-dev/sonde/internal/diff"
+	"github.com/sonde-dev/sonde/internal/ftrace"
 	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/report"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
@@ -27,6 +28,7 @@ var jsonDocs = map[string]any{
 	"stat -I":                 statview.Interval{},
 	"latency":                 latencyview.Doc{},
 	"probe -l":                []probe.Listed{},
+	"ftrace report":           ftrace.ReportDoc{},
 }
 
 func TestJSONVocabulary(t *testing.T) {

@@ -37,7 +37,7 @@ type Options struct {
 	Args, Rets  []string // -A FUNC@ARGS, -R FUNC@retval
 	Duration    time.Duration
 	Output      string
-	Mechanism   string // "auto", "uprobe" or "preload"
+	Mechanism   string // "auto" or "uprobe"
 	Version     string
 	Log         io.Writer // one line of what runs, and the summary
 }
@@ -93,14 +93,9 @@ func Record(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	switch o.Mechanism {
-	case "preload":
-		return recordPreload(ctx, o, bin, fs)
-	case "", "auto":
-		if o.Pid == 0 && len(o.Args) == 0 && len(o.Rets) == 0 {
-			if m := Instrumented(bin); m != "" {
-				return recordPreload(ctx, o, bin, fs)
-			}
-		}
+	case "", "auto", "uprobe":
+	default:
+		return nil, fmt.Errorf("mechanism %q: this sonde records through uprobes only (auto or uprobe); the in-process recorder for -pg builds is not built yet", o.Mechanism)
 	}
 	return recordUprobes(ctx, o, fs)
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// ftraceCalls is how many leaf() calls each run makes.
+const ftraceCalls = 200000
+
+// ftraceBench measures the per-call cost of function-graph tracing:
+// leafcalls.c (built with -pg for uftrace, and plain) alone, under
+// uftrace record, under sonde ftrace record (uprobes) and under sonde
+// funclat (one uprobe and one uretprobe with the least BPF work: the
+// kernel's own uprobe cost, the floor for any uprobe tracer).
+// Interleaved repetitions, medians of the program's own loop time.
+func ftraceBench(dir string) {
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "testdata", "leafcalls.c")
+	pg, plain := filepath.Join(dir, "leafcalls-pg"), filepath.Join(dir, "leafcalls")
+	for _, b := range [][]string{{"-pg", "-o", pg}, {"-o", plain}} {
+		args := append([]string{"-O1", "-g", "-fno-omit-frame-pointer", src}, b...)
+		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			fail(fmt.Sprintf("gcc: %v %s", err, out))
+		}
+	}
+	n := strconv.Itoa(ftraceCalls)
+	data := filepath.Join(dir, "ft.data")
+	configs := []struct {
+		name string
+		args []string
+	}{
+		{"none (-pg build)", []string{pg, n}},
+		{"uftrace record (-pg)", []string{"uftrace", "record", "-d", filepath.Join(dir, "uftrace.data"), pg, n}},
+		{"sonde ftrace, uprobes (-pg build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", pg, n}},
+		{"sonde ftrace, uprobes (plain build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", plain, n}},
+		{"sonde funclat (uprobe floor)", []string{*sondeBin, "funclat", "-x", plain, "leaf", "--", plain, n}},
+	}
+	loops := map[string][]float64{}
+	for r := 0; r < *ftraceReps; r++ {
+		for i := range configs {
+			c := configs[(i+r)%len(configs)]
+			out, err := exec.Command(c.args[0], c.args[1:]...).CombinedOutput()
+			if err != nil {
+				fail(fmt.Sprintf("%s: %v\n%s", c.name, err, out))
+			}
+			ns := -1.0
+			for _, l := range strings.Split(string(out), "\n") {
+				if v, ok := strings.CutPrefix(l, "loop_ns "); ok {
+					ns, _ = strconv.ParseFloat(v, 64)
+				}
+			}
+			if ns < 0 {
+				fail(c.name + ": no loop_ns in its output")
+			}
+			loops[c.name] = append(loops[c.name], ns)
+		}
+		fmt.Fprintf(os.Stderr, "\rftrace: repetition %d/%d", r+1, *ftraceReps)
+	}
+	fmt.Fprintln(os.Stderr)
+	base := median(loops[configs[0].name])
+	fmt.Printf("\n6. Function-graph tracing: %d calls of a %.0f ns function (%d interleaved repetitions, medians)\n",
+		ftraceCalls, base/ftraceCalls, *ftraceReps)
+	cost := map[string]float64{}
+	for _, c := range configs {
+		m := median(loops[c.name])
+		cost[c.name] = (m - base) / ftraceCalls
+		fmt.Printf("   %-36s %9.2f ms  %8.3f µs per call\n", c.name, m/1e6, cost[c.name]/1e3)
+	}
+	u := cost["uftrace record (-pg)"]
+	if u > 0 {
+		fmt.Printf("   sonde uprobes / uftrace per call: %.0fx; uprobe floor (funclat) / uftrace: %.0fx\n",
+			cost["sonde ftrace, uprobes (plain build)"]/u, cost["sonde funclat (uprobe floor)"]/u)
+	}
+}
