@@ -1,4 +1,4 @@
-package ftrace_test
+package ftrace
 
 import (
 	"encoding/json"
@@ -211,7 +211,7 @@ func TestDumps(t *testing.T) {
 	data := filepath.Join(dir, "d.data")
 	testutil.MustRun(t, dir, "ftrace", "record", "-o", data, "--", bin)
 	chrome := testutil.MustRun(t, dir, "ftrace", "dump", "--chrome", "-i", data).Stdout
-	if n := checkChromeBalance(t, []byte(chrome)); n < 39 {
+	if n := checkChrome(t, []byte(chrome)); n < 39 {
 		t.Errorf("%d calls in the Chrome trace, want at least 39", n)
 	}
 	html := filepath.Join(dir, "f.html")
@@ -220,39 +220,4 @@ func TestDumps(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "\"b\"") {
 		t.Errorf("flame graph: %v, %d bytes", err, len(b))
 	}
-}
-
-// checkChromeBalance is the structural check of the unit tests, on the
-// command's output: B/E pairs balance per thread.
-func checkChromeBalance(t *testing.T, b []byte) int {
-	var doc struct {
-		TraceEvents []struct {
-			Name, Ph string
-			Tid      int
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("dump --chrome is not JSON: %v", err)
-	}
-	open := map[int][]string{}
-	n := 0
-	for _, e := range doc.TraceEvents {
-		switch e.Ph {
-		case "B":
-			open[e.Tid] = append(open[e.Tid], e.Name)
-			n++
-		case "E":
-			s := open[e.Tid]
-			if len(s) == 0 || s[len(s)-1] != e.Name {
-				t.Fatalf("E %s closes %v", e.Name, s)
-			}
-			open[e.Tid] = s[:len(s)-1]
-		}
-	}
-	for tid, s := range open {
-		if len(s) > 0 {
-			t.Errorf("thread %d: %v never end", tid, s)
-		}
-	}
-	return n
 }

@@ -1,7 +1,6 @@
 package ftrace
 
 import (
-	"debug/dwarf"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -251,34 +250,5 @@ func dwarfParams(bin, fn string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s has no DWARF to name %s's parameters (use argN): %w", bin, fn, err)
 	}
-	r := d.Reader()
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			return nil, fmt.Errorf("no function %s in %s's DWARF (use argN)", fn, bin)
-		}
-		if e.Tag != dwarf.TagSubprogram || e.Val(dwarf.AttrName) != fn || !e.Children {
-			if e.Tag != dwarf.TagCompileUnit && e.Children {
-				r.SkipChildren()
-			}
-			continue
-		}
-		var params []string
-		for {
-			c, err := r.Next()
-			if err != nil || c == nil || c.Tag == 0 {
-				break
-			}
-			if c.Tag == dwarf.TagFormalParameter {
-				n, _ := c.Val(dwarf.AttrName).(string)
-				params = append(params, n)
-			}
-			if c.Children {
-				r.SkipChildren()
-			}
-		}
-		if len(params) > 0 {
-			return params, nil
-		}
-	}
+	return probe.ParamNames(d, fn)
 }

@@ -223,6 +223,16 @@ func resolveArg(ef *elf.File, fn, loc string, ret bool) (string, error) {
 
 type param struct{ name, typ string }
 
+// ParamNames lists fn's formal parameters in order, from DWARF.
+func ParamNames(d *dwarf.Data, fn string) ([]string, error) {
+	ps, err := dwarfParams(d, fn)
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.name
+	}
+	return names, err
+}
+
 func dwarfParams(d *dwarf.Data, fn string) ([]param, error) {
 	r := d.Reader()
 	for {
