@@ -37,7 +37,7 @@ type Options struct {
 	Args, Rets  []string // -A FUNC@ARGS, -R FUNC@retval
 	Duration    time.Duration
 	Output      string
-	Mechanism   string // "auto" or "uprobe"
+	Mechanism   string // "auto", "uprobe" or "preload"
 	Version     string
 	Log         io.Writer // one line of what runs, and the summary
 }
@@ -92,10 +92,20 @@ func Record(ctx context.Context, o Options) (*Summary, error) {
 	if err := SetCaptures(fs, o.Args, o.Rets); err != nil {
 		return nil, err
 	}
+	inproc := len(o.Command) > 0 && len(o.Args) == 0 && len(o.Rets) == 0 && Instrumented(bin)
 	switch o.Mechanism {
-	case "", "auto", "uprobe":
+	case "", "auto":
+	case "uprobe":
+		inproc = false
+	case "preload":
+		if !inproc {
+			return nil, fmt.Errorf("the in-process recorder needs a command (not -p) built with -finstrument-functions, and no -A/-R (%s does not call __cyg_profile_func_enter)", filepath.Base(bin))
+		}
 	default:
-		return nil, fmt.Errorf("mechanism %q: this sonde records through uprobes only (auto or uprobe); the in-process recorder for -pg builds is not built yet", o.Mechanism)
+		return nil, fmt.Errorf("mechanism %q: want auto, uprobe or preload", o.Mechanism)
+	}
+	if inproc {
+		return recordPreload(ctx, o, bin, fs)
 	}
 	return recordUprobes(ctx, o, fs)
 }

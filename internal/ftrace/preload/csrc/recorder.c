@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* sonde's in-process function-graph recorder. Loaded with LD_PRELOAD into
+ * a program built with -finstrument-functions, it receives the compiler's
+ * __cyg_profile_func_enter/exit calls, keeps a per-thread stack of entry
+ * times and, at each return that passes sonde's depth and duration
+ * filters, writes one completed call into a shared-memory ring that sonde
+ * drains (ring.h). No system call on the hot path: the clock is the
+ * vDSO's, the thread id is cached per thread. Nothing here is
+ * instrumented itself (built without -finstrument-functions, and every
+ * function is marked no_instrument_function besides). */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include "ring.h"
+
+#define NOINST __attribute__((no_instrument_function))
+#define EXPORT __attribute__((no_instrument_function, visibility("default")))
+#define STACK 128
+
+static struct ring_header *hdr;
+static struct ring_call *calls;
+
+struct frame {
+	uint64_t fn, start;
+};
+static __thread struct frame stack[STACK];
+static __thread uint32_t depth;
+static __thread uint32_t tid;
+
+static NOINST uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static NOINST int find_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uint64_t *)data = info->dlpi_addr; /* the first object is the executable */
+	return 1;
+}
+
+__attribute__((constructor, no_instrument_function)) static void attach(void)
+{
+	const char *path = getenv("SONDE_FTRACE_RING");
+	if (!path)
+		return;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > sizeof(struct ring_header)) {
+		void *m = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m != MAP_FAILED && ((struct ring_header *)m)->magic == RING_MAGIC) {
+			struct ring_header *h = m;
+			uint64_t bias = 0;
+			dl_iterate_phdr(find_bias, &bias);
+			h->load_bias = bias;
+			calls = (struct ring_call *)(h + 1);
+			__atomic_store_n(&h->attached, 1, __ATOMIC_RELEASE);
+			hdr = h;
+		}
+	}
+	close(fd);
+	/* Children must not write into this program's ring. */
+	unsetenv("LD_PRELOAD");
+	unsetenv("SONDE_FTRACE_RING");
+}
+
+static NOINST void put(uint64_t fn, uint64_t start, uint64_t dur, uint32_t d, uint16_t flags)
+{
+	uint64_t slot = __atomic_load_n(&hdr->head, __ATOMIC_RELAXED);
+	do {
+		if (slot - __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE) >= hdr->slots) {
+			__atomic_fetch_add(&hdr->lost, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	} while (!__atomic_compare_exchange_n(&hdr->head, &slot, slot + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	struct ring_call *c = &calls[slot & (hdr->slots - 1)];
+	if (!tid)
+		tid = (uint32_t)syscall(SYS_gettid);
+	c->start_ns = start;
+	c->dur_ns = dur;
+	c->fn = fn;
+	c->tid = tid;
+	c->depth = (uint16_t)d;
+	c->flags = flags;
+	__atomic_store_n(&c->seq, slot + 1, __ATOMIC_RELEASE);
+}
+
+EXPORT void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	if (!hdr)
+		return;
+	uint32_t d = depth++;
+	if (d >= STACK) {
+		__atomic_fetch_add(&hdr->overflow, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	stack[d].fn = (uint64_t)(uintptr_t)fn;
+	stack[d].start = now_ns();
+}
+
+EXPORT void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	if (!hdr || depth == 0)
+		return;
+	uint64_t end = now_ns();
+	uint32_t d = --depth;
+	if (d >= STACK || stack[d].fn != (uint64_t)(uintptr_t)fn)
+		return;
+	uint64_t dur = end - stack[d].start;
+	if ((hdr->max_depth && d >= hdr->max_depth) || dur < hdr->min_dur_ns)
+		return;
+	put((uint64_t)(uintptr_t)fn, stack[d].start, dur, d, 0);
+}
+
+/* At exit, the calls still running on this thread (main, usually) are
+ * written as unfinished. */
+__attribute__((destructor, no_instrument_function)) static void detach(void)
+{
+	if (!hdr)
+		return;
+	uint64_t end = now_ns();
+	for (uint32_t d = 0; d < depth && d < STACK; d++)
+		put(stack[d].fn, stack[d].start, end - stack[d].start, d, 2);
+	depth = 0;
+}
