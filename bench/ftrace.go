@@ -22,8 +22,8 @@ const ftraceCalls = 200000
 func ftraceBench(dir string) {
 	_, self, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(self), "testdata", "leafcalls.c")
-	pg, plain := filepath.Join(dir, "leafcalls-pg"), filepath.Join(dir, "leafcalls")
-	for _, b := range [][]string{{"-pg", "-o", pg}, {"-o", plain}} {
+	pg, fi, plain := filepath.Join(dir, "leafcalls-pg"), filepath.Join(dir, "leafcalls-fi"), filepath.Join(dir, "leafcalls")
+	for _, b := range [][]string{{"-pg", "-o", pg}, {"-finstrument-functions", "-o", fi}, {"-o", plain}} {
 		args := append([]string{"-O1", "-g", "-fno-omit-frame-pointer", src}, b...)
 		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 			fail(fmt.Sprintf("gcc: %v %s", err, out))
@@ -37,6 +37,9 @@ func ftraceBench(dir string) {
 	}{
 		{"none (-pg build)", []string{pg, n}},
 		{"uftrace record (-pg)", []string{"uftrace", "record", "-d", filepath.Join(dir, "uftrace.data"), pg, n}},
+		{"none (-finstrument-functions build)", []string{fi, n}},
+		{"uftrace record (-finstrument-functions)", []string{"uftrace", "record", "-d", filepath.Join(dir, "uftrace-fi.data"), fi, n}},
+		{"sonde ftrace, in-process (-finstrument)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", fi, n}},
 		{"sonde ftrace, uprobes (-pg build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", pg, n}},
 		{"sonde ftrace, uprobes (plain build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", plain, n}},
 		{"sonde funclat (uprobe floor)", []string{*sondeBin, "funclat", "-x", plain, "leaf", "--", plain, n}},
@@ -64,13 +67,21 @@ func ftraceBench(dir string) {
 	}
 	fmt.Fprintln(os.Stderr)
 	base := median(loops[configs[0].name])
+	baseFI := median(loops["none (-finstrument-functions build)"])
 	fmt.Printf("\n6. Function-graph tracing: %d calls of a %.0f ns function (%d interleaved repetitions, medians)\n",
 		ftraceCalls, base/ftraceCalls, *ftraceReps)
 	cost := map[string]float64{}
 	for _, c := range configs {
 		m := median(loops[c.name])
-		cost[c.name] = (m - base) / ftraceCalls
+		b := base
+		if strings.Contains(c.name, "-finstrument") {
+			b = baseFI // the hooks' own calls are in the uninstrumented time
+		}
+		cost[c.name] = (m - b) / ftraceCalls
 		fmt.Printf("   %-36s %9.2f ms  %8.3f µs per call\n", c.name, m/1e6, cost[c.name]/1e3)
+	}
+	if u := cost["uftrace record (-finstrument-functions)"]; u > 0 {
+		fmt.Printf("   in-process / uftrace per call (-finstrument-functions): %.2fx (goal ≤ 2)\n", cost["sonde ftrace, in-process (-finstrument)"]/u)
 	}
 	u := cost["uftrace record (-pg)"]
 	if u > 0 {

@@ -103,12 +103,19 @@ func TestAgainstUftrace(t *testing.T) {
 	dir := t.TempDir()
 	pg := testutil.BuildC(t, dir, "calltree-pg", []string{"calltree.c"}, "-pg")
 	plain := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	fi := testutil.BuildC(t, dir, "calltree-fi", []string{"calltree.c"}, "-finstrument-functions")
 	wantCounts, wantNest := uftraceRun(t, dir, pg)
+	fiCounts, fiNest := uftraceRun(t, dir, fi)
+	sameCounts(t, "uftrace on the -finstrument-functions build", fiCounts, wantCounts)
+	if strings.Join(fiNest, ",") != strings.Join(wantNest, ",") {
+		t.Errorf("uftrace nests the two builds differently:\n-pg: %v\n-finstrument-functions: %v", wantNest, fiNest)
+	}
 	if wantCounts["b"] != 30 || wantCounts["c"] != 5 {
 		t.Fatalf("uftrace's own counts are off (%v): is the test program right?", wantCounts)
 	}
 	for _, tc := range []struct{ name, bin, mech string }{
 		{"pg_auto", pg, ""},
+		{"finstrument_auto", fi, ""}, // the in-process recorder
 		{"pg_uprobes", pg, "uprobe"},
 		{"plain_uprobes", plain, "uprobe"},
 	} {
@@ -125,8 +132,12 @@ func TestAgainstUftrace(t *testing.T) {
 			}
 			counts, doc := sondeReport(t, dir, data)
 			sameCounts(t, tc.name, counts, wantCounts)
-			if tc.mech == "uprobe" && !strings.HasPrefix(doc.Mechanism, "uprobe") {
-				t.Errorf("mechanism %q, want uprobes", doc.Mechanism)
+			want := "uprobe"
+			if tc.bin == fi {
+				want = "preload"
+			}
+			if !strings.HasPrefix(doc.Mechanism, want) {
+				t.Errorf("mechanism %q, want %s", doc.Mechanism, want)
 			}
 			rp := testutil.MustRun(t, dir, "ftrace", "replay", "-i", data).Stdout
 			if got := nesting(rp); strings.Join(got, ",") != strings.Join(wantNest, ",") {
