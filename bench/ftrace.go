@@ -15,9 +15,10 @@ const ftraceCalls = 200000
 
 // ftraceBench measures the per-call cost of function-graph tracing:
 // leafcalls.c (built with -pg for uftrace, and plain) alone, under
-// uftrace record, under sonde ftrace record (uprobes) and under sonde
-// funclat (one uprobe and one uretprobe with the least BPF work: the
-// kernel's own uprobe cost, the floor for any uprobe tracer).
+// uftrace record, under sonde ftrace record (in-process for the
+// -finstrument-functions build, uprobes for the others) and under sonde
+// stat counting a bare uprobe and uretprobe on leaf() (no BPF: the
+// kernel's own cost, the floor for any uprobe tracer).
 // Interleaved repetitions, medians of the program's own loop time.
 func ftraceBench(dir string) {
 	_, self, _, _ := runtime.Caller(0)
@@ -42,7 +43,7 @@ func ftraceBench(dir string) {
 		{"sonde ftrace, in-process (-finstrument)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", fi, n}},
 		{"sonde ftrace, uprobes (-pg build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", pg, n}},
 		{"sonde ftrace, uprobes (plain build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", plain, n}},
-		{"sonde funclat (uprobe floor)", []string{*sondeBin, "funclat", "-x", plain, "leaf", "--", plain, n}},
+		{"bare uprobe+uretprobe (floor)", []string{*sondeBin, "stat", "-e", "u:" + plain + ":leaf", "-e", "u:" + plain + ":leaf%return", "--", plain, n}},
 	}
 	loops := map[string][]float64{}
 	for r := 0; r < *ftraceReps; r++ {
@@ -85,7 +86,7 @@ func ftraceBench(dir string) {
 	}
 	u := cost["uftrace record (-pg)"]
 	if u > 0 {
-		fmt.Printf("   sonde uprobes / uftrace per call: %.0fx; uprobe floor (funclat) / uftrace: %.0fx\n",
-			cost["sonde ftrace, uprobes (plain build)"]/u, cost["sonde funclat (uprobe floor)"]/u)
+		fmt.Printf("   sonde uprobes / uftrace per call: %.0fx; bare uprobes / uftrace: %.0fx\n",
+			cost["sonde ftrace, uprobes (plain build)"]/u, cost["bare uprobe+uretprobe (floor)"]/u)
 	}
 }
