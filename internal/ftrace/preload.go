@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -32,21 +33,41 @@ const (
 	hHead, hTail, hLost, hBias, hMinDur, hMaxDepth, hAttached, hOverflow = 16, 24, 32, 40, 48, 56, 60, 64
 )
 
-// Instrumented says whether bin calls the -finstrument-functions hooks,
-// which the in-process recorder provides.
-func Instrumented(bin string) bool {
+// Instrumented names the compiler instrumentation bin calls that the
+// in-process recorder provides: "-finstrument-functions", or "-pg" on
+// amd64 (mcount); "" for none.
+func Instrumented(bin string) string {
 	f, err := elf.Open(bin)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer f.Close()
 	syms, _ := f.DynamicSymbols()
 	for _, s := range syms {
-		if s.Name == "__cyg_profile_func_enter" && s.Section == elf.SHN_UNDEF {
-			return true
+		if s.Section != elf.SHN_UNDEF {
+			continue
+		}
+		switch {
+		case s.Name == "__cyg_profile_func_enter":
+			return "-finstrument-functions"
+		case s.Name == "mcount" && runtime.GOARCH == "amd64" && f.Machine == elf.EM_X86_64:
+			return "-pg"
 		}
 	}
-	return false
+	return ""
+}
+
+// funcAt finds the function of fs (sorted by address) that holds addr.
+func funcAt(fs []Func, idx []int32, addr uint64) (int32, bool) {
+	i := sort.Search(len(idx), func(i int) bool { return fs[idx[i]].Addr > addr }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	f := fs[idx[i]]
+	if addr >= f.Addr+max(f.Size, 1) {
+		return 0, false
+	}
+	return idx[i], true
 }
 
 // ring is sonde's side of the shared memory.
@@ -134,7 +155,7 @@ func recordPreload(ctx context.Context, o Options, bin string, fs []Func) (*Summ
 	}
 	defer r.close()
 	const mech = "preload"
-	fmt.Fprintf(o.Log, "sonde: tracing %d functions of %s with the in-process recorder (-finstrument-functions, LD_PRELOAD)\n", len(fs), filepath.Base(bin))
+	fmt.Fprintf(o.Log, "sonde: tracing %d functions of %s with the in-process recorder (%s, LD_PRELOAD)\n", len(fs), filepath.Base(bin), Instrumented(bin))
 	p := NewProfile(fs, mech, o.filter())
 	p.Meta.Command, p.Meta.SondeVersion, p.Meta.StartUnixNS, p.Meta.Target = o.Command, o.Version, time.Now().UnixNano(), "command"
 	host.Fill(&p.Meta)
@@ -142,12 +163,15 @@ func recordPreload(ctx context.Context, o Options, bin string, fs []Func) (*Summ
 	if err != nil {
 		return nil, err
 	}
-	byAddr := map[uint64]int32{}
+	// The recorder reports the function's address (-finstrument-functions)
+	// or one inside it (-pg: where mcount returns to).
+	var idx []int32
 	for i, f := range fs {
 		if f.Binary == bin {
-			byAddr[f.Addr] = int32(i)
+			idx = append(idx, int32(i))
 		}
 	}
+	sort.Slice(idx, func(a, b int) bool { return fs[idx[a]].Addr < fs[idx[b]].Addr })
 	// Nothing to attach before the exec: the recorder is in the program
 	// from its first instruction.
 	cmd := exec.Command(bin, o.Command[1:]...)
@@ -163,7 +187,7 @@ func recordPreload(ctx context.Context, o Options, bin string, fs []Func) (*Summ
 	drain := func() {
 		bias := atomic.LoadUint64(r.u64(hBias))
 		r.drain(func(start, dur, addr uint64, tid uint32, depth int, unfinished bool) {
-			fn, ok := byAddr[addr-bias]
+			fn, ok := funcAt(fs, idx, addr-bias)
 			if !ok {
 				return // a function -F/-N left out
 			}

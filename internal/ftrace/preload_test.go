@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
@@ -17,11 +18,27 @@ import (
 func TestPreloadRecorder(t *testing.T) {
 	dir := t.TempDir()
 	bin := testutil.BuildC(t, dir, "calltree-fi", []string{"calltree.c"}, "-finstrument-functions")
-	if !Instrumented(bin) {
+	if Instrumented(bin) != "-finstrument-functions" {
 		t.Fatal("a -finstrument-functions build not recognised")
 	}
-	if plain := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"}); Instrumented(plain) {
+	if plain := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"}); Instrumented(plain) != "" {
 		t.Fatal("a plain build taken for instrumented")
+	}
+	if runtime.GOARCH == "amd64" {
+		// -pg: mcount, with returns caught by swapping return addresses.
+		pg := testutil.BuildC(t, dir, "calltree-pg", []string{"calltree.c"}, "-pg")
+		if Instrumented(pg) != "-pg" {
+			t.Fatal("a -pg build not recognised")
+		}
+		out := filepath.Join(dir, "pg.data")
+		if _, err := Record(context.Background(), Options{Command: []string{pg}, Output: out, Log: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, "-pg", tr)
 	}
 	out := filepath.Join(dir, "fi.data")
 	o := Options{Command: []string{bin}, Output: out, Log: io.Discard}
@@ -36,16 +53,7 @@ func TestPreloadRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := Stats(tr, tr.Calls)
-	got := map[string]uint64{}
-	for _, r := range rows {
-		got[r.Function] = r.Count
-	}
-	for fn, n := range map[string]uint64{"main": 1, "a": 3, "b": 30, "c": 5} {
-		if got[fn] != n {
-			t.Errorf("%s: %d calls, want %d (all: %v)", fn, got[fn], n, got)
-		}
-	}
+	checkCounts(t, "-finstrument-functions", tr)
 	g := Graph(tr, tr.Calls, "a", "")
 	if g == nil || len(g.Children) != 1 || g.Children[0].Name != "b" || g.Children[0].Count != 30 {
 		t.Errorf("b not nested under a: %+v", g)
@@ -57,5 +65,18 @@ func TestPreloadRecorder(t *testing.T) {
 	}
 	if tr, _ = Load(out); len(tr.Calls) != 1 || tr.FuncName(tr.Calls[0].Fn) != "main" {
 		t.Errorf("-D 1 kept %d calls", len(tr.Calls))
+	}
+}
+
+func checkCounts(t *testing.T, what string, tr *Trace) {
+	t.Helper()
+	got := map[string]uint64{}
+	for _, r := range Stats(tr, tr.Calls) {
+		got[r.Function] = r.Count
+	}
+	for fn, n := range map[string]uint64{"main": 1, "a": 3, "b": 30, "c": 5} {
+		if got[fn] != n {
+			t.Errorf("%s: %s: %d calls, want %d (all: %v)", what, fn, got[fn], n, got)
+		}
 	}
 }

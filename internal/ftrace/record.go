@@ -92,14 +92,14 @@ func Record(ctx context.Context, o Options) (*Summary, error) {
 	if err := SetCaptures(fs, o.Args, o.Rets); err != nil {
 		return nil, err
 	}
-	inproc := len(o.Command) > 0 && len(o.Args) == 0 && len(o.Rets) == 0 && Instrumented(bin)
+	inproc := len(o.Command) > 0 && len(o.Args) == 0 && len(o.Rets) == 0 && Instrumented(bin) != ""
 	switch o.Mechanism {
 	case "", "auto":
 	case "uprobe":
 		inproc = false
 	case "preload":
 		if !inproc {
-			return nil, fmt.Errorf("the in-process recorder needs a command (not -p) built with -finstrument-functions, and no -A/-R (%s does not call __cyg_profile_func_enter)", filepath.Base(bin))
+			return nil, fmt.Errorf("the in-process recorder needs a command (not -p) built with -finstrument-functions (or -pg on amd64), and no -A/-R")
 		}
 	default:
 		return nil, fmt.Errorf("mechanism %q: want auto, uprobe or preload", o.Mechanism)
