@@ -41,7 +41,8 @@ func ftraceBench(dir string) {
 		{"none (-finstrument-functions build)", []string{fi, n}},
 		{"uftrace record (-finstrument-functions)", []string{"uftrace", "record", "-d", filepath.Join(dir, "uftrace-fi.data"), fi, n}},
 		{"sonde ftrace, in-process (-finstrument)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", fi, n}},
-		{"sonde ftrace, uprobes (-pg build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", pg, n}},
+		{"sonde ftrace, in-process (-pg)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", pg, n}},
+		{"sonde ftrace, uprobes (-pg build)", []string{*sondeBin, "ftrace", "record", "--mechanism", "uprobe", "-F", "leaf", "-o", data, "--", pg, n}},
 		{"sonde ftrace, uprobes (plain build)", []string{*sondeBin, "ftrace", "record", "-F", "leaf", "-o", data, "--", plain, n}},
 		{"bare uprobe+uretprobe (floor)", []string{*sondeBin, "stat", "-e", "u:" + plain + ":leaf", "-e", "u:" + plain + ":leaf%return", "--", plain, n}},
 	}
@@ -79,13 +80,14 @@ func ftraceBench(dir string) {
 			b = baseFI // the hooks' own calls are in the uninstrumented time
 		}
 		cost[c.name] = (m - b) / ftraceCalls
-		fmt.Printf("   %-36s %9.2f ms  %8.3f µs per call\n", c.name, m/1e6, cost[c.name]/1e3)
+		fmt.Printf("   %-42s %9.2f ms  %8.3f µs per call\n", c.name, m/1e6, cost[c.name]/1e3)
 	}
 	if u := cost["uftrace record (-finstrument-functions)"]; u > 0 {
 		fmt.Printf("   in-process / uftrace per call (-finstrument-functions): %.2fx (goal ≤ 2)\n", cost["sonde ftrace, in-process (-finstrument)"]/u)
 	}
 	u := cost["uftrace record (-pg)"]
 	if u > 0 {
+		fmt.Printf("   in-process / uftrace per call (-pg): %.2fx (goal ≤ 2)\n", cost["sonde ftrace, in-process (-pg)"]/u)
 		fmt.Printf("   sonde uprobes / uftrace per call: %.0fx; bare uprobes / uftrace: %.0fx\n",
 			cost["sonde ftrace, uprobes (plain build)"]/u, cost["bare uprobe+uretprobe (floor)"]/u)
 	}
