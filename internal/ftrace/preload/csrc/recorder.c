@@ -31,6 +31,7 @@ static struct ring_call *calls;
 struct frame {
 	uint64_t fn, start;
 	uint64_t ret; /* -pg: the return address the trampoline stands in for */
+	uint64_t loc; /* -pg: where on the stack that return address was */
 };
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS struct frame stack[STACK];
@@ -158,13 +159,20 @@ NOINST __attribute__((used)) void sonde_mcount_entry(uint64_t *parent_loc, uint6
 	uint32_t d = depth++;
 	stack[d].fn = self; /* an address inside the function: sonde maps it to its symbol */
 	stack[d].ret = *parent_loc;
+	stack[d].loc = (uint64_t)(uintptr_t)parent_loc;
 	stack[d].start = now_ns();
 	*parent_loc = (uint64_t)(uintptr_t)sonde_mcount_return;
 }
 
-NOINST __attribute__((used)) uint64_t sonde_mcount_exit(void)
+/* sp is the stack pointer the function returned with, just above the
+ * slot its return address was in. Frames below it were left by longjmp
+ * (or an exception) without returning: they are dropped, so the right
+ * return address is always the one given back. */
+NOINST __attribute__((used)) uint64_t sonde_mcount_exit(uint64_t sp)
 {
 	uint64_t end = now_ns();
+	while (depth > 1 && stack[depth - 1].loc != sp - 8)
+		depth--;
 	uint32_t d = --depth;
 	struct frame *f = &stack[d];
 	uint64_t dur = end - f->start;
@@ -199,6 +207,7 @@ __asm__(
 	"	push %rax\n	push %rdx\n"
 	"	sub $40, %rsp\n"
 	"	movdqu %xmm0, 0(%rsp)\n	movdqu %xmm1, 16(%rsp)\n"
+	"	lea 64(%rsp), %rdi\n" /* the stack pointer at the return */
 	"	call sonde_mcount_exit\n"
 	"	mov %rax, 56(%rsp)\n"
 	"	movdqu 0(%rsp), %xmm0\n	movdqu 16(%rsp), %xmm1\n"
