@@ -209,20 +209,9 @@ func recordPreload(ctx context.Context, o Options, bin string, fs []Func) (*Summ
 	}
 	drain()
 	sum := &Summary{Funcs: len(fs), Mechanism: mech, Elapsed: run.Elapsed, ExitCode: run.ExitCode, Lost: atomic.LoadUint64(r.u64(hLost))}
-	p.Meta.Lost, p.Meta.DurationNS, p.Meta.ExitCode = sum.Lost, uint64(run.Elapsed), run.ExitCode
 	if atomic.LoadUint32(r.u32(hAttached)) == 0 {
 		p.Meta.Warnings = append(p.Meta.Warnings, "the in-process recorder never loaded (a static binary ignores LD_PRELOAD): record with --mechanism uprobe")
 		fmt.Fprintln(o.Log, "sonde: "+p.Meta.Warnings[len(p.Meta.Warnings)-1])
 	}
-	if n := atomic.LoadUint64(r.u64(hOverflow)); n > 0 {
-		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls deeper than 128 levels were not timed", n))
-	}
-	if sum.Lost > 0 {
-		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls lost: the ring was full (trace less: -F/-N, -D, -t)", sum.Lost))
-	}
-	sum.Calls, sum.Threads = sk.calls, len(p.Threads)
-	if err := sk.finish(); err != nil {
-		return nil, err
-	}
-	return sum, nil
+	return sk.close(sum, atomic.LoadUint64(r.u64(hOverflow)), 128)
 }

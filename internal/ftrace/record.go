@@ -246,6 +246,24 @@ func (s *sink) flush() error {
 	return s.err
 }
 
+// close fills in how the recording ended (length, exit status, losses)
+// and writes the last chunk.
+func (s *sink) close(sum *Summary, overflow uint64, stackDepth int) (*Summary, error) {
+	m := &s.p.Meta
+	m.Lost, m.DurationNS, m.ExitCode = sum.Lost, uint64(sum.Elapsed), sum.ExitCode
+	if overflow > 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d calls deeper than %d levels were not timed", overflow, stackDepth))
+	}
+	if sum.Lost > 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d calls lost: the ring was full (trace fewer functions: -F/-N, -D, -t)", sum.Lost))
+	}
+	sum.Calls, sum.Threads = s.calls, len(s.p.Threads)
+	if err := s.finish(); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
 func (s *sink) finish() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -325,28 +343,15 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 		sk.f.Abort()
 		return nil, err
 	}
-	unfinished(maps.Shadows, sk)
+	unfinished(maps.Shadows, sk, o.Depth)
 	sum := &Summary{Funcs: len(fs), Mechanism: mech, Elapsed: run.Elapsed, ExitCode: run.ExitCode,
 		Lost:      bpfmaps.SumPerCPU(maps.Counters, cLost),
 		Unmatched: bpfmaps.SumPerCPU(maps.Counters, cUnmatched),
 		Filtered:  bpfmaps.SumPerCPU(maps.Counters, cFiltered)}
-	p.Meta.Lost = sum.Lost
-	p.Meta.DurationNS = uint64(run.Elapsed)
-	p.Meta.ExitCode = run.ExitCode
-	if n := bpfmaps.SumPerCPU(maps.Counters, cOverflow); n > 0 {
-		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls deeper than %d levels were not timed", n, 64))
-	}
 	if n := bpfmaps.SumPerCPU(maps.Counters, cNoStack); n > 0 {
 		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls of threads beyond the first 1024 were not traced", n))
 	}
-	if sum.Lost > 0 {
-		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls lost: the ring buffer was full (trace fewer functions: -F/-N, -D, -t)", sum.Lost))
-	}
-	sum.Calls, sum.Threads = sk.calls, len(p.Threads)
-	if err := sk.finish(); err != nil {
-		return nil, err
-	}
-	return sum, nil
+	return sk.close(sum, bpfmaps.SumPerCPU(maps.Counters, cOverflow), 64)
 }
 
 // fillConfig tells the programs which arguments and return values to read.
@@ -372,7 +377,7 @@ func fillConfig(m *ebpf.Map, fs []Func) error {
 
 // unfinished adds the calls still on the shadow stacks when the probes
 // came out (main, when attached with -p), timed up to now.
-func unfinished(m *ebpf.Map, sk *sink) {
+func unfinished(m *ebpf.Map, sk *sink, maxDepth int) {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	now := uint64(ts.Nano())
@@ -380,7 +385,7 @@ func unfinished(m *ebpf.Map, sk *sink) {
 	var sh ftraceFtraceShadow
 	it := m.Iterate()
 	for it.Next(&key, &sh) {
-		for d := 0; d < int(min(sh.Depth, uint32(len(sh.Frames)))); d++ {
+		for d := 0; d < int(min(sh.Depth, uint32(len(sh.Frames)))) && (maxDepth == 0 || d < maxDepth); d++ {
 			f := &sh.Frames[d]
 			if f.StartNs == 0 || f.StartNs > now {
 				continue
