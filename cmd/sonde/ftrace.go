@@ -32,10 +32,14 @@ func newFtraceCmd() *cobra.Command {
 	var v ftrace.ViewOptions
 	var chrome, flame bool
 	var output string
-	for _, c := range []struct{ use, short string }{{"replay", "the calls nested, with durations (DURATION TID FUNCTION)"},
-		{"report", "total, self, calls, average and maximum time per function"}, {"graph [FUNC]", "the aggregated call graph under a function, with counts and times"},
-		{"dump (--chrome | --flamegraph)", "Chrome trace event JSON (Perfetto) or a time-weighted flame graph"}} {
-		sub := &cobra.Command{Use: c.use, Short: c.short, Args: cobra.MaximumNArgs(map[bool]int{true: 1}[c.use == "graph [FUNC]"])}
+	for _, c := range []struct {
+		use, short string
+		args       int
+	}{{"replay", "the calls nested, with durations (DURATION TID FUNCTION)", 0},
+		{"report", "total, self, calls, average and maximum time per function", 0},
+		{"graph [FUNC]", "the aggregated call graph under a function, with counts and times", 1},
+		{"dump (--chrome | --flamegraph)", "Chrome trace event JSON (Perfetto) or a time-weighted flame graph", 0}} {
+		sub := &cobra.Command{Use: c.use, Short: c.short, Args: cobra.MaximumNArgs(c.args)}
 		v.AddFlags(sub.Flags())
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
 			view := map[bool]string{true: "chrome", false: "flamegraph"}[chrome]
