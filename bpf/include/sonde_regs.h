@@ -33,6 +33,8 @@ struct pt_regs___arm {
 #define X86_R9 64
 #define X86_AX 80
 #define X86_R14 8
+#define X86_SP 152
+#define ARM64_SP 248 /* after regs[31] */
 
 /* The 8-byte register at off in pt_regs. */
 static __always_inline __u64 reg_at(void *ctx, __u32 off)
@@ -74,6 +76,16 @@ static __always_inline __u64 reg_ret(void *ctx)
 	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14))
 		return reg_at(ctx, X86_AX);
 	return reg_arg(ctx, 0); /* x0 on arm64, r0 on arm */
+}
+
+/* The stack pointer (amd64, arm64; 0 elsewhere). */
+static __always_inline __u64 reg_sp(void *ctx)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14))
+		return reg_at(ctx, X86_SP);
+	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs))
+		return reg_at(ctx, ARM64_SP);
+	return 0;
 }
 
 /* The running goroutine (Go's internal ABI keeps g in r14 on amd64, x28

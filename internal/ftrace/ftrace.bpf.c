@@ -66,7 +66,28 @@ RINGBUF(events, 16 << 20);
 #define C_FILTERED 4  /* calls left out by the depth and duration filters */
 PERCPU_COUNTERS(counters, 5);
 
-static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid)
+/* Go restarts a function whose goroutine stack had to grow at its entry:
+ * it grows the stack (copying it elsewhere) and jumps to the function's
+ * first instruction again, so the entry probe fires twice for one call.
+ * The second entry is recognised as: the next event after the entry of
+ * the same function, with the same return address, on a stack pointer
+ * that is not just below the first (a nested call always is: the stack
+ * grows down, by one frame). Then the frame is kept, not pushed again. */
+static __always_inline bool go_restart(struct ftrace_shadow *s, __u32 fn, __u64 sp, __u64 ret)
+{
+	__u32 d = s->depth;
+	if (!s->entered || d == 0 || d > FTRACE_STACK)
+		return false;
+	struct ftrace_frame *top = &s->frames[(d - 1) & (FTRACE_STACK - 1)];
+	if (top->fn != fn || top->ret != ret)
+		return false;
+	if (sp < top->sp && top->sp - sp < (1 << 20))
+		return false;
+	top->sp = sp;
+	return true;
+}
+
+static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid, bool go)
 {
 	struct ftrace_shadow *s = bpf_map_lookup_elem(&shadows, &key);
 	if (!s) {
@@ -80,16 +101,26 @@ static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid)
 			return 0;
 		}
 	}
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 sp = 0, ret = 0;
+	if (go) {
+		sp = reg_sp(ctx);
+		bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+		if (go_restart(s, fn, sp, ret))
+			return 0;
+	}
 	__u32 d = s->depth;
 	s->depth = d + 1;
 	s->pid = pid;
 	s->tid = tid;
+	s->entered = 1;
 	if (d >= FTRACE_STACK) {
 		counter_inc(&counters, C_OVERFLOW);
 		return 0;
 	}
 	struct ftrace_frame *f = &s->frames[d & (FTRACE_STACK - 1)];
-	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	f->sp = sp;
+	f->ret = ret;
 	f->fn = fn;
 	f->nargs = 0;
 	struct ftrace_fncfg *c = bpf_map_lookup_elem(&fncfg, &fn);
@@ -116,6 +147,7 @@ static __always_inline int leave(void *ctx, __u64 key, __u32 pid, __u32 tid)
 		return 0;
 	}
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	s->entered = 0;
 	__u32 d = s->depth - 1;
 	if (d >= FTRACE_STACK) {
 		s->depth = d;
@@ -180,7 +212,7 @@ static __always_inline int native(void *ctx, bool ret)
 		return 0;
 	if (ret)
 		return leave(ctx, (__u32)id, pid, (__u32)id);
-	return enter(ctx, (__u32)id, pid, (__u32)id);
+	return enter(ctx, (__u32)id, pid, (__u32)id, false);
 }
 
 /* Go: no uretprobes (they rewrite the return address, which Go's stack
@@ -195,7 +227,7 @@ static __always_inline int golang(void *ctx, bool ret)
 		return 0;
 	if (ret)
 		return leave(ctx, g, pid, (__u32)id);
-	return enter(ctx, g, pid, (__u32)id);
+	return enter(ctx, g, pid, (__u32)id, true);
 }
 
 SEC("uprobe.multi")

@@ -39,6 +39,8 @@ struct ftrace_fncfg {
 struct ftrace_frame {
 	__u64 start_ns;
 	__u64 args[FTRACE_ARGS];
+	__u64 sp;  /* Go: stack pointer at the entry */
+	__u64 ret; /* Go: return address at the entry */
 	__u32 fn;
 	__u8 nargs;
 	__u8 _pad[3];
@@ -50,7 +52,7 @@ struct ftrace_shadow {
 	__u32 depth; /* calls in progress, including those beyond FTRACE_STACK */
 	__u32 pid;
 	__u32 tid;
-	__u32 _pad;
+	__u32 entered; /* the last event was the entry of the top frame */
 	struct ftrace_frame frames[FTRACE_STACK];
 };
 

@@ -39,18 +39,20 @@ type ftraceFtraceFrame struct {
 	_       structs.HostLayout
 	StartNs uint64
 	Args    [6]uint64
+	Sp      uint64
+	Ret     uint64
 	Fn      uint32
 	Nargs   uint8
 	Pad     [3]uint8
 }
 
 type ftraceFtraceShadow struct {
-	_      structs.HostLayout
-	Depth  uint32
-	Pid    uint32
-	Tid    uint32
-	Pad    uint32
-	Frames [64]ftraceFtraceFrame
+	_       structs.HostLayout
+	Depth   uint32
+	Pid     uint32
+	Tid     uint32
+	Entered uint32
+	Frames  [64]ftraceFtraceFrame
 }
 
 // Names of all BPF objects in the ELF.
