@@ -54,4 +54,20 @@ static __always_inline void counter_inc(void *map, __u32 which)
 		__uint(max_entries, size);                \
 	} name SEC(".maps")
 
+/* Submit a reserved ring record, waking user space only once a batch is
+ * waiting. A wakeup per record costs an irq_work per event (a self-IPI,
+ * several microseconds under virtualization) and a reader wakeup; the
+ * reader (bpfskel.ReadRing) also polls every 50 ms, so a quiet ring is
+ * never stale for longer than that. */
+#define SONDE_RB_NO_WAKEUP (1ULL << 0)
+#define SONDE_RB_FORCE_WAKEUP (1ULL << 1)
+#define SONDE_RB_AVAIL_DATA 0
+#define RING_WAKE_BYTES (256 << 10)
+static __always_inline void ring_submit(void *ring, void *rec)
+{
+	__u64 flags = bpf_ringbuf_query(ring, SONDE_RB_AVAIL_DATA) >= RING_WAKE_BYTES ?
+			      SONDE_RB_FORCE_WAKEUP : SONDE_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
 #endif

@@ -60,7 +60,7 @@ static __always_inline void submit(__u64 ts, __u32 fn, __u64 id)
 	e->fn = fn;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	bpf_ringbuf_submit(e, 0);
+	ring_submit(&events, e);
 }
 
 static __always_inline int ret(void *ctx)

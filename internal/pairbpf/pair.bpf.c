@@ -199,7 +199,7 @@ int on_end(void *ctx)
 	e->pid = s->pid;
 	e->tid = s->tid;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	ring_submit(&events, e);
 	bpf_map_delete_elem(&starts, &k);
 	return 0;
 }
