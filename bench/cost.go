@@ -116,7 +116,11 @@ func costTable(dir string) {
 
 	cases := []costCase{
 		{tool: "offcpu", sonde: []string{"offcpu"}, peerName: "offcputime", peer: []string{"offcputime"}, work: switches},
-		{tool: "wakeup", sonde: []string{"wakeup"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
+		// wakeuptime keeps the waker's kernel stack only; sonde wakeup -K
+		// keeps the blocked task's kernel stack as well (offwaketime's
+		// chain). The default (user stacks walked too) has no peer here.
+		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
+		{tool: "wakeup", sonde: []string{"wakeup"}, work: switches},
 		{tool: "runqlat", sonde: []string{"runqlat"}, peerName: "runqlat", peer: []string{"runqlat"}, work: switches},
 		{tool: "syscount", sonde: []string{"syscount"}, peerName: "syscount", peer: []string{"syscount"}, work: sysWork},
 		{tool: "syscount -L", sonde: []string{"syscount", "-L"}, peerName: "syscount -L", peer: []string{"syscount", "-L"}, work: sysWork},

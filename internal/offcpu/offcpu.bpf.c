@@ -137,6 +137,11 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 	__u32 pid = BPF_CORE_READ(p, tgid);
 	if (!track_wakers || !wanted(pid, tid))
 		return 0;
+	/* Only a task whose block is being timed needs its waker: the stack
+	 * walks are most of the cost, so skip them for every other wakeup
+	 * (a new task, one preempted and woken, one filtered out at switch). */
+	if (!bpf_map_lookup_elem(&starts, &tid))
+		return 0;
 	struct waker w = {};
 	w.pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(&w.comm, sizeof(w.comm));

@@ -70,16 +70,38 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Elapsed: run.Elapsed, ExitCode: run.ExitCode}
 	var k syscountSyscountKey
 	var v syscountSyscountVal
-	it := maps.Counts.Iterate()
-	for it.Next(&k, &v) {
+	add := func(k syscountSyscountKey, v syscountSyscountVal) {
 		r := Row{Pid: k.Pid, Nr: k.Nr, Name: syscalls.Name(runtime.GOARCH, int(k.Nr)), Count: v.Count, TotalNS: v.TotalNs, MaxNS: v.MaxNs, Errors: v.Errors, Comm: bpfmaps.CString(v.Comm[:])}
 		if o.Latency && v.Count > 0 {
 			r.AvgNS = float64(v.TotalNs) / float64(v.Count)
 		}
 		res.Rows = append(res.Rows, r)
 	}
+	it := maps.Counts.Iterate()
+	for it.Next(&k, &v) {
+		add(k, v)
+	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading counts: %w", err)
+	}
+	// Per-syscall counts kept per CPU (not split by process).
+	var nr uint32
+	var cpus []syscountSyscountVal
+	pit := maps.ByNr.Iterate()
+	for pit.Next(&nr, &cpus) {
+		var sum syscountSyscountVal
+		for _, c := range cpus {
+			sum.Count += c.Count
+			sum.Errors += c.Errors
+			sum.TotalNs += c.TotalNs
+			sum.MaxNs = max(sum.MaxNs, c.MaxNs)
+		}
+		if sum.Count > 0 || sum.Errors > 0 {
+			add(syscountSyscountKey{Nr: nr}, sum)
+		}
+	}
+	if err := pit.Err(); err != nil {
+		return nil, fmt.Errorf("reading per-CPU counts: %w", err)
 	}
 	res.Lost = bpfmaps.SumPerCPU(maps.Lost, 0)
 	sort.Slice(res.Rows, func(i, j int) bool {

@@ -39,6 +39,7 @@ type syscountSyscountVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	syscountMapByNr       = "by_nr"
 	syscountMapCounts     = "counts"
 	syscountMapLost       = "lost"
 	syscountMapStarts     = "starts"
@@ -99,6 +100,7 @@ type syscountProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type syscountMapSpecs struct {
+	ByNr   *ebpf.MapSpec `ebpf:"by_nr"`
 	Counts *ebpf.MapSpec `ebpf:"counts"`
 	Lost   *ebpf.MapSpec `ebpf:"lost"`
 	Starts *ebpf.MapSpec `ebpf:"starts"`
@@ -133,6 +135,7 @@ func (o *syscountObjects) Close() error {
 //
 // It can be passed to loadSyscountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type syscountMaps struct {
+	ByNr   *ebpf.Map `ebpf:"by_nr"`
 	Counts *ebpf.Map `ebpf:"counts"`
 	Lost   *ebpf.Map `ebpf:"lost"`
 	Starts *ebpf.Map `ebpf:"starts"`
@@ -140,6 +143,7 @@ type syscountMaps struct {
 
 func (m *syscountMaps) Close() error {
 	return _SyscountClose(
+		m.ByNr,
 		m.Counts,
 		m.Lost,
 		m.Starts,
