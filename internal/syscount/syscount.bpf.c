@@ -97,6 +97,31 @@ static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
 	return !target_pid || *pid == target_pid;
 }
 
+/* A syscall's own entry tracepoint (syscalls/sys_enter_NAME): the number
+ * follows the common fields. */
+struct nr_args {
+	__u64 common;
+	int nr;
+};
+
+/* Without -L every syscall is counted at its exit (one program per
+ * syscall, with its result for the error count) except exit and
+ * exit_group, which never return: their own entry tracepoints (which fire
+ * for them alone) count those. */
+SEC("tracepoint/syscalls/sys_enter_exit")
+int noreturn_enter(struct nr_args *ctx)
+{
+	__u32 pid, tid;
+	if (!current_ids(&pid, &tid))
+		return 0;
+	bool own;
+	struct syscount_val *v = slot(pid, (__u32)ctx->nr, &own);
+	if (v)
+		__sync_fetch_and_add(&v->count, 1);
+	return 0;
+}
+
+/* With -L: counted and timed from entry (exit and exit_group included). */
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter(struct enter_args *ctx)
 {
@@ -104,7 +129,6 @@ int sys_enter(struct enter_args *ctx)
 	if (!current_ids(&pid, &tid))
 		return 0;
 	__u32 nr = (__u32)ctx->id;
-	/* Counted at entry: exit and exit_group never return. */
 	bool own;
 	struct syscount_val *v = slot(pid, nr, &own);
 	if (v) {
@@ -127,10 +151,15 @@ int sys_exit(struct exit_args *ctx)
 	if (!current_ids(&pid, &tid))
 		return 0;
 	if (!latency) {
-		if (ctx->ret < 0) {
-			bool own;
-			struct syscount_val *v = slot(pid, (__u32)ctx->id, &own);
-			if (v)
+		bool own;
+		struct syscount_val *v = slot(pid, (__u32)ctx->id, &own);
+		if (v && own) {
+			v->count++;
+			if (ctx->ret < 0)
+				v->errors++;
+		} else if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+			if (ctx->ret < 0)
 				__sync_fetch_and_add(&v->errors, 1);
 		}
 		return 0;

@@ -46,6 +46,23 @@ type Result struct {
 	ExitCode int
 }
 
+// hooks are the tracepoints a run needs: with latency every syscall's entry
+// and exit; without, only exits (one program run per syscall) and the
+// entries of the two syscalls that never return.
+func hooks(latency bool) []bpfskel.Hook {
+	if latency {
+		return []bpfskel.Hook{
+			bpfskel.TracepointHook("raw_syscalls", "sys_enter", syscountProgSysEnter),
+			bpfskel.TracepointHook("raw_syscalls", "sys_exit", syscountProgSysExit),
+		}
+	}
+	return []bpfskel.Hook{
+		bpfskel.TracepointHook("raw_syscalls", "sys_exit", syscountProgSysExit),
+		bpfskel.TracepointHook("syscalls", "sys_enter_exit", syscountProgNoreturnEnter),
+		bpfskel.TracepointHook("syscalls", "sys_enter_exit_group", syscountProgNoreturnEnter),
+	}
+}
+
 // Run counts until the command exits, the duration passes or a signal.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps syscountMaps
@@ -54,10 +71,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Consts: map[string]any{syscountVarTargetPid: uint32(o.Pid), syscountVarPerProcess: o.PerProcess, syscountVarLatency: o.Latency},
 		// The command is held before its exec, so its pid can be the filter.
 		Command: o.Command, PidConst: syscountVarTargetPid,
-		Hooks: []bpfskel.Hook{
-			bpfskel.TracepointHook("raw_syscalls", "sys_enter", syscountProgSysEnter),
-			bpfskel.TracepointHook("raw_syscalls", "sys_exit", syscountProgSysExit),
-		},
+		Hooks: hooks(o.Latency),
 	})
 	if err != nil {
 		return nil, err

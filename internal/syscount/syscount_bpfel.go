@@ -39,15 +39,16 @@ type syscountSyscountVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	syscountMapByNr       = "by_nr"
-	syscountMapCounts     = "counts"
-	syscountMapLost       = "lost"
-	syscountMapStarts     = "starts"
-	syscountProgSysEnter  = "sys_enter"
-	syscountProgSysExit   = "sys_exit"
-	syscountVarLatency    = "latency"
-	syscountVarPerProcess = "per_process"
-	syscountVarTargetPid  = "target_pid"
+	syscountMapByNr           = "by_nr"
+	syscountMapCounts         = "counts"
+	syscountMapLost           = "lost"
+	syscountMapStarts         = "starts"
+	syscountProgNoreturnEnter = "noreturn_enter"
+	syscountProgSysEnter      = "sys_enter"
+	syscountProgSysExit       = "sys_exit"
+	syscountVarLatency        = "latency"
+	syscountVarPerProcess     = "per_process"
+	syscountVarTargetPid      = "target_pid"
 )
 
 // loadSyscount returns the embedded CollectionSpec for syscount.
@@ -92,8 +93,9 @@ type syscountSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type syscountProgramSpecs struct {
-	SysEnter *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit  *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	NoreturnEnter *ebpf.ProgramSpec `ebpf:"noreturn_enter"`
+	SysEnter      *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit       *ebpf.ProgramSpec `ebpf:"sys_exit"`
 }
 
 // syscountMapSpecs contains maps before they are loaded into the kernel.
@@ -163,12 +165,14 @@ type syscountVariables struct {
 //
 // It can be passed to loadSyscountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type syscountPrograms struct {
-	SysEnter *ebpf.Program `ebpf:"sys_enter"`
-	SysExit  *ebpf.Program `ebpf:"sys_exit"`
+	NoreturnEnter *ebpf.Program `ebpf:"noreturn_enter"`
+	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
+	SysExit       *ebpf.Program `ebpf:"sys_exit"`
 }
 
 func (p *syscountPrograms) Close() error {
 	return _SyscountClose(
+		p.NoreturnEnter,
 		p.SysEnter,
 		p.SysExit,
 	)
