@@ -13,13 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type funclatFunclatEvent struct {
-	_         structs.HostLayout
-	LatencyNs uint64
-	Fn        uint32
-	Pid       uint32
-	Tid       uint32
-	Pad       uint32
+type funclatFunclatSums struct {
+	_      structs.HostLayout
+	Count  uint64
+	SumNs  uint64
+	MinInv uint64
+	MaxNs  uint64
 }
 
 type funclatGokey struct {
@@ -40,21 +39,22 @@ type funclatKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	funclatMapDrops              = "drops"
-	funclatMapEvents             = "events"
-	funclatMapGostarts           = "gostarts"
-	funclatMapStarts             = "starts"
-	funclatMapUntimed            = "untimed"
-	funclatProgFentryEntry       = "fentry_entry"
-	funclatProgFexitReturn       = "fexit_return"
-	funclatProgKprobeEntry       = "kprobe_entry"
-	funclatProgKprobeReturn      = "kprobe_return"
-	funclatProgUprobeEntry       = "uprobe_entry"
-	funclatProgUprobeGoEntry     = "uprobe_go_entry"
-	funclatProgUprobeGoReturn    = "uprobe_go_return"
-	funclatProgUprobeReturn      = "uprobe_return"
-	funclatVarTargetPid          = "target_pid"
-	funclatVarUnusedFunclatEvent = "unused_funclat_event"
+	funclatMapDrops             = "drops"
+	funclatMapGostarts          = "gostarts"
+	funclatMapHist              = "hist"
+	funclatMapStarts            = "starts"
+	funclatMapSums              = "sums"
+	funclatMapUntimed           = "untimed"
+	funclatProgFentryEntry      = "fentry_entry"
+	funclatProgFexitReturn      = "fexit_return"
+	funclatProgKprobeEntry      = "kprobe_entry"
+	funclatProgKprobeReturn     = "kprobe_return"
+	funclatProgUprobeEntry      = "uprobe_entry"
+	funclatProgUprobeGoEntry    = "uprobe_go_entry"
+	funclatProgUprobeGoReturn   = "uprobe_go_return"
+	funclatProgUprobeReturn     = "uprobe_return"
+	funclatVarTargetPid         = "target_pid"
+	funclatVarUnusedFunclatSums = "unused_funclat_sums"
 )
 
 // loadFunclat returns the embedded CollectionSpec for funclat.
@@ -114,9 +114,10 @@ type funclatProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type funclatMapSpecs struct {
 	Drops    *ebpf.MapSpec `ebpf:"drops"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
 	Gostarts *ebpf.MapSpec `ebpf:"gostarts"`
+	Hist     *ebpf.MapSpec `ebpf:"hist"`
 	Starts   *ebpf.MapSpec `ebpf:"starts"`
+	Sums     *ebpf.MapSpec `ebpf:"sums"`
 	Untimed  *ebpf.MapSpec `ebpf:"untimed"`
 }
 
@@ -124,8 +125,8 @@ type funclatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type funclatVariableSpecs struct {
-	TargetPid          *ebpf.VariableSpec `ebpf:"target_pid"`
-	UnusedFunclatEvent *ebpf.VariableSpec `ebpf:"unused_funclat_event"`
+	TargetPid         *ebpf.VariableSpec `ebpf:"target_pid"`
+	UnusedFunclatSums *ebpf.VariableSpec `ebpf:"unused_funclat_sums"`
 }
 
 // funclatObjects contains all objects after they have been loaded into the kernel.
@@ -149,18 +150,20 @@ func (o *funclatObjects) Close() error {
 // It can be passed to loadFunclatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type funclatMaps struct {
 	Drops    *ebpf.Map `ebpf:"drops"`
-	Events   *ebpf.Map `ebpf:"events"`
 	Gostarts *ebpf.Map `ebpf:"gostarts"`
+	Hist     *ebpf.Map `ebpf:"hist"`
 	Starts   *ebpf.Map `ebpf:"starts"`
+	Sums     *ebpf.Map `ebpf:"sums"`
 	Untimed  *ebpf.Map `ebpf:"untimed"`
 }
 
 func (m *funclatMaps) Close() error {
 	return _FunclatClose(
 		m.Drops,
-		m.Events,
 		m.Gostarts,
+		m.Hist,
 		m.Starts,
+		m.Sums,
 		m.Untimed,
 	)
 }
@@ -169,8 +172,8 @@ func (m *funclatMaps) Close() error {
 //
 // It can be passed to loadFunclatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type funclatVariables struct {
-	TargetPid          *ebpf.Variable `ebpf:"target_pid"`
-	UnusedFunclatEvent *ebpf.Variable `ebpf:"unused_funclat_event"`
+	TargetPid         *ebpf.Variable `ebpf:"target_pid"`
+	UnusedFunclatSums *ebpf.Variable `ebpf:"unused_funclat_sums"`
 }
 
 // funclatPrograms contains all programs after they have been loaded into the kernel.

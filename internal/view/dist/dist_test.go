@@ -34,7 +34,7 @@ func TestFunctionsText(t *testing.T) {
         64 -> 127        : 1        |********************                    |
 count 3  mean 60.000  p50 50.000  p90 90.000  p99 90.000  max 90.000  (msecs)
 
-# 1 functions, 2s, 3 calls lost (ring buffer full)
+# 1 functions, 2s, 3 calls lost
 
 `
 	if b.String() != want {
