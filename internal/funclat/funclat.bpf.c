@@ -21,17 +21,21 @@ KEEP_TYPE(struct funclat_sums, funclat_sums);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 
-struct key {
-	__u32 tid;
-	__u32 fn;
+/* Entry times of the functions a thread is in, by function index (the
+ * attach cookie), 0 when not in it. */
+struct starts_val {
+	__u64 ts[MAX_FUNCS];
 };
 
-/* key: (tid, function); value: entry time (u64 ns). */
+/* key: the task (task storage); value: struct starts_val (ns). Task
+ * storage hangs off the task: one pointer away, where a hash keyed by
+ * (tid, function) costs a hashed update per entry and a lookup and a
+ * delete per return. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct starts_val);
 } starts SEC(".maps");
 
 /* key: function index × HIST_SLOTS + slot (u32); value: calls (u64).
@@ -43,7 +47,7 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(max_entries, HIST_SLOTS);
-	__uint(map_flags, 1U << 10); /* BPF_F_MMAPABLE */
+	__uint(map_flags, BPF_F_MMAPABLE);
 } hist SEC(".maps");
 
 /* key: function index (u32); value: struct funclat_sums, per CPU (no
@@ -76,17 +80,6 @@ static __always_inline __u32 hist_slot(__u64 v)
 	return (oct << HIST_SUB_BITS) + sub;
 }
 
-static __always_inline int entry(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	if (target_pid && (id >> 32) != target_pid)
-		return 0;
-	struct key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&starts, &k, &now, BPF_ANY);
-	return 0;
-}
-
 /* Count one completed call of fn that started at ts. */
 static __always_inline void record(__u64 ts, __u32 fn)
 {
@@ -111,15 +104,26 @@ static __always_inline void record(__u64 ts, __u32 fn)
 		s->max_ns = d;
 }
 
-static __always_inline int ret(void *ctx)
+static __always_inline int entry(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
-	__u64 *ts = bpf_map_lookup_elem(&starts, &k);
-	if (!ts)
+	if (target_pid && (id >> 32) != target_pid)
 		return 0;
-	record(*ts, k.fn);
-	bpf_map_delete_elem(&starts, &k);
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	struct starts_val *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (s && fn < MAX_FUNCS)
+		s->ts[fn] = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int ret(void *ctx)
+{
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	struct starts_val *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	if (!s || fn >= MAX_FUNCS || !s->ts[fn])
+		return 0;
+	record(s->ts[fn], fn);
+	s->ts[fn] = 0;
 	return 0;
 }
 

@@ -29,10 +29,9 @@ type funclatGokey struct {
 	Pad uint32
 }
 
-type funclatKey struct {
-	_   structs.HostLayout
-	Tid uint32
-	Fn  uint32
+type funclatStartsVal struct {
+	_  structs.HostLayout
+	Ts [64]uint64
 }
 
 // Names of all BPF objects in the ELF.
