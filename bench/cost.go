@@ -120,12 +120,22 @@ func costTable(dir string) {
 		// keeps the blocked task's kernel stack as well (offwaketime's
 		// chain). The default (user stacks walked too) has no peer here.
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
-		{tool: "wakeup", sonde: []string{"wakeup"}, work: switches},
+		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
+		// blocked and the waker's user and kernel stacks): bpftrace does
+		// the same work (frame-pointer user stacks).
+		{tool: "wakeup", sonde: []string{"wakeup"}, peerName: "bpftrace offwake", peer: []string{"bpftrace", "-e", offwaketimeBT}, work: switches},
 		{tool: "runqlat", sonde: []string{"runqlat"}, peerName: "runqlat", peer: []string{"runqlat"}, work: switches},
 		{tool: "syscount", sonde: []string{"syscount"}, peerName: "syscount", peer: []string{"syscount"}, work: sysWork},
 		{tool: "syscount -L", sonde: []string{"syscount", "-L"}, peerName: "syscount -L", peer: []string{"syscount", "-L"}, work: sysWork},
 		{tool: "biolat", sonde: []string{"biolat"}, peerName: "biolatency", peer: []string{"biolatency"}, work: ioWork},
-		{tool: "biosnoop", sonde: []string{"biosnoop"}, peerName: "biosnoop", peer: []string{"biosnoop"}, work: ioWork},
+		// libbpf-tools' biosnoop (and biosnoop.bt) need kprobes, which this
+		// kernel lacks: bpftrace does the same per-I/O work on the block
+		// tracepoints instead (issue, complete, one line printed per I/O).
+		{tool: "biosnoop", sonde: []string{"biosnoop"}, peerName: "bpftrace biosnoop", peer: []string{"bpftrace", "-e",
+			"tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; @who[args->dev, args->sector] = (pid, comm); }\n" +
+				"tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ { $w = @who[args->dev, args->sector]; " +
+				"printf(\"%d %s %d %d %d\\n\", $w.0, $w.1, args->sector, args->nr_sector, (nsecs - @start[args->dev, args->sector]) / 1000); " +
+				"delete(@start[args->dev, args->sector]); delete(@who[args->dev, args->sector]); }"}, work: ioWork},
 		{tool: "funclat", sonde: []string{"funclat", calls + ":compute"}, peerName: "funclatency", peer: []string{"funclatency", calls + ":compute"}, work: callsWork},
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
 			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: spinWork},
@@ -189,6 +199,20 @@ func costTable(dir string) {
 		}
 	}
 }
+
+// offwaketimeBT is bcc's offwaketime in bpftrace: the blocked task's
+// stacks at switch-out, the waker's at sched_waking, summed per pair when
+// the blocked task runs again.
+const offwaketimeBT = `tracepoint:sched:sched_switch {
+	@start[args->prev_pid] = nsecs; @bk[args->prev_pid] = kstack; @bu[args->prev_pid] = ustack; @bc[args->prev_pid] = comm;
+	$s = @start[args->next_pid];
+	if ($s) {
+		$n = args->next_pid;
+		@blocked[@wk[$n], @wu[$n], @wc[$n], @bk[$n], @bu[$n], @bc[$n]] = sum(nsecs - $s);
+		delete(@start[$n]); delete(@wk[$n]); delete(@wu[$n]); delete(@wc[$n]);
+	}
+}
+tracepoint:sched:sched_waking /@start[args->pid]/ { @wk[args->pid] = kstack; @wu[args->pid] = ustack; @wc[args->pid] = comm; }`
 
 func (t toolCost) row() string {
 	if t.failure != "" && t.runs == 0 {
