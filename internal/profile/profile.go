@@ -108,8 +108,6 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop f
 		defer close(finished)
 		tk := time.NewTicker(100 * time.Millisecond)
 		defer tk.Stop()
-		var key profileProfileKey
-		var count uint64
 		for {
 			select {
 			case <-done:
@@ -119,12 +117,11 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop f
 			if target != 0 {
 				keeper.Keep(target)
 			}
-			it := maps.Counts.Iterate()
-			for it.Next(&key, &count) {
+			bpfmaps.Each(maps.Counts, func(key profileProfileKey, _ uint64) {
 				if p := int(key.Pid); p != 0 && p != target && !keeper.Kept(p) {
 					keeper.Keep(p)
 				}
-			}
+			})
 		}
 	}()
 	return func() { close(done); <-finished }
