@@ -83,6 +83,7 @@ const (
 	pairVarTargetPid         = "target_pid"
 	pairVarUnusedPairCounter = "unused_pair_counter"
 	pairVarUnusedPairEvent   = "unused_pair_event"
+	pairVarWantComm          = "want_comm"
 )
 
 // loadPair returns the embedded CollectionSpec for pair.
@@ -164,6 +165,7 @@ type pairVariableSpecs struct {
 	TargetPid         *ebpf.VariableSpec `ebpf:"target_pid"`
 	UnusedPairCounter *ebpf.VariableSpec `ebpf:"unused_pair_counter"`
 	UnusedPairEvent   *ebpf.VariableSpec `ebpf:"unused_pair_event"`
+	WantComm          *ebpf.VariableSpec `ebpf:"want_comm"`
 }
 
 // pairObjects contains all objects after they have been loaded into the kernel.
@@ -222,6 +224,7 @@ type pairVariables struct {
 	TargetPid         *ebpf.Variable `ebpf:"target_pid"`
 	UnusedPairCounter *ebpf.Variable `ebpf:"unused_pair_counter"`
 	UnusedPairEvent   *ebpf.Variable `ebpf:"unused_pair_event"`
+	WantComm          *ebpf.Variable `ebpf:"want_comm"`
 }
 
 // pairPrograms contains all programs after they have been loaded into the kernel.
