@@ -81,22 +81,25 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 	return !target_pid || pid == target_pid;
 }
 
-static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next, const bool btf)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 ppid = BPF_CORE_READ(prev, tgid), ptid = BPF_CORE_READ(prev, pid);
-	__u32 ntid = BPF_CORE_READ(next, pid);
+	__u32 ppid = TASK_FIELD(btf, prev, tgid), ptid = TASK_FIELD(btf, prev, pid);
+	__u32 ntid = TASK_FIELD(btf, next, pid);
 
 	/* The task leaving: remember when and where. ctx is prev's context,
 	 * so the stack walks see prev's stacks. */
 	if (wanted(ppid, ptid)) {
-		long st = task_state(prev);
+		long st = task_state_btf(prev, btf);
 		if (!state_mask || (st == 0 ? (state_mask & 0x100) : (state_mask & st))) {
 			struct start s = {};
 			s.ts = now;
 			s.key.pid = ppid;
 			s.key.tid = per_thread ? ptid : 0;
-			BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
+			if (btf)
+				__builtin_memcpy(&s.key.comm, prev->comm, sizeof(s.key.comm));
+			else
+				BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
 			if (take_stacks_unwind(ctx, &stacks, user_stacks, kernel_stacks, &s.key.user_stack, &s.key.kernel_stack))
 				counter_inc(&errors, OFFCPU_ERR_STACK);
 			if (bpf_map_update_elem(&starts, &ptid, &s, BPF_ANY) != 0)
@@ -131,10 +134,10 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	return 0;
 }
 
-static __always_inline int on_waking(void *ctx, struct task_struct *p)
+static __always_inline int on_waking(void *ctx, struct task_struct *p, const bool btf)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 tid = TASK_FIELD(btf, p, pid);
+	__u32 pid = TASK_FIELD(btf, p, tgid);
 	if (!track_wakers || !wanted(pid, tid))
 		return 0;
 	/* Only a task whose block is being timed needs its waker: the stack
@@ -153,11 +156,11 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 /* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 TP_BTF_OR_RAW(sched_switch, sched_switch)
 {
-	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
+	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2], btf);
 }
 
 /* sched_waking(struct task_struct *p) */
 TP_BTF_OR_RAW(sched_waking, sched_waking)
 {
-	return on_waking(ctx, (struct task_struct *)ctx[0]);
+	return on_waking(ctx, (struct task_struct *)ctx[0], btf);
 }
