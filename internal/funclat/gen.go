@@ -1,4 +1,4 @@
 package funclat
 
 // No program reads registers: one little-endian object for every architecture.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type funclat_event funclat funclat.bpf.c -- -I../../bpf/include
+//go:generate go tool bpfgen -type funclat_event funclat funclat.bpf.c

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"structs"
 	"testing"
 	"time"
 
@@ -12,17 +11,16 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/unwindtable"
 )
 
-// walkTarget loads the walker's own object, samples pid's CPU time at hz
-// for d with the walker, and returns the stacks' counts, the walker's
-// counters and the program's mean run time (bpf_stats: the walk and the
-// stack map insert, per sample).
-func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) (map[uint64]uint64, Counters, time.Duration, *Loader) {
+// loadTestWalker loads the walker's object with room for 1 M rows, its
+// options set from consts and only program prog (none when empty).
+func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Collection, walkerMaps) {
 	t.Helper()
 	if err := rlimit.RemoveMemlock(); err != nil {
 		t.Fatal(err)
@@ -34,8 +32,6 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	if err := Configure(spec, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	consts := Consts()
-	consts["target_pid"] = uint32(pid)
 	for k, v := range consts {
 		if err := spec.Variables[k].Set(v); err != nil {
 			t.Fatalf("setting %s: %v", k, err)
@@ -46,19 +42,32 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 			delete(spec.Programs, name)
 		}
 	}
-	var objs struct {
-		walkerMaps
-		WalkSample *ebpf.Program
-	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		t.Fatalf("loading the walker: %+v", err)
 	}
-	defer coll.Close()
-	if err := coll.Assign(&objs.walkerMaps); err != nil {
+	var m walkerMaps
+	if err := bpfskel.AssignMaps(coll, &m); err != nil {
+		coll.Close()
 		t.Fatal(err)
 	}
-	objs.WalkSample = coll.Programs[prog]
+	return coll, m
+}
+
+// walkTarget loads the walker's own object, samples pid's CPU time at hz
+// for d with the walker, and returns the stacks' counts, the walker's
+// counters and the program's mean run time (bpf_stats: the walk and the
+// stack map insert, per sample).
+func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) (map[uint64]uint64, Counters, time.Duration, *Loader) {
+	t.Helper()
+	consts := Consts()
+	consts["target_pid"] = uint32(pid)
+	coll, maps := loadTestWalker(t, consts, prog)
+	defer coll.Close()
+	objs := struct {
+		walkerMaps
+		WalkSample *ebpf.Program
+	}{maps, coll.Programs[prog]}
 	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
 		t.Fatalf("enabling BPF run-time stats: %v", err)
@@ -184,21 +193,8 @@ func TestProbe(t *testing.T) {
 // the rule unwindtable.Table.Lookup gives.
 func TestLoaderMapsAgreeWithTables(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := loadWalker()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Configure(spec, 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	var m walkerMaps
-	if err := spec.LoadAndAssign(&m, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	coll, m := loadTestWalker(t, nil, "")
+	defer coll.Close()
 	l := New(Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs, Stacks: m.UnwindStacks,
 		Counters: m.UnwindCounters, Notices: m.UnwindNotices}, 1<<20)
 	// A dynamically linked process (the test binary has no libc).
@@ -229,22 +225,16 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e *struct {
-			_        structs.HostLayout
-			Start    uint64
-			End      uint64
-			Bias     uint64
-			RowFirst uint32
-			RowCount uint32
-		}
+		found := -1
 		for i := 0; i < int(pv.Count); i++ {
 			if pv.M[i].Start == mp.Start {
-				e = &pv.M[i]
+				found = i
 			}
 		}
-		if e == nil || e.RowCount == 0 {
-			t.Fatalf("libc mapping %#x has no rows in the walker's view: %+v", mp.Start, e)
+		if found < 0 || pv.M[found].RowCount == 0 {
+			t.Fatalf("libc mapping %#x has no rows in the walker's view", mp.Start)
 		}
+		e := &pv.M[found]
 		for pc := mp.Start; pc < mp.End; pc += 97 {
 			// The walker's search, over the map.
 			rel := pc - e.Bias
