@@ -63,9 +63,7 @@ func at(pts []schedPoint, t uint64) float64 {
 }
 
 func TestCputimeAgainstSchedstat(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	pids := map[string]int{}
 	for _, mode := range []string{"hog", "alt", "instep"} {
 		c := exec.Command(bin, mode)
@@ -198,9 +196,7 @@ func TestCputimeStream(t *testing.T) {
 }
 
 func TestTopBatch(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	hog := exec.Command(bin, "hog")
 	hog.Start()
 	defer func() { hog.Process.Kill(); hog.Wait() }()

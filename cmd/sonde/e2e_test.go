@@ -79,6 +79,17 @@ func checkSplit(t *testing.T, rep jsonReport, a, b string) {
 	t.Logf("%s %.2f%%  %s %.2f%%  (split %.1f/%.1f, %d samples)", a, pa, b, pb, share, 100-share, rep.Samples)
 }
 
+// reportHasChain reports whether the call graph of sym's entry in rep
+// holds parent → sym.
+func reportHasChain(rep jsonReport, parent, sym string) bool {
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == sym && hasChain(e.Graph, parent, sym) {
+			return true
+		}
+	}
+	return false
+}
+
 // hasChain reports whether a caller-ordered graph contains parent → child.
 func hasChain(n *jsonNode, parent, child string) bool {
 	if n == nil {
@@ -96,9 +107,7 @@ func hasChain(n *jsonNode, parent, child string) bool {
 }
 
 func TestRecordSplit(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "work.data", "--", "./work", "600")
 	rep := reportJSON(t, dir, "-i", "work.data", "--no-children", "--comm", "work")
 	checkSplit(t, rep, "spin_a", "spin_b")
@@ -106,13 +115,7 @@ func TestRecordSplit(t *testing.T) {
 		t.Logf("lost %d samples", rep.Meta.Lost)
 	}
 	// Call chains: main → spin_a in the caller-ordered graph of spin_a.
-	found := false
-	for _, e := range rep.Entries {
-		if e.Keys["sym"] == "spin_a" && hasChain(e.Graph, "main", "spin_a") {
-			found = true
-		}
-	}
-	if !found {
+	if !reportHasChain(rep, "main", "spin_a") {
 		t.Errorf("no main → spin_a chain in the call graph")
 	}
 	// Children mode: main carries nearly everything.
@@ -125,9 +128,7 @@ func TestRecordSplit(t *testing.T) {
 }
 
 func TestRecordSharedLibrary(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "libspin.so", []string{"libspin.c"}, "-shared", "-fPIC")
+	dir, _ := testutil.Workload(t, "libspin.so", []string{"libspin.c"}, "-shared", "-fPIC")
 	testutil.BuildC(t, dir, "libmain", []string{"libmain.c"}, "-L"+dir, "-lspin", "-Wl,-rpath,"+dir)
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "lib.data", "--", "./libmain", "600")
 	rep := reportJSON(t, dir, "-i", "lib.data", "--no-children", "--comm", "libmain")
@@ -140,9 +141,7 @@ func TestRecordSharedLibrary(t *testing.T) {
 }
 
 func TestRecordShortChildren(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// Fifty children of about 20 ms each, started by a shell script.
 	script := filepath.Join(dir, "short.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\nfor i in $(seq 50); do ./work 12; done\n"), 0o755)
@@ -152,9 +151,7 @@ func TestRecordShortChildren(t *testing.T) {
 }
 
 func TestRecordKernelFrames(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	dir, _ := testutil.Workload(t, "syscalls", []string{"syscalls.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "sys.data", "--", "./syscalls", "2000000")
 	rep := reportJSON(t, dir, "-i", "sys.data", "--no-children", "--comm", "syscalls")
 	kernel, named := 0.0, 0
@@ -180,9 +177,7 @@ func TestRecordKernelFrames(t *testing.T) {
 }
 
 func TestReportAfterBinaryDeleted(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "w.data", "--", "./work", "100")
 	before := testutil.MustRun(t, dir, "report", "-i", "w.data").Stdout
 	if err := os.Remove(bin); err != nil {
@@ -292,9 +287,7 @@ func TestUnprivilegedError(t *testing.T) {
 }
 
 func TestDataFileErrors(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "good.data", "--", "./work", "30")
 	good, _ := os.ReadFile(filepath.Join(dir, "good.data"))
 	newer := append([]byte(nil), good...)
@@ -360,9 +353,7 @@ func TestPprofExport(t *testing.T) {
 }
 
 func TestFoldedRoundTrip(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "w.data", "--", "./work", "100")
 	folded := testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "--format", "folded").Stdout
 	if !regexp.MustCompile(`(?m)^work;.*main;spin_a \d+$`).MatchString(folded) {
@@ -462,9 +453,7 @@ func TestFlamegraphInBrowser(t *testing.T) {
 }
 
 func TestRecordJIT(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "jit", []string{"jit.c"})
+	dir, _ := testutil.Workload(t, "jit", []string{"jit.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "jit.data", "--", "./jit", "400000000")
 	defer func() {
 		m, _ := filepath.Glob("/tmp/perf-*.map")
@@ -490,13 +479,7 @@ func TestRecordJIT(t *testing.T) {
 // startWork runs the workload in the background for -p/-a tests.
 func startWork(t *testing.T, dir string, rounds string) *exec.Cmd {
 	t.Helper()
-	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
-	cmd := exec.Command(bin, rounds)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
+	return testutil.Start(t, testutil.BuildC(t, dir, "work", []string{"work.c"}), rounds)
 }
 
 func TestRecordPid(t *testing.T) {
@@ -562,13 +545,7 @@ func TestProfileBPF(t *testing.T) {
 	checkSplit(t, rep, "spin_a", "spin_b")
 	// The data file feeds the usual views, with call chains.
 	rep = reportJSON(t, dir, "-i", "prof.data", "--children")
-	found := false
-	for _, e := range rep.Entries {
-		if e.Keys["sym"] == "spin_a" && hasChain(e.Graph, "main", "spin_a") {
-			found = true
-		}
-	}
-	if !found {
+	if !reportHasChain(rep, "main", "spin_a") {
 		t.Errorf("no main → spin_a chain in the BPF profile")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "prof.html")); err != nil {

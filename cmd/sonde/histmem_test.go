@@ -50,9 +50,7 @@ func (l runqlatLine) count() uint64 {
 }
 
 func TestRunqlatMemoryFlat(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	pp := testutil.BuildC(t, dir, "pingpong", []string{"pingpong.c"}, "-O2", "-pthread")
+	_, pp := testutil.Workload(t, "pingpong", []string{"pingpong.c"}, "-O2", "-pthread")
 	sonde := testutil.Sonde(t)
 	// Two pairs of threads ping-ponging through pipes: on two CPUs this
 	// makes about a million run-queue waits a second.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,26 +266,8 @@ func TestFoldScriptLikeInferno(t *testing.T) {
 func compareFoldedLines(t *testing.T, what, got, want string) {
 	t.Helper()
 	g := strings.Split(strings.TrimSpace(got), "\n")
-	w := strings.Split(strings.TrimSpace(want), "\n")
-	sort.Strings(g)
-	sort.Strings(w)
-	if strings.Join(g, "\n") == strings.Join(w, "\n") {
+	if testutil.SameLines(t, what+": folded stacks", "inferno", g, strings.Split(strings.TrimSpace(want), "\n")) {
 		t.Logf("%s: %d folded lines equal inferno's", what, len(g))
-		return
-	}
-	t.Errorf("%s: folded stacks differ from inferno's (%d lines, inferno %d)", what, len(g), len(w))
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			t.Logf("first difference:\n sonde   %s\n inferno %s", a, b)
-			return
-		}
 	}
 }
 

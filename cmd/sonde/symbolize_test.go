@@ -13,9 +13,7 @@ import (
 // view (top -b) names them with the same function as a recording does, not
 // as [vdso]+0xoffset.
 func TestVDSONamedEverywhere(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 
 	// The duration ends the endless workload with SIGTERM: exit 143 is its.
 	if r := testutil.Run(t, dir, "record", "-q", "-F", "1999", "-o", "v.data", "--duration", "1s", "--", bin, "alt"); r.Code != 143 {

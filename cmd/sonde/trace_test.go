@@ -158,9 +158,7 @@ func TestStatAgainstPerf(t *testing.T) {
 }
 
 func TestStatRepeatAndInterval(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	r := testutil.MustRun(t, dir, "stat", "-r", "5", "-e", "task-clock,page-faults", "--", "./work", "20")
 	// The counts are on stderr, as perf's are.
 	if !strings.Contains(r.Stderr, "(5 runs)") || strings.Count(r.Stderr, "( +-") < 3 {
@@ -395,9 +393,7 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 }
 
 func TestProbes(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "calls", []string{"calls.c"})
+	dir, _ := testutil.Workload(t, "calls", []string{"calls.c"})
 	testutil.Run(t, dir, "probe", "--del", "probe_calls:compute")
 	testutil.Run(t, dir, "probe", "--del", "probe_calls:compute__return")
 	t.Cleanup(func() {
@@ -456,9 +452,7 @@ func TestProbes(t *testing.T) {
 }
 
 func TestProbeCleanupAfterSIGKILL(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "calls", []string{"calls.c"})
+	dir, bin := testutil.Workload(t, "calls", []string{"calls.c"})
 	cmd := exec.Command(testutil.Sonde(t), "stat", "-e", "u:"+bin+":compute", "-a", "--duration", "30s")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

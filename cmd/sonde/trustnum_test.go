@@ -46,9 +46,7 @@ func schedstatSum(t *testing.T, s string) float64 {
 // it starts and before it ends, so the kernel's own figure covers the same
 // window; task-clock must agree with it.
 func TestStatPidWithCommand(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	w := exec.Command(bin, "alt") // about half a CPU
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -88,9 +86,7 @@ func TestStatPidWithCommand(t *testing.T) {
 // function called every 10 ms is seen 100 times a second of -d, however
 // long attaching took; and the run ends soon after.
 func TestFunclatDuration(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "ticker", []string{"ticker.c"})
+	dir, bin := testutil.Workload(t, "ticker", []string{"ticker.c"})
 	w := exec.Command(bin)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -335,9 +331,7 @@ func TestDeletedDirectory(t *testing.T) {
 // row by its function and offset (as perf does), never as
 // [kernel.kallsyms]+0xaddress.
 func TestSrclineKernelRows(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	dir, _ := testutil.Workload(t, "syscalls", []string{"syscalls.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-o", "sys.data", "--", "./syscalls", "1000000")
 	rep := reportJSON(t, dir, "-i", "sys.data", "--sort", "srcline", "--comm", "syscalls")
 	kernel := 0
@@ -359,9 +353,7 @@ func TestSrclineKernelRows(t *testing.T) {
 // TestProfileShortLived: profile -p of a process that exits long before
 // the end still names its frames: its mappings were kept while it ran.
 func TestProfileShortLived(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
 	// sonde is built before the short workload (about 1.5 s) starts.
 	testutil.Sonde(t)
 	w := exec.Command(bin, "200")

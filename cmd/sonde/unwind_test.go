@@ -61,16 +61,6 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func startBin(t *testing.T, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
-}
-
 // TestProfileUnwindsWithoutFramePointers: main → dispatch → {heavy, light}
 // split 3:1, built without frame pointers, with them, and stripped.
 // profile must give 75/25 within 3 points with the full chain, and ≥ 95%
@@ -93,7 +83,7 @@ func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
 	}
 	for _, name := range []string{"no-fp", "fp", "stripped"} {
 		t.Run(name, func(t *testing.T) {
-			w := startBin(t, builds[name], "6")
+			w := testutil.Start(t, builds[name], "6")
 			r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "2s", "--user", "--folded")
 			st := folded(t, r.Stdout)
 			var heavy, light uint64
@@ -176,7 +166,7 @@ func TestProfileUnwindsPython(t *testing.T) {
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := startBin(t, py, script)
+	w := testutil.Start(t, py, script)
 	pid := strconv.Itoa(w.Process.Pid)
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", pid, "-d", "2500ms", "--user", "--folded")
 	st := folded(t, r.Stdout)
@@ -207,10 +197,8 @@ func TestProfileUnwindsPython(t *testing.T) {
 
 // TestProfileSaysHowCompleteStacksAre: the text report carries the line.
 func TestProfileSaysHowCompleteStacksAre(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	w := startBin(t, bin, "4")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := testutil.Start(t, bin, "4")
 	r := testutil.MustRun(t, dir, "profile", "-F", "199", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s")
 	m := regexp.MustCompile(`# user stacks complete: ([0-9.]+)%`).FindStringSubmatch(r.Stdout)
 	if m == nil {
@@ -304,7 +292,7 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 	fp := testutil.BuildC(t, dir, "unwind-fp-only", []string{"unwind.c"}, append(noTables, "-fno-omit-frame-pointer")...)
 	none := testutil.BuildC(t, dir, "unwind-nothing", []string{"unwind.c"}, append(noTables, "-fomit-frame-pointer")...)
 	run := func(bin string) (userStacksJSON, map[string]uint64) {
-		w := startBin(t, bin, "5")
+		w := testutil.Start(t, bin, "5")
 		p := strconv.Itoa(w.Process.Pid)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
 		var j userStacksJSON
@@ -335,11 +323,9 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 // TestProfileFollowsDlopen: a library mapped after profiling started gets
 // its table on the walker's first notice, so its stacks unwind fully.
 func TestProfileFollowsDlopen(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	lib := testutil.BuildC(t, dir, "libunwindlate.so", []string{"unwind_dlopen.c"}, "-DLIB", "-shared", "-fPIC", "-O2", "-fomit-frame-pointer")
+	dir, lib := testutil.Workload(t, "libunwindlate.so", []string{"unwind_dlopen.c"}, "-DLIB", "-shared", "-fPIC", "-O2", "-fomit-frame-pointer")
 	bin := testutil.BuildC(t, dir, "unwind_dlopen", []string{"unwind_dlopen.c"}, "-O2", "-fomit-frame-pointer", "-ldl")
-	w := startBin(t, bin, lib, "0.5", "5")
+	w := testutil.Start(t, bin, lib, "0.5", "5")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "2500ms", "--user", "--folded")
 	st := folded(t, r.Stdout)
 	var chain, inLib uint64
@@ -361,10 +347,8 @@ func TestProfileFollowsDlopen(t *testing.T) {
 // which exists only in memory; its table is built from the process's copy,
 // so no stack needs frame pointers there.
 func TestProfileUnwindsVDSO(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	w := startBin(t, bin, "4", "clock")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := testutil.Start(t, bin, "4", "clock")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
 	var j userStacksJSON
 	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
@@ -380,14 +364,12 @@ func TestProfileUnwindsVDSO(t *testing.T) {
 // TestProfileFrameLimit: stacks deeper than the walker's 128 frames are
 // cut there and counted; shallower ones are whole.
 func TestProfileFrameLimit(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	for _, c := range []struct {
 		depth   string
 		limited bool
 	}{{"100", false}, {"200", true}} {
-		w := startBin(t, bin, "4", "deep", c.depth)
+		w := testutil.Start(t, bin, "4", "deep", c.depth)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s", "--user", "--json")
 		var j struct {
 			U struct {
@@ -414,10 +396,8 @@ func TestProfileFrameLimit(t *testing.T) {
 // TestProfileUnwindsThroughSignalFrames: samples in a signal handler
 // unwind through the signal frame into the interrupted code and on to main.
 func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
-	w := startBin(t, bin, "5")
+	dir, bin := testutil.Workload(t, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
+	w := testutil.Start(t, bin, "5")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--folded")
 	st := folded(t, r.Stdout)
 	var inHandler, through uint64
@@ -440,11 +420,9 @@ func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
 // a shell script get their tables at exec and, after they exit, their
 // stacks are still named from the mappings the unwinder kept.
 func TestProfileShortLivedChildren(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	dir, bin := testutil.Workload(t, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	script := "sleep 1; for i in 1 2 3 4 5 6; do " + bin + " 0.3; done"
-	sh := startBin(t, "/bin/sh", "-c", script)
+	sh := testutil.Start(t, "/bin/sh", "-c", script)
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-d", "3500ms", "--user", "--folded")
 	sh.Wait()
 	var kid, chain uint64

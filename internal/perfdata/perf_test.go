@@ -188,24 +188,8 @@ func compareFold(t *testing.T, perfBin, inferno string, env []string, file strin
 			wantLines[i] = fmt.Sprintf("%s %d", l[:j], n*scale)
 		}
 	}
-	sort.Strings(wantLines)
 	gotLines := strings.Split(strings.TrimSpace(got.String()), "\n")
-	if strings.Join(gotLines, "\n") != strings.Join(wantLines, "\n") {
-		t.Errorf("perf script %v: folded stacks differ from inferno's (%d lines, inferno %d)", fields, len(gotLines), len(wantLines))
-		for i := 0; i < len(gotLines) || i < len(wantLines); i++ {
-			var g, w string
-			if i < len(gotLines) {
-				g = gotLines[i]
-			}
-			if i < len(wantLines) {
-				w = wantLines[i]
-			}
-			if g != w {
-				t.Logf("first difference:\n sonde   %s\n inferno %s", g, w)
-				break
-			}
-		}
-	}
+	testutil.SameLines(t, fmt.Sprintf("perf script %v: folded stacks", fields), "inferno", gotLines, wantLines)
 	t.Logf("perf script %v: %d folded lines agree with inferno", fields, len(gotLines))
 }
 

@@ -143,3 +143,13 @@ func PerfEventsUsable() bool {
 	unix.Close(fd)
 	return true
 }
+
+// Workload is the start of most end-to-end tests: it skips (or fails)
+// without privileges, then builds testdata's srcs into out in a fresh
+// temporary directory, and returns the directory and the binary.
+func Workload(t testing.TB, out string, srcs []string, extra ...string) (dir, bin string) {
+	t.Helper()
+	RequirePrivileged(t)
+	dir = t.TempDir()
+	return dir, BuildC(t, dir, out, srcs, extra...)
+}

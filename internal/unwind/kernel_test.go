@@ -133,9 +133,7 @@ var walked = map[string]map[uint64]Stack{}
 // python3 completely, and its cost per sample is logged (for
 // docs/unwinding.md).
 func TestWalkerKernel(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	script := dir + "/loop.py"
 	if err := os.WriteFile(script, []byte("import time\ndef f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\nend = time.time() + 6\nwhile time.time() < end:\n    f(10000)\n"), 0o644); err != nil {
 		t.Fatal(err)

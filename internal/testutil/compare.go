@@ -1,0 +1,83 @@
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// Golden compares got with the golden file at path, rewriting the file
+// first when update is set (each package's `go test -update` flag).
+func Golden(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s:\n%s", path, got)
+	}
+}
+
+// SameLines reports whether got and want hold the same lines in any
+// order; if not, it fails t ("what: ... differ from whose") and logs the
+// first line that differs once both are sorted.
+func SameLines(t testing.TB, what, whose string, got, want []string) bool {
+	t.Helper()
+	g, w := slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
+	if slices.Equal(g, w) {
+		return true
+	}
+	t.Errorf("%s: lines differ from %s's (%d lines, %s %d)", what, whose, len(g), whose, len(w))
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			t.Logf("first difference:\n sonde   %s\n %-7s %s", a, whose, b)
+			break
+		}
+	}
+	return false
+}
+
+// Start starts bin with args in the background; it is killed when the
+// test ends.
+func Start(t testing.TB, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// DirEntries lists dir's names, so a test sees a file left behind.
+func DirEntries(t testing.TB, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, e := range es {
+		n = append(n, e.Name())
+	}
+	return n
+}
