@@ -98,11 +98,7 @@ func TestCLIHabits(t *testing.T) {
 func TestCLIRecordHabits(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	spin := exec.Command("sh", "-c", "while :; do :; done")
-	if err := spin.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { spin.Process.Kill(); spin.Wait() }()
+	spin := testutil.Start(t, "sh", "-c", "while :; do :; done")
 	pid := strconv.Itoa(spin.Process.Pid)
 
 	start := time.Now()

@@ -66,11 +66,7 @@ func TestCputimeAgainstSchedstat(t *testing.T) {
 	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	pids := map[string]int{}
 	for _, mode := range []string{"hog", "alt", "instep"} {
-		c := exec.Command(bin, mode)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		c := testutil.Start(t, bin, mode)
 		pids[mode] = c.Process.Pid
 	}
 	stop := make(chan struct{})

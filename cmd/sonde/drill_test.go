@@ -199,13 +199,9 @@ func TestDiffKnapsack(t *testing.T) {
 		t.Errorf("diff flame graph lacks deltas")
 	}
 	if chromium, err := exec.LookPath("chromium"); err == nil {
-		out, err := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-			"--user-data-dir="+filepath.Join(dir, "cp"), "--virtual-time-budget=3000", "--dump-dom", "file://"+filepath.Join(dir, "diff.html")).Output()
-		if err != nil {
-			t.Fatalf("chromium: %v", err)
-		}
+		out := testutil.DumpDOM(t, chromium, dir, "file://"+filepath.Join(dir, "diff.html"))
 		// prepare is fixed work: its share grew; it is drawn red.
-		if !regexp.MustCompile(`data-name="prepare"><title>[^<]*points\)</title><rect[^>]*fill="rgb\(235,`).MatchString(string(out)) {
+		if !regexp.MustCompile(`data-name="prepare"><title>[^<]*points\)</title><rect[^>]*fill="rgb\(235,`).MatchString(out) {
 			t.Errorf("prepare not drawn as grown (red)")
 		}
 	}

@@ -395,17 +395,7 @@ func TestFlamegraphInBrowser(t *testing.T) {
 		}
 	}
 
-	dump := func(url string) string {
-		t.Helper()
-		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir="+filepath.Join(dir, "chrome-profile"), "--virtual-time-budget=3000", "--dump-dom", url)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("chromium %s: %v", url, err)
-		}
-		return string(out)
-	}
+	dump := func(url string) string { return testutil.DumpDOM(t, chromium, dir, url) }
 	base := "file://" + filepath.Join(dir, "flame.html")
 	page := dump(base)
 	if n := strings.Count(page, `class="frame`); n < 5 {

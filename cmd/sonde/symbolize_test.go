@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -35,11 +34,7 @@ func TestVDSONamedEverywhere(t *testing.T) {
 		}
 	}
 
-	w := exec.Command(bin, "alt")
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { w.Process.Kill(); w.Wait() }()
+	testutil.Start(t, bin, "alt")
 	r := testutil.MustRun(t, dir, "top", "-b", "2", "-i", "700ms", "--rows", "40")
 	live := map[string]bool{}
 	for _, l := range strings.Split(r.Stdout, "\n") {

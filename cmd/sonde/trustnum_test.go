@@ -87,11 +87,7 @@ func TestStatPidWithCommand(t *testing.T) {
 // long attaching took; and the run ends soon after.
 func TestFunclatDuration(t *testing.T) {
 	dir, bin := testutil.Workload(t, "ticker", []string{"ticker.c"})
-	w := exec.Command(bin)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { w.Process.Kill(); w.Wait() }()
+	w := testutil.Start(t, bin)
 	begin := time.Now()
 	r := testutil.MustRun(t, dir, "funclat", "--json", "-d", "2s", "-p", strconv.Itoa(w.Process.Pid), bin+":tick")
 	wall := time.Since(begin)
@@ -291,14 +287,7 @@ func TestDeletedDirectory(t *testing.T) {
 	}
 	work := testutil.BuildC(t, gone, "split", []string{"work.c"})
 	ticker := testutil.BuildC(t, gone, "ticker", []string{"ticker.c"})
-	start := func(args ...string) *exec.Cmd {
-		c := exec.Command(args[0], args[1:]...)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-		return c
-	}
+	start := func(args ...string) *exec.Cmd { return testutil.Start(t, args[0], args[1:]...) }
 	w, tk := start(work, "100000"), start(ticker)
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)

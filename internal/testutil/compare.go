@@ -81,3 +81,17 @@ func DirEntries(t testing.TB, dir string) []string {
 	}
 	return n
 }
+
+// DumpDOM loads url in headless Chromium (found by the caller, e.g. with
+// RequireTool) with a profile under dir, lets its scripts run for 3 s of
+// virtual time and returns the DOM they leave.
+func DumpDOM(t testing.TB, chromium, dir, url string) string {
+	t.Helper()
+	out, err := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "chrome-profile"), "--virtual-time-budget=3000", "--dump-dom", url).Output()
+	if err != nil {
+		t.Fatalf("chromium %s: %v", url, err)
+	}
+	return string(out)
+}

@@ -2,7 +2,6 @@ package unwind
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -149,11 +148,7 @@ func TestWalkerKernel(t *testing.T) {
 			if _, err := os.Stat(c.cmd[0]); err != nil {
 				t.Skip(err)
 			}
-			cmd := exec.Command(c.cmd[0], c.cmd[1:]...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			cmd := testutil.Start(t, c.cmd[0], c.cmd[1:]...)
 			time.Sleep(200 * time.Millisecond) // past the dynamic loader
 			_, _, fpPer, _ := walkTarget(t, cmd.Process.Pid, 999, time.Second, walkerProgFpSample)
 			counts, ctr, per, l := walkTarget(t, cmd.Process.Pid, 999, 2*time.Second, walkerProgWalkSample)
@@ -196,11 +191,7 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 	l := New(Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs, Stacks: m.UnwindStacks,
 		Counters: m.UnwindCounters, Notices: m.UnwindNotices}, 1<<20)
 	// A dynamically linked process (the test binary has no libc).
-	sleep := exec.Command("sleep", "10")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	sleep := testutil.Start(t, "sleep", "10")
 	time.Sleep(100 * time.Millisecond) // past the dynamic loader
 	pid := sleep.Process.Pid
 	if err := l.Load(pid); err != nil {
