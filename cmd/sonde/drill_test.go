@@ -100,10 +100,7 @@ func TestAnnotateMatmul(t *testing.T) {
 	}
 	// Source lines shown match addr2line for the hottest addresses.
 	for _, h := range hs[:min(5, len(hs))] {
-		out, err := exec.Command("addr2line", "-e", bin, "0x"+strconv.FormatUint(h.addr, 16)).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := testutil.Tool(t, "addr2line", "-e", bin, "0x"+strconv.FormatUint(h.addr, 16))
 		s := strings.TrimSpace(string(out))
 		line, _ := strconv.Atoi(strings.Fields(s[strings.LastIndexByte(s, ':')+1:])[0])
 		if line != h.line {

@@ -260,9 +260,7 @@ func TestRecordTracepointChainsAndScript(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big")
-	if out, err := exec.Command("dd", "if=/dev/urandom", "of="+big, "bs=1M", "count=32").CombinedOutput(); err != nil {
-		t.Fatalf("dd: %v %s", err, out)
-	}
+	testutil.Tool(t, "dd", "if=/dev/urandom", "of="+big, "bs=1M", "count=32")
 	dropCaches(t)
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-e", "block:block_rq_insert", "-a", "-o", "blk.data", "--", "sh", "-c", "cat "+big+" > /dev/null")
 	r := testutil.MustRun(t, dir, "script", "-i", "blk.data", "--json", "--fields", "comm,event,trace,sym")

@@ -75,9 +75,7 @@ func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
 	}
 	// strip keeps .eh_frame (and the dynamic symbols); the names come from
 	// a copy that keeps its symbols, as a debug file would give them.
-	if b, err := exec.Command("strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"]).CombinedOutput(); err != nil {
-		t.Fatalf("strip: %v\n%s", err, b)
-	}
+	testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"])
 	if b, _ := exec.Command("readelf", "-S", builds["stripped"]).Output(); strings.Contains(string(b), ".debug_") {
 		t.Fatalf("the stripped build still has debug sections:\n%s", b)
 	}

@@ -95,3 +95,18 @@ func DumpDOM(t testing.TB, chromium, dir, url string) string {
 	}
 	return string(out)
 }
+
+// Tool runs an outside program (a compiler, binutils, perf) and returns
+// its standard output; the test fails with its standard error when it
+// does not succeed.
+func Tool(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr.Bytes())
+	}
+	return string(out)
+}
