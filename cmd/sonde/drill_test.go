@@ -6,7 +6,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -195,7 +194,7 @@ func TestDiffKnapsack(t *testing.T) {
 	if !strings.Contains(string(b), `"dl":[`) || !strings.Contains(string(b), "shrank") {
 		t.Errorf("diff flame graph lacks deltas")
 	}
-	if chromium, err := exec.LookPath("chromium"); err == nil {
+	if chromium, ok := testutil.HaveTool("chromium"); ok {
 		out := testutil.DumpDOM(t, chromium, dir, "file://"+filepath.Join(dir, "diff.html"))
 		// prepare is fixed work: its share grew; it is drawn red.
 		if !regexp.MustCompile(`data-name="prepare"><title>[^<]*points\)</title><rect[^>]*fill="rgb\(235,`).MatchString(out) {

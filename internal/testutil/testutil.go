@@ -28,6 +28,12 @@ func RequirePrivileged(t testing.TB) {
 	t.Skip("needs root (perf_event_open system-wide, kallsyms); run as root or set SONDE_REQUIRE_PRIVILEGED=1 in CI")
 }
 
+// HaveTool finds an outside program a test can do without.
+func HaveTool(name string) (string, bool) {
+	p, err := exec.LookPath(name)
+	return p, err == nil
+}
+
 // RequireTool skips (or fails under SONDE_REQUIRE_PRIVILEGED=1) when an
 // external program the test compares against is missing.
 func RequireTool(t testing.TB, name, pkg string) string {
