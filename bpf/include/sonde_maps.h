@@ -28,6 +28,16 @@ static __always_inline bool map_add(void *map, const void *key, __u64 delta)
 	return true;
 }
 
+/* A hash map of up to entries key → value; every use says what key and
+ * value are, with units. */
+#define HASH_MAP(name, key_type, value_type, entries) \
+	struct {                                      \
+		__uint(type, BPF_MAP_TYPE_HASH);          \
+		__type(key, key_type);                    \
+		__type(value, value_type);                \
+		__uint(max_entries, entries);             \
+	} name SEC(".maps")
+
 /* A per-CPU array of n u64 counters (key: counter index, u32; value: count,
  * u64, one per CPU so the hot path never contends; user space sums them). */
 #define PERCPU_COUNTERS(name, n)                  \
