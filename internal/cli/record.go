@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"os"
-	"time"
 
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/record"
@@ -12,12 +11,9 @@ import (
 // Record is `sonde record`'s command line: its flags fill the fields, Run
 // records.
 type Record struct {
-	Target    TargetFlags
-	Events    Events
+	Measured
 	Sampling  Sampling
 	CallGraph CallGraph
-	Duration  time.Duration
-	Output    string
 	Pages     int
 	Quiet     bool
 	Version   string // written into the data file
@@ -27,12 +23,9 @@ type Record struct {
 // summary on a terminal's stderr; the error is the recorded command's
 // exit status when it failed.
 func (r *Record) Run(args []string) error {
-	t, err := r.Target.Resolve(args)
+	t, err := r.resolve(args, "record")
 	if err != nil {
 		return err
-	}
-	if t.Empty() {
-		return Usagef("nothing to record: give a command, -p PID, -t TID or -a")
 	}
 	// record.Options.Output "" means a recording kept in memory (for
 	// callers inside sonde); from the command line it is a mistake,

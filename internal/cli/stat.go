@@ -11,23 +11,37 @@ import (
 // Stat is `sonde stat`'s command line: its flags fill the fields, Run
 // counts.
 type Stat struct {
-	Target             TargetFlags
-	Events             Events
-	Repeat             int
-	Interval, Duration time.Duration
-	Sep, Output        string
-	JSON               bool
+	Measured
+	Repeat   int
+	Interval time.Duration
+	Sep      string
+	JSON     bool
+}
+
+// Measured is what record and stat share: perf's target options, the
+// events, how long, and the file written.
+type Measured struct {
+	Target   TargetFlags
+	Events   Events
+	Duration time.Duration
+	Output   string
+}
+
+// resolve names the target of args; verb says what needs one ("record").
+func (m *Measured) resolve(args []string, verb string) (Target, error) {
+	t, err := m.Target.Resolve(args)
+	if err == nil && t.Empty() {
+		err = Usagef("nothing to %s: give a command, -p PID, -t TID or -a", verb)
+	}
+	return t, err
 }
 
 // Run counts for the target args name and writes the counts; the error
 // is the counted command's exit status when it failed.
 func (s *Stat) Run(args []string) error {
-	t, err := s.Target.Resolve(args)
+	t, err := s.resolve(args, "count")
 	if err != nil {
 		return err
-	}
-	if t.Empty() {
-		return Usagef("nothing to count: give a command, -p PID, -t TID or -a")
 	}
 	if s.Repeat < 1 || (s.Repeat > 1 && len(t.Command) == 0) {
 		return Usagef("-r/--repeat needs a command and N ≥ 1")
