@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -76,7 +75,7 @@ func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
 	// strip keeps .eh_frame (and the dynamic symbols); the names come from
 	// a copy that keeps its symbols, as a debug file would give them.
 	testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"])
-	if b, _ := exec.Command("readelf", "-S", builds["stripped"]).Output(); strings.Contains(string(b), ".debug_") {
+	if b := testutil.Tool(t, "readelf", "-S", builds["stripped"]); strings.Contains(b, ".debug_") {
 		t.Fatalf("the stripped build still has debug sections:\n%s", b)
 	}
 	for _, name := range []string{"no-fp", "fp", "stripped"} {
@@ -172,13 +171,12 @@ func TestProfileUnwindsPython(t *testing.T) {
 	sondePct := 100 * float64(hit) / float64(total)
 
 	perfPct := -1.0
-	if perf, err := exec.LookPath("perf"); err == nil {
+	if perf, ok := testutil.HaveTool("perf"); ok {
 		data := filepath.Join(dir, "perf.data")
-		rec := exec.Command(perf, "record", "-q", "--call-graph", "dwarf", "-F", "499", "-p", pid, "-o", data, "--", "sleep", "2.5")
-		if b, err := rec.CombinedOutput(); err != nil {
-			t.Logf("perf record --call-graph dwarf: %v\n%s", err, b)
-		} else if out, err := exec.Command(perf, "script", "-i", data, "-F", "comm,pid,ip,sym").Output(); err == nil {
-			h, n := perfScriptReaching(t, string(out), "main", "Py_BytesMain")
+		if _, err := testutil.TryTool(perf, "record", "-q", "--call-graph", "dwarf", "-F", "499", "-p", pid, "-o", data, "--", "sleep", "2.5"); err != nil {
+			t.Logf("perf record --call-graph dwarf: %v", err)
+		} else if out, err := testutil.TryTool(perf, "script", "-i", data, "-F", "comm,pid,ip,sym"); err == nil {
+			h, n := perfScriptReaching(t, out, "main", "Py_BytesMain")
 			if n > 0 {
 				perfPct = 100 * float64(h) / float64(n)
 			}

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,12 +102,22 @@ func DumpDOM(t testing.TB, chromium, dir, url string) string {
 // does not succeed.
 func Tool(t testing.TB, name string, args ...string) string {
 	t.Helper()
+	out, err := TryTool(name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TryTool runs an outside program a test can do without and returns its
+// standard output; the error carries its standard error.
+func TryTool(name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr.Bytes())
+		return string(out), fmt.Errorf("%s %v: %w\n%s", name, args, err, stderr.Bytes())
 	}
-	return string(out)
+	return string(out), nil
 }
