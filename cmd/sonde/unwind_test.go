@@ -323,19 +323,26 @@ func TestProfileFollowsDlopen(t *testing.T) {
 	bin := testutil.BuildC(t, dir, "unwind_dlopen", []string{"unwind_dlopen.c"}, "-O2", "-fomit-frame-pointer", "-ldl")
 	w := testutil.Start(t, bin, lib, "0.5", "5")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "2500ms", "--user", "--folded")
-	st := folded(t, r.Stdout)
-	var chain, inLib uint64
-	for s, n := range st {
-		if strings.HasSuffix(s, ";lib_inner") || strings.HasSuffix(s, ";lib_outer") {
-			inLib += n
-			if strings.Contains(s, ";main;lib_outer") {
-				chain += n
+	inLib := func(s string) bool { return strings.HasSuffix(s, ";lib_inner") || strings.HasSuffix(s, ";lib_outer") }
+	wantThrough(t, r.Stdout, "samples in the late library", inLib, ";main;lib_outer", 300)
+}
+
+// wantThrough checks that of the folded stacks in out that in selects
+// (at least min samples), 95% or more pass through the frames through.
+func wantThrough(t *testing.T, out, what string, in func(string) bool, through string, min uint64) {
+	t.Helper()
+	var hit, total uint64
+	for s, n := range folded(t, out) {
+		if in(s) {
+			total += n
+			if strings.Contains(s, through) {
+				hit += n
 			}
 		}
 	}
-	t.Logf("%d of %d samples in the late library reach main through lib_outer", chain, inLib)
-	if inLib < 300 || float64(chain) < 0.95*float64(inLib) {
-		t.Errorf("%d of %d samples in the late library reach main, want ≥ 95%%:\n%s", chain, inLib, r.Stdout)
+	t.Logf("%d of %d %s pass through %s", hit, total, what, through)
+	if total < min || float64(hit) < 0.95*float64(total) {
+		t.Errorf("%d of %d %s pass through %s, want ≥ 95%% of at least %d:\n%s", hit, total, what, through, min, out)
 	}
 }
 
@@ -395,21 +402,8 @@ func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
 	w := testutil.Start(t, bin, "5")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--folded")
-	st := folded(t, r.Stdout)
-	var inHandler, through uint64
-	for s, n := range st {
-		if !strings.Contains(s, ";on_signal;handler_work") {
-			continue
-		}
-		inHandler += n
-		if strings.Contains(s, ";main;outer_loop;") {
-			through += n
-		}
-	}
-	t.Logf("%d of %d samples in the handler reach main;outer_loop through the signal frame", through, inHandler)
-	if inHandler < 100 || float64(through) < 0.95*float64(inHandler) {
-		t.Errorf("%d of %d handler samples unwind through the signal frame, want ≥ 95%%:\n%s", through, inHandler, r.Stdout)
-	}
+	inHandler := func(s string) bool { return strings.Contains(s, ";on_signal;handler_work") }
+	wantThrough(t, r.Stdout, "samples in the signal handler", inHandler, ";main;outer_loop;", 100)
 }
 
 // TestProfileShortLivedChildren: system-wide, the short-lived children of
