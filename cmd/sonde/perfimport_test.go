@@ -450,27 +450,7 @@ func compareWithPerf(t *testing.T, rep jsonReport, want perfRows) {
 		}
 		got[e.Keys["comm"]+"|"+dso+"|"+sym] += e.SelfPct
 	}
-	keys := map[string]bool{}
-	for k := range got {
-		keys[k] = true
-	}
-	for k := range want.rows {
-		keys[k] = true
-	}
-	compared := 0
-	for k := range keys {
-		g, w := got[k], 100*float64(want.rows[k])/float64(max(want.period, 1))
-		if g < 0.5 && w < 0.5 {
-			continue
-		}
-		compared++
-		if math.Abs(g-w) > 0.1 {
-			t.Errorf("%s: row %s: %.2f%%, perf report %.2f%%", want.event, k, g, w)
-		}
-	}
-	if compared == 0 {
-		t.Errorf("%s: no rows above 0.5%%: sonde %v, perf %v", want.event, got, want.rows)
-	}
+	compared := testutil.SameShares(t, want.event, "perf report", got, 100, want.rows, want.period)
 	t.Logf("%s: %d samples; %d rows above 0.5%% agree with perf report", want.event, rep.Samples, compared)
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -403,33 +402,7 @@ func compareReport(t *testing.T, p *model.Profile, want *perfReport) {
 		if total != w.period {
 			t.Errorf("%s: total period %d, perf report %d", ev.Name, total, w.period)
 		}
-		keys := map[string]bool{}
-		for k := range rows {
-			keys[k] = true
-		}
-		for k := range w.rows {
-			keys[k] = true
-		}
-		var sorted []string
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		compared := 0
-		for _, k := range sorted {
-			got := 100 * float64(rows[k]) / float64(max(total, 1))
-			exp := 100 * float64(w.rows[k]) / float64(max(w.period, 1))
-			if got < 0.5 && exp < 0.5 {
-				continue
-			}
-			compared++
-			if math.Abs(got-exp) > 0.1 {
-				t.Errorf("%s: row %s: %.2f%%, perf report %.2f%%", ev.Name, k, got, exp)
-			}
-		}
-		if compared == 0 {
-			t.Errorf("%s: no rows above 0.5%% to compare", ev.Name)
-		}
+		compared := testutil.SameShares(t, ev.Name, "perf report", rows, total, w.rows, w.period)
 		t.Logf("%s: %d samples, %d rows above 0.5%% agree with perf report", ev.Name, samples, compared)
 	}
 }

@@ -3,6 +3,8 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,4 +122,35 @@ func TryTool(name string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("%s %v: %w\n%s", name, args, err, stderr.Bytes())
 	}
 	return string(out), nil
+}
+
+// SameShares compares two breakdowns row by row, as percentages of their
+// totals (gotTotal, wantTotal): rows under 0.5% in both are skipped, any
+// other row more than 0.1 points apart fails t ("what: row ...: sonde%,
+// whose%"). It returns how many rows were compared; none fails t too.
+func SameShares[N int | uint64 | float64](t testing.TB, what, whose string, got map[string]N, gotTotal N, want map[string]uint64, wantTotal uint64) int {
+	t.Helper()
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	compared := 0
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		g := 100 * float64(got[k]) / math.Max(float64(gotTotal), 1)
+		w := 100 * float64(want[k]) / math.Max(float64(wantTotal), 1)
+		if g < 0.5 && w < 0.5 {
+			continue
+		}
+		compared++
+		if math.Abs(g-w) > 0.1 {
+			t.Errorf("%s: row %s: %.2f%%, %s %.2f%%", what, k, g, whose, w)
+		}
+	}
+	if compared == 0 {
+		t.Errorf("%s: no rows above 0.5%% to compare: sonde %v, %s %v", what, got, whose, want)
+	}
+	return compared
 }
