@@ -38,6 +38,9 @@ type Tool struct {
 	// *ebpf.Map fields, see AssignMaps), is filled after load; the maps
 	// stay open until the session is closed.
 	Maps any
+	// More are further structs of maps to fill like Maps: those of a part
+	// shared by tools (the unwinder's, unwind.Maps).
+	More []any
 	// Hooks are attached in order (put consumers before producers).
 	Hooks []Hook
 	// Command, when set, is started held before its exec; its pid is set
@@ -120,6 +123,11 @@ func Open(t Tool) (s *Session, err error) {
 	}
 	if t.Maps != nil {
 		if err := AssignMaps(s.coll, t.Maps); err != nil {
+			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
+		}
+	}
+	for _, m := range t.More {
+		if err := AssignMaps(s.coll, m); err != nil {
 			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
 		}
 	}

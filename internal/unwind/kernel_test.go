@@ -53,6 +53,16 @@ func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Col
 	return coll, m
 }
 
+// walkerMapsOf is the walker's maps in coll, as a tool's session gets them.
+func walkerMapsOf(t *testing.T, coll *ebpf.Collection) Maps {
+	t.Helper()
+	var m Maps
+	if err := bpfskel.AssignMaps(coll, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // walkTarget loads the walker's own object, samples pid's CPU time at hz
 // for d with the walker, and returns the stacks' counts, the walker's
 // counters and the program's mean run time (bpf_stats: the walk and the
@@ -72,8 +82,7 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 		t.Fatalf("enabling BPF run-time stats: %v", err)
 	}
 	defer stats.Close()
-	l := New(Maps{Rules: objs.UnwindRules, Rows: objs.UnwindRows, Procs: objs.UnwindProcs, Stacks: objs.UnwindStacks,
-		Counters: objs.UnwindCounters, Notices: objs.UnwindNotices}, 1<<20)
+	l := New(walkerMapsOf(t, coll), 1<<20)
 	l.Only = pid
 	if err := l.Load(pid); err != nil {
 		t.Fatal(err)
@@ -188,8 +197,7 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	coll, m := loadTestWalker(t, nil, "")
 	defer coll.Close()
-	l := New(Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs, Stacks: m.UnwindStacks,
-		Counters: m.UnwindCounters, Notices: m.UnwindNotices}, 1<<20)
+	l := New(walkerMapsOf(t, coll), 1<<20)
 	// A dynamically linked process (the test binary has no libc).
 	sleep := testutil.Start(t, "sleep", "10")
 	time.Sleep(100 * time.Millisecond) // past the dynamic loader
