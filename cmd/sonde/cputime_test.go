@@ -208,10 +208,8 @@ func TestTopBatch(t *testing.T) {
 // TestTopScreen drives the full-screen view in tmux: it renders, 's'
 // changes the sort, 'f' filters, 'q' quits.
 func TestTopScreen(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	tmux := testutil.RequireTool(t, "tmux", "tmux")
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	_, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	hog := exec.Command(bin, "hog")
 	hog.Start()
 	defer func() { hog.Process.Kill(); hog.Wait() }()

@@ -326,10 +326,8 @@ func TestDataFileErrors(t *testing.T) {
 }
 
 func TestPprofExport(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	goBin := testutil.RequireTool(t, "go", "golang")
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "1999", "-o", "w.data", "--", "./work", "300")
 	testutil.MustRun(t, dir, "report", "-i", "w.data", "--format", "pprof", "-o", "w.pb.gz")
 	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=5", filepath.Join(dir, "w.pb.gz")).CombinedOutput()
@@ -378,10 +376,8 @@ func TestFoldedRoundTrip(t *testing.T) {
 // and checks that frames render, search reports the right match percentage
 // and zoom widens the clicked frame to the full width.
 func TestFlamegraphInBrowser(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	chromium := testutil.RequireTool(t, "chromium", "chromium")
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "w.data", "--", "./work", "300")
 	testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "-o", "flame.html", "--title", "work")
 	testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "-o", "flame.svg")

@@ -323,10 +323,8 @@ func TestDamagedPerfData(t *testing.T) {
 // significant delta; perf script text folded as inferno-collapse-perf --all
 // folds it.
 func TestPerfDataAgainstPerf(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// perf record fills $HOME/.debug, its build-id cache: keep it aside.
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o755); err != nil {

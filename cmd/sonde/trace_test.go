@@ -88,10 +88,8 @@ func within(t *testing.T, what string, got, want, pct float64) {
 }
 
 func TestStatAgainstPerf(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "statwork", []string{"statwork.c"})
+	dir, bin := testutil.Workload(t, "statwork", []string{"statwork.c"})
 	evs := strings.Join([]string{"task-clock", "page-faults", "context-switches"}, ",")
 	// Both tools count the same run: the workload waits until both have
 	// attached (-p), then works; both stop when it exits.

@@ -21,10 +21,8 @@ import (
 // import agrees with perf report on the same file: every comm/dso/symbol
 // row above 0.5% within 0.1 points, the same sample, period and lost totals.
 func TestAgainstPerfReport(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	dir := t.TempDir()
-	work := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, work := testutil.Workload(t, "work", []string{"work.c"})
 	// A copy deleted after recording: only perf's build-id cache has it then.
 	gone := testutil.BuildC(t, dir, "gone", []string{"work.c"})
 
