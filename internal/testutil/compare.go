@@ -154,3 +154,19 @@ func SameShares[N int | uint64 | float64](t testing.TB, what, whose string, got 
 	}
 	return compared
 }
+
+// WriteFuzzSeeds writes seeds into testdata/fuzz/<fuzz> in the form go test
+// reads its corpus from (run by a package's TestWriteFuzzSeeds -update).
+func WriteFuzzSeeds(t testing.TB, fuzz string, seeds map[string][]byte) {
+	t.Helper()
+	dir := filepath.Join("testdata", "fuzz", fuzz)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range seeds {
+		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
