@@ -2,13 +2,16 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -169,4 +172,25 @@ func WriteFuzzSeeds(t testing.TB, fuzz string, seeds map[string][]byte) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Text is a view's text form (its WriteText).
+func Text(r interface{ WriteText(io.Writer) }) string {
+	var b strings.Builder
+	r.WriteText(&b)
+	return b.String()
+}
+
+// DecodeView writes a view's JSON form (its WriteJSON), decodes it into v
+// and returns the text, failing t on either error.
+func DecodeView(t testing.TB, r interface{ WriteJSON(io.Writer) error }, v any) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), v); err != nil {
+		t.Fatalf("decoding %s: %v", b.Bytes(), err)
+	}
+	return b.String()
 }
