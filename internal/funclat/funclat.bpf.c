@@ -24,12 +24,7 @@ struct key {
 };
 
 /* key: (tid, function); value: entry time (u64 ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
-} starts SEC(".maps");
+HASH_MAP(starts, struct key, __u64, 65536);
 
 /* Completed calls (struct funclat_event), 4 MiB. */
 RINGBUF(events, 4 << 20);

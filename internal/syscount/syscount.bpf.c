@@ -34,20 +34,10 @@ struct start {
 };
 
 /* key: struct syscount_key; value: struct syscount_val (counts, ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct syscount_key);
-	__type(value, struct syscount_val);
-	__uint(max_entries, 16384);
-} counts SEC(".maps");
+HASH_MAP(counts, struct syscount_key, struct syscount_val, 16384);
 
 /* key: tid (u32); value: when its current syscall began. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct start);
-	__uint(max_entries, 32768);
-} starts SEC(".maps");
+HASH_MAP(starts, __u32, struct start, 32768);
 
 /* key: 0; value: syscalls lost to a full map (u64), per CPU. */
 PERCPU_COUNTERS(lost, 1);
