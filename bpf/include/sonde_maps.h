@@ -28,15 +28,23 @@ static __always_inline bool map_add(void *map, const void *key, __u64 delta)
 	return true;
 }
 
+/* A map declared in one line: the struct libbpf reads from ".maps". */
+#define SONDE_MAP(name, map_type, key_type, value_type, entries) \
+	struct {                                                 \
+		__uint(type, map_type);                              \
+		__type(key, key_type);                               \
+		__type(value, value_type);                           \
+		__uint(max_entries, entries);                        \
+	} name SEC(".maps")
+
+/* A hash map of up to entries key → value; every use says what key and
+ * value are, with units. */
+#define HASH_MAP(name, key_type, value_type, entries) \
+	SONDE_MAP(name, BPF_MAP_TYPE_HASH, key_type, value_type, entries)
+
 /* A per-CPU array of n u64 counters (key: counter index, u32; value: count,
  * u64, one per CPU so the hot path never contends; user space sums them). */
-#define PERCPU_COUNTERS(name, n)                  \
-	struct {                                      \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);  \
-		__type(key, __u32);                       \
-		__type(value, __u64);                     \
-		__uint(max_entries, n);                   \
-	} name SEC(".maps")
+#define PERCPU_COUNTERS(name, n) SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, n)
 
 /* Bump counter which of a PERCPU_COUNTERS map (this CPU's copy: no atomics). */
 static __always_inline void counter_inc(void *map, __u32 which)

@@ -23,16 +23,8 @@ import (
 )
 
 type offcpuJSON struct {
-	Stacks []struct {
-		Comm      string  `json:"comm"`
-		Pid       int     `json:"pid"`
-		BlockedNS float64 `json:"blocked_ns"`
-		Frames    []struct {
-			Sym    string `json:"sym"`
-			Kernel bool   `json:"kernel"`
-		} `json:"frames"`
-	} `json:"stacks"`
-	Total float64 `json:"total_blocked_ns"`
+	Stacks []offcpuStack `json:"stacks"`
+	Total  float64       `json:"total_blocked_ns"`
 }
 
 func freePort(t *testing.T, network string) int {
@@ -258,9 +250,7 @@ func TestFunclatKernelUnsupported(t *testing.T) {
 }
 
 func TestSyscountExact(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	dir, _ := testutil.Workload(t, "syscalls", []string{"syscalls.c"})
 	// Counted at exit without -L (exit_group by its own entry tracepoint),
 	// at entry with it: both must be exact.
 	for _, mode := range [][]string{{"-L"}, nil} {

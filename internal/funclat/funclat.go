@@ -53,6 +53,19 @@ func (f Func) String() string {
 	return filepath.Base(f.Binary) + ":" + f.Name
 }
 
+// Names are how reports name fs; each Note (which clone or call site
+// stands for a name) goes to notes as a "sonde: " line.
+func Names(fs []Func, notes io.Writer) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.String()
+		if f.Note != "" {
+			fmt.Fprintln(notes, "sonde: "+f.Note)
+		}
+	}
+	return names
+}
+
 // Resolve expands patterns into functions: "/path/bin:glob", "lib:glob"
 // (a library by short name, e.g. libc:getaddrinfo), "glob" with a binary
 // from -x, or a kernel function name.

@@ -38,12 +38,7 @@ struct start {
 };
 
 /* key: tid (u32); value: when it left the CPU and its bucket so far. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct start);
-	__uint(max_entries, 32768);
-} starts SEC(".maps");
+HASH_MAP(starts, __u32, struct start, 32768);
 
 struct waker {
 	__u64 user_stack; /* key in unwind_stacks, 0: none */
@@ -53,23 +48,13 @@ struct waker {
 };
 
 /* key: woken tid (u32); value: who woke it, from which stacks. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct waker);
-	__uint(max_entries, 32768);
-} wakers SEC(".maps");
+HASH_MAP(wakers, __u32, struct waker, 32768);
 
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
 
 /* key: struct offcpu_key; value: blocked time (u64 ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct offcpu_key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
-} blocked SEC(".maps");
+HASH_MAP(blocked, struct offcpu_key, __u64, 65536);
 
 /* key: enum offcpu_error; value: count (u64), per CPU. */
 PERCPU_COUNTERS(errors, OFFCPU_ERR_MAX);

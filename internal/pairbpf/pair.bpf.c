@@ -55,12 +55,7 @@ struct start_val {
 
 /* key: struct pair_key; value: struct start_val (start and mid times in
  * ns, who). A hash map: keys are sparse (dev, sector) or thread ids. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct pair_key);
-	__type(value, struct start_val);
-	__uint(max_entries, 65536);
-} starts SEC(".maps");
+HASH_MAP(starts, struct pair_key, struct start_val, 65536);
 
 /* Matched pairs (struct pair_event), 4 MiB. */
 RINGBUF(events, 4 << 20);

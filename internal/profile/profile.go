@@ -158,15 +158,11 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts m
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
 		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
 	}
-	m := func() unwind.Maps {
-		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
-			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
-	}
 	var ld *unwind.Loader
 	if leaf {
-		ld = unwind.WireLeaf(&t, m)
+		ld = unwind.WireLeaf(&t, nil)
 	} else {
-		ld = unwind.Wire(&t, pid, m)
+		ld = unwind.Wire(&t, pid, nil)
 	}
 	s, err := bpfskel.Open(t)
 	if err != nil {

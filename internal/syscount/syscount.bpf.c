@@ -34,12 +34,7 @@ struct start {
 };
 
 /* key: struct syscount_key; value: struct syscount_val (counts, ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct syscount_key);
-	__type(value, struct syscount_val);
-	__uint(max_entries, 16384);
-} counts SEC(".maps");
+HASH_MAP(counts, struct syscount_key, struct syscount_val, 16384);
 
 /* Counts per syscall when not split by process. key: syscall number (u32,
  * below NR_SLOTS); value: struct syscount_val (counts, ns), one per CPU: an
