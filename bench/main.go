@@ -87,6 +87,10 @@ func main() {
 		ftraceBench(dir)
 		return
 	}
+	if *onlyCost {
+		costTable(dir)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}
