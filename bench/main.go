@@ -8,7 +8,9 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. the BPF cost of every BPF tool beside its peer, timed by the kernel
+//     (bpf_stats; -cost runs only this, see cost.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -116,6 +118,7 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	costTable(dir)
 	if *skipBig {
 		return
 	}
