@@ -1,0 +1,272 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* deadlock: the lock-order graph of pthread mutexes and rwlocks, kept in
+ * the kernel. Uprobes on the lock functions keep each thread's held locks;
+ * every acquisition while others are held adds an edge (held -> acquired)
+ * per ordered pair, with the stacks where each lock was taken the first
+ * time the pair was seen. User space looks for cycles. Locks are taken
+ * at the entry of the blocking calls (the thread is committed to wait);
+ * try-locks count only when their return value says they succeeded, and
+ * add no edge (they cannot wait, so cannot deadlock). */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "sonde_maps.h"
+#define SONDE_UNWIND
+#include "sonde_stack.h"
+#include "sonde_tp.h"
+#include "deadlock.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+KEEP_TYPE(struct dl_edge_key, dl_edge_key);
+KEEP_TYPE(struct dl_edge, dl_edge);
+KEEP_TYPE(enum dl_counter, dl_counter);
+KEEP_TYPE(enum dl_mode, dl_mode);
+
+const volatile __u32 target_pid = 0; /* 0: every process */
+
+struct held_lock {
+	__u64 addr;
+	__u64 stack; /* key in unwind_stacks, 0: none */
+	__u32 mode;  /* enum dl_mode */
+	__u32 depth; /* times taken by this thread (recursive mutexes, read locks) */
+};
+
+struct held {
+	__u32 n;
+	__u32 _pad;
+	struct held_lock locks[DL_MAX_HELD];
+};
+
+/* key: tid (u32); value: the locks the thread holds now, in no order.
+ * Kept while the thread lives (n may be 0), deleted at its exit, so the
+ * hot path updates in place and never inserts twice. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct held);
+	__uint(max_entries, 16384);
+} held SEC(".maps");
+
+struct pending {
+	__u64 addr;
+	__u32 mode;
+	__u32 _pad;
+};
+
+/* key: tid (u32); value: the try-lock in progress (address, mode), from
+ * its entry to its return. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct pending);
+	__uint(max_entries, 16384);
+} pending SEC(".maps");
+
+/* key: struct dl_edge_key (process, held lock, acquired lock, modes);
+ * value: struct dl_edge (first thread and stacks, acquisitions). The
+ * lock-order graph. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct dl_edge_key);
+	__type(value, struct dl_edge);
+	__uint(max_entries, 65536);
+} edges SEC(".maps");
+
+/* key: enum dl_counter; value: events (u64), per CPU. */
+PERCPU_COUNTERS(counters, DL_C_MAX);
+
+/* A zeroed held set, the initial value of a thread's entry. */
+static const struct held empty_held;
+
+/* Registers through CO-RE, so one object serves both architectures:
+ * the first argument and the return value (rdi and rax on x86-64, x0 on
+ * arm64). */
+struct pt_regs___x86 {
+	unsigned long di;
+	unsigned long ax;
+} __attribute__((preserve_access_index));
+
+struct pt_regs___arm64 {
+	__u64 regs[31];
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 arg0(void *ctx)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->di))
+		return BPF_CORE_READ((struct pt_regs___x86 *)ctx, di);
+	return BPF_CORE_READ((struct pt_regs___arm64 *)ctx, regs[0]);
+}
+
+static __always_inline long retval(void *ctx)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->ax))
+		return (long)BPF_CORE_READ((struct pt_regs___x86 *)ctx, ax);
+	return (long)BPF_CORE_READ((struct pt_regs___arm64 *)ctx, regs[0]);
+}
+
+static __always_inline bool traced(__u64 id)
+{
+	return !target_pid || (id >> 32) == target_pid;
+}
+
+/* Add the edge held -> acquired, or count it again. */
+static __always_inline void add_edge(struct held_lock *h, __u64 addr, __u32 mode, __u64 stack, __u64 id)
+{
+	struct dl_edge_key k = {.from = h->addr, .to = addr, .pid = id >> 32, .from_mode = h->mode, .to_mode = mode};
+	struct dl_edge *e = bpf_map_lookup_elem(&edges, &k);
+	if (e) {
+		__sync_fetch_and_add(&e->count, 1);
+		return;
+	}
+	struct dl_edge v = {.from_stack = h->stack, .to_stack = stack, .count = 1, .tid = (__u32)id};
+	bpf_get_current_comm(&v.comm, sizeof(v.comm));
+	/* -EEXIST: another CPU added it first; its first sighting stands. */
+	long err = bpf_map_update_elem(&edges, &k, &v, BPF_NOEXIST);
+	if (err && err != -17)
+		counter_inc(&counters, DL_C_EDGES_FULL);
+}
+
+static __always_inline void acquire(__u64 addr, __u32 mode, bool try)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	counter_inc(&counters, DL_C_ACQUIRE);
+	struct held *hs = lookup_or_init(&held, &tid, &empty_held);
+	if (!hs) {
+		counter_inc(&counters, DL_C_THREADS_FULL);
+		return;
+	}
+	__u32 n = hs->n;
+	/* The holder taking it again (a recursive mutex, a second read
+	 * lock) orders nothing. */
+	for (int i = 0; i < DL_MAX_HELD; i++) {
+		if (i >= n)
+			break;
+		if (hs->locks[i].addr == addr) {
+			hs->locks[i].depth++;
+			counter_inc(&counters, DL_C_RECURSIVE);
+			return;
+		}
+	}
+	if (n >= DL_MAX_HELD) {
+		counter_inc(&counters, DL_C_HELD_FULL);
+		return;
+	}
+	__u64 stack = unwind_user_stack();
+	if (!stack)
+		counter_inc(&counters, DL_C_STACK_FAILED);
+	if (!try) {
+		for (int i = 0; i < DL_MAX_HELD; i++) {
+			if (i >= n)
+				break;
+			add_edge(&hs->locks[i], addr, mode, stack, id);
+		}
+	}
+	struct held_lock *l = &hs->locks[n & (DL_MAX_HELD - 1)];
+	l->addr = addr;
+	l->stack = stack;
+	l->mode = mode;
+	l->depth = 1;
+	hs->n = n + 1;
+}
+
+static __always_inline void release(__u64 addr)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct held *hs = bpf_map_lookup_elem(&held, &tid);
+	if (!hs) {
+		counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
+		return;
+	}
+	__u32 n = hs->n;
+	if (n > DL_MAX_HELD)
+		return;
+	for (int i = DL_MAX_HELD - 1; i >= 0; i--) {
+		if (i >= n)
+			continue;
+		struct held_lock *l = &hs->locks[i];
+		if (l->addr != addr)
+			continue;
+		counter_inc(&counters, DL_C_RELEASE);
+		if (l->depth > 1) {
+			l->depth--;
+			return;
+		}
+		/* Order in the set does not matter: the last fills the hole. */
+		if (i != n - 1)
+			*l = hs->locks[(n - 1) & (DL_MAX_HELD - 1)];
+		hs->n = n - 1;
+		return;
+	}
+	counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
+}
+
+/* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock; the
+ * cookie is the mode. */
+SEC("uprobe")
+int uprobe_lock(void *ctx)
+{
+	if (!traced(bpf_get_current_pid_tgid()))
+		return 0;
+	acquire(arg0(ctx), (__u32)bpf_get_attach_cookie(ctx), false);
+	return 0;
+}
+
+/* Entry of a try-lock: remember what it tries until it returns. */
+SEC("uprobe")
+int uprobe_trylock(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!traced(id))
+		return 0;
+	__u32 tid = (__u32)id;
+	struct pending p = {.addr = arg0(ctx), .mode = (__u32)bpf_get_attach_cookie(ctx)};
+	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+/* Return of a try-lock: 0 means it took the lock. */
+SEC("uretprobe")
+int uretprobe_trylock(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!traced(id))
+		return 0;
+	__u32 tid = (__u32)id;
+	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return 0;
+	struct pending v = *p;
+	bpf_map_delete_elem(&pending, &tid);
+	if (retval(ctx) != 0) {
+		counter_inc(&counters, DL_C_TRY_FAILED);
+		return 0;
+	}
+	acquire(v.addr, v.mode, true);
+	return 0;
+}
+
+/* pthread_mutex_unlock, pthread_rwlock_unlock. */
+SEC("uprobe")
+int uprobe_unlock(void *ctx)
+{
+	if (!traced(bpf_get_current_pid_tgid()))
+		return 0;
+	release(arg0(ctx));
+	return 0;
+}
+
+/* A thread's end: its held set and any try-lock in flight go. */
+TP_BTF_OR_RAW(sched_process_exit, deadlock_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!traced(id))
+		return 0;
+	__u32 tid = (__u32)id;
+	bpf_map_delete_elem(&held, &tid);
+	bpf_map_delete_elem(&pending, &tid);
+	return 0;
+}
