@@ -29,9 +29,10 @@ const volatile __u32 target_pid = 0; /* 0: every process */
 
 struct held_lock {
 	__u64 addr;
-	__u64 stack; /* key in unwind_stacks, 0: none */
-	__u32 mode;  /* enum dl_mode */
-	__u32 depth; /* times taken by this thread (recursive mutexes, read locks) */
+	__u64 stack;   /* key in unwind_stacks, 0: none */
+	__u32 mode;    /* enum dl_mode */
+	__u16 depth;   /* times taken by this thread (recursive mutexes, read locks) */
+	__u16 partial; /* the stack was walked without the process's tables */
 };
 
 struct held {
@@ -112,21 +113,110 @@ static __always_inline bool traced(__u64 id)
 	return !target_pid || (id >> 32) == target_pid;
 }
 
+/* The walk, as a global function: the verifier checks it once, alone,
+ * instead of at every state the lock programs reach it in (which
+ * exceeds its budget). */
+__noinline __u64 take_stack(void)
+{
+	return unwind_user_stack();
+}
+
+/* Whether the stack just walked lacks the process's tables (see
+ * DL_PARTIAL_FROM): the walker leaves its flags in its scratch. */
+static __always_inline bool walk_partial(void)
+{
+	__u32 zero = 0;
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	return !st || (st->out.flags & (UNWIND_F_NO_MAPPING | UNWIND_F_PROC_UNKNOWN));
+}
+
 /* Add the edge held -> acquired, or count it again. */
-static __always_inline void add_edge(struct held_lock *h, __u64 addr, __u32 mode, __u64 stack, __u64 id)
+static __always_inline void add_edge(struct held_lock *h, __u64 addr, __u32 mode, __u64 stack, bool partial, __u64 id)
 {
 	struct dl_edge_key k = {.from = h->addr, .to = addr, .pid = id >> 32, .from_mode = h->mode, .to_mode = mode};
+	__u32 bits = (h->partial ? DL_PARTIAL_FROM : 0) | (partial ? DL_PARTIAL_TO : 0);
 	struct dl_edge *e = bpf_map_lookup_elem(&edges, &k);
 	if (e) {
 		__sync_fetch_and_add(&e->count, 1);
+		if (e->partial && !bits) {
+			/* Whole stacks now: they replace the first, partial ones
+			 * (two CPUs racing here both write whole stacks). */
+			e->from_stack = h->stack;
+			e->to_stack = stack;
+			e->tid = (__u32)id;
+			bpf_get_current_comm(&e->comm, sizeof(e->comm));
+			e->partial = 0;
+		}
 		return;
 	}
-	struct dl_edge v = {.from_stack = h->stack, .to_stack = stack, .count = 1, .tid = (__u32)id};
+	struct dl_edge v = {.from_stack = h->stack, .to_stack = stack, .count = 1, .tid = (__u32)id, .partial = bits};
 	bpf_get_current_comm(&v.comm, sizeof(v.comm));
 	/* -EEXIST: another CPU added it first; its first sighting stands. */
 	long err = bpf_map_update_elem(&edges, &k, &v, BPF_NOEXIST);
 	if (err && err != -17)
 		counter_inc(&counters, DL_C_EDGES_FULL);
+}
+
+struct find_args {
+	struct held *hs;
+	__u64 addr;
+	__u32 n;
+	__s32 found; /* index, -1: not held */
+};
+
+static long find_step(__u32 i, void *data)
+{
+	struct find_args *a = data;
+	if (i >= a->n)
+		return 1;
+	__u32 k = i;
+	asm volatile("" : "+r"(k));
+	if (a->hs->locks[k & (DL_MAX_HELD - 1)].addr == a->addr) {
+		a->found = k & (DL_MAX_HELD - 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* The entry of addr in the thread's held set, NULL when not held. */
+static __always_inline struct held_lock *find_held(struct held *hs, __u64 addr)
+{
+	__u32 n = hs->n;
+	if (n > DL_MAX_HELD)
+		n = DL_MAX_HELD;
+	struct find_args a = {.hs = hs, .addr = addr, .n = n, .found = -1};
+	if (n > 0)
+		bpf_loop(n, find_step, &a, 0);
+	if (a.found < 0)
+		return NULL;
+	return &hs->locks[a.found & (DL_MAX_HELD - 1)];
+}
+
+/* The arguments of edge_step, on the caller's stack. */
+struct edge_args {
+	struct held *hs;
+	__u64 addr;
+	__u64 stack;
+	__u64 id;
+	__u32 mode;
+	__u32 partial;
+	__u32 n;
+};
+
+/* bpf_loop body: the edge from held lock i to the lock acquired. A loop
+ * callback is verified once, where an inlined loop of DL_MAX_HELD edge
+ * updates would be verified along every path. */
+static long edge_step(__u32 i, void *data)
+{
+	struct edge_args *a = data;
+	if (i >= a->n)
+		return 1;
+	/* Hide i's range from the compiler, so the mask the verifier needs
+	 * as a bound stays in the code. */
+	__u32 k = i;
+	asm volatile("" : "+r"(k));
+	add_edge(&a->hs->locks[k & (DL_MAX_HELD - 1)], a->addr, a->mode, a->stack, a->partial, a->id);
+	return 0;
 }
 
 static __always_inline void acquire(__u64 addr, __u32 mode, bool try)
@@ -142,34 +232,30 @@ static __always_inline void acquire(__u64 addr, __u32 mode, bool try)
 	__u32 n = hs->n;
 	/* The holder taking it again (a recursive mutex, a second read
 	 * lock) orders nothing. */
-	for (int i = 0; i < DL_MAX_HELD; i++) {
-		if (i >= n)
-			break;
-		if (hs->locks[i].addr == addr) {
-			hs->locks[i].depth++;
-			counter_inc(&counters, DL_C_RECURSIVE);
-			return;
-		}
+	struct held_lock *again = find_held(hs, addr);
+	if (again) {
+		again->depth++;
+		counter_inc(&counters, DL_C_RECURSIVE);
+		return;
 	}
 	if (n >= DL_MAX_HELD) {
 		counter_inc(&counters, DL_C_HELD_FULL);
 		return;
 	}
-	__u64 stack = unwind_user_stack();
+	__u64 stack = take_stack();
+	bool partial = walk_partial();
 	if (!stack)
 		counter_inc(&counters, DL_C_STACK_FAILED);
-	if (!try) {
-		for (int i = 0; i < DL_MAX_HELD; i++) {
-			if (i >= n)
-				break;
-			add_edge(&hs->locks[i], addr, mode, stack, id);
-		}
+	if (!try && n > 0) {
+		struct edge_args a = {.hs = hs, .addr = addr, .stack = stack, .id = id, .mode = mode, .partial = partial, .n = n};
+		bpf_loop(n, edge_step, &a, 0);
 	}
 	struct held_lock *l = &hs->locks[n & (DL_MAX_HELD - 1)];
 	l->addr = addr;
 	l->stack = stack;
 	l->mode = mode;
 	l->depth = 1;
+	l->partial = partial;
 	hs->n = n + 1;
 }
 
@@ -181,27 +267,22 @@ static __always_inline void release(__u64 addr)
 		counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
 		return;
 	}
-	__u32 n = hs->n;
-	if (n > DL_MAX_HELD)
-		return;
-	for (int i = DL_MAX_HELD - 1; i >= 0; i--) {
-		if (i >= n)
-			continue;
-		struct held_lock *l = &hs->locks[i];
-		if (l->addr != addr)
-			continue;
-		counter_inc(&counters, DL_C_RELEASE);
-		if (l->depth > 1) {
-			l->depth--;
-			return;
-		}
-		/* Order in the set does not matter: the last fills the hole. */
-		if (i != n - 1)
-			*l = hs->locks[(n - 1) & (DL_MAX_HELD - 1)];
-		hs->n = n - 1;
+	struct held_lock *l = find_held(hs, addr);
+	if (!l) {
+		counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
 		return;
 	}
-	counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
+	counter_inc(&counters, DL_C_RELEASE);
+	if (l->depth > 1) {
+		l->depth--;
+		return;
+	}
+	/* Order in the set does not matter: the last fills the hole. */
+	__u32 n = hs->n;
+	if (n == 0)
+		return;
+	*l = hs->locks[(n - 1) & (DL_MAX_HELD - 1)];
+	hs->n = n - 1;
 }
 
 /* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock; the

@@ -33,9 +33,15 @@ struct dl_edge {
 	__u64 to_stack;   /* the same for to */
 	__u64 count;      /* acquisitions of to while from was held */
 	__u32 tid;
-	__u32 _pad;
+	__u32 partial; /* DL_PARTIAL_* bits: a stack walked before its process's tables were loaded */
 	char comm[16];
 };
+
+/* Which stacks of an edge are partial (walked by frame pointers before
+ * the unwinder had the process's tables; the caller of the lock function
+ * may be missing). A later sighting with whole stacks replaces them. */
+#define DL_PARTIAL_FROM 1
+#define DL_PARTIAL_TO 2
 
 enum dl_counter {
 	DL_C_ACQUIRE = 0,       /* acquisitions seen (successful try-locks included) */

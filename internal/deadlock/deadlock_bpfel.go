@@ -34,7 +34,7 @@ type deadlockDlEdge struct {
 	ToStack   uint64
 	Count     uint64
 	Tid       uint32
-	Pad       uint32
+	Partial   uint32
 	Comm      [16]int8
 }
 
@@ -61,11 +61,12 @@ type deadlockHeld struct {
 	N     uint32
 	Pad   uint32
 	Locks [16]struct {
-		_     structs.HostLayout
-		Addr  uint64
-		Stack uint64
-		Mode  uint32
-		Depth uint32
+		_       structs.HostLayout
+		Addr    uint64
+		Stack   uint64
+		Mode    uint32
+		Depth   uint16
+		Partial uint16
 	}
 }
 
