@@ -96,6 +96,13 @@ func NewReport(res *Result, target string) *Report {
 // maxHeld is DL_MAX_HELD in deadlock.h.
 const maxHeld = len(deadlockHeld{}.Locks)
 
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 func orEmpty(f []Frame) []Frame {
 	if f == nil {
 		return []Frame{}
@@ -125,11 +132,11 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w, "==================")
 	}
+	graph := fmt.Sprintf("%s, %s, %s", plural(r.LocksInGraph, "lock"), plural(r.EdgesInGraph, "edge"), plural(int(r.Counters.Acquisitions), "acquisition"))
 	if len(r.Inversions) == 0 {
-		fmt.Fprintf(w, "no lock-order inversions found (%d locks, %d edges, %d acquisitions)\n", r.LocksInGraph, r.EdgesInGraph, r.Counters.Acquisitions)
+		fmt.Fprintf(w, "no lock-order inversions found (%s)\n", graph)
 	} else {
-		fmt.Fprintf(w, "SUMMARY: %d lock-order inversion(s) (potential deadlock) among %d locks, %d edges, %d acquisitions\n",
-			len(r.Inversions), r.LocksInGraph, r.EdgesInGraph, r.Counters.Acquisitions)
+		fmt.Fprintf(w, "SUMMARY: %s (potential deadlock) in a graph of %s\n", plural(len(r.Inversions), "lock-order inversion"), graph)
 	}
 	c := r.Counters
 	fmt.Fprintf(w, "# %s traced in %s: %d try-locks busy, %d recursive, %d releases of locks taken before tracing\n",
