@@ -8,7 +8,9 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. cost per lock operation of sonde deadlock and of bpftrace doing the
+//     same uprobes, on a lock loop (-deadlock runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -75,6 +77,10 @@ func main() {
 		fail(fmt.Sprintf("gcc: %v %s", err, out))
 	}
 	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
+	if *onlyDeadlock {
+		deadlockCost(dir)
+		return
+	}
 	if *only002 {
 		seed002()
 		return
@@ -112,6 +118,7 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	deadlockCost(dir)
 	if *skipBig {
 		return
 	}
