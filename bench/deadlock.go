@@ -54,6 +54,15 @@ uprobe:LIBC:pthread_mutex_unlock, uprobe:LIBC:pthread_rwlock_unlock /pid == cpid
 END { clear(@edges); clear(@held); clear(@where); clear(@depth); clear(@try); }
 `
 
+// emptyScript puts the same uprobes in with nothing in them: the floor,
+// what the kernel's uprobe trap alone costs on this machine.
+const emptyScript = `
+uprobe:LIBC:pthread_mutex_lock, uprobe:LIBC:pthread_rwlock_rdlock, uprobe:LIBC:pthread_rwlock_wrlock,
+uprobe:LIBC:pthread_mutex_trylock, uprobe:LIBC:pthread_rwlock_tryrdlock, uprobe:LIBC:pthread_rwlock_trywrlock,
+uretprobe:LIBC:pthread_mutex_trylock, uretprobe:LIBC:pthread_rwlock_tryrdlock, uretprobe:LIBC:pthread_rwlock_trywrlock,
+uprobe:LIBC:pthread_mutex_unlock, uprobe:LIBC:pthread_rwlock_unlock /pid == cpid/ { }
+`
+
 // deadlockCost measures the cost per lock operation of sonde deadlock and
 // of bpftrace doing the same probes, on testdata/deadlock.c's lock loop
 // (which times itself, after its start), interleaved, medians.
@@ -71,17 +80,20 @@ func deadlockCost(dir string) {
 	if runtime.GOARCH == "arm64" {
 		libc = "/lib/aarch64-linux-gnu/libc.so.6"
 	}
-	script := filepath.Join(dir, "deadlock.bt")
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(deadlockScript, "LIBC", libc)), 0o644); err != nil {
-		fail(err.Error())
+	script, empty := filepath.Join(dir, "deadlock.bt"), filepath.Join(dir, "empty.bt")
+	for p, text := range map[string]string{script: deadlockScript, empty: emptyScript} {
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "LIBC", libc)), 0o644); err != nil {
+			fail(err.Error())
+		}
 	}
 	work := []string{bin, "bench", strconv.Itoa(*dlRounds)}
 	configs := map[string][]string{
 		"untraced":       work,
 		"sonde deadlock": append([]string{*sondeBin, "deadlock", "--json", "--"}, work...),
 		"bpftrace":       {"bpftrace", "-q", "-c", strings.Join(work, " "), script},
+		"empty uprobes":  {"bpftrace", "-q", "-c", strings.Join(work, " "), empty},
 	}
-	order := []string{"untraced", "sonde deadlock", "bpftrace"}
+	order := []string{"untraced", "empty uprobes", "sonde deadlock", "bpftrace"}
 	ns := map[string][]float64{}
 	var ops float64
 	for r := 0; r < *reps; r++ {
@@ -104,6 +116,10 @@ func deadlockCost(dir string) {
 	}
 	if per["bpftrace"] > 0 {
 		fmt.Printf("   sonde's added cost per operation / bpftrace's: %.2f (goal ≤ 1)\n", per["sonde deadlock"]/per["bpftrace"])
+	}
+	if floor := per["empty uprobes"]; per["bpftrace"] > floor {
+		fmt.Printf("   above the uprobe trap alone (%.0f ns): sonde %+.0f ns, bpftrace %+.0f ns per operation, ratio %.2f\n",
+			floor, per["sonde deadlock"]-floor, per["bpftrace"]-floor, (per["sonde deadlock"]-floor)/(per["bpftrace"]-floor))
 	}
 }
 
