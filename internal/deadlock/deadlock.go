@@ -145,10 +145,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Name: "lock-order tracing", Spec: loadDeadlock, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{deadlockVarTargetPid: uint32(pid)},
 	}
-	ld := unwind.Wire(&t, pid, func() unwind.Maps {
-		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
-			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
-	})
+	ld := unwind.Wire(&t, pid, func() unwind.Maps { return unwind.MapsOf(&maps) })
 	s, err := bpfskel.Open(t)
 	if err != nil {
 		ld.Stop()
