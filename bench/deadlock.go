@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -86,7 +90,14 @@ func deadlockCost(dir string) {
 			fail(err.Error())
 		}
 	}
-	work := []string{bin, "bench", strconv.Itoa(*dlRounds)}
+	// The loop pauses after its line, so the tracers' programs are still
+	// loaded when their run-time statistics are read.
+	work := []string{bin, "bench", strconv.Itoa(*dlRounds), "300"}
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		fail("enabling BPF run-time statistics: " + err.Error())
+	}
+	defer stats.Close()
 	configs := map[string][]string{
 		"untraced":       work,
 		"sonde deadlock": append([]string{*sondeBin, "deadlock", "--json", "--"}, work...),
@@ -95,13 +106,17 @@ func deadlockCost(dir string) {
 	}
 	order := []string{"untraced", "empty uprobes", "sonde deadlock", "bpftrace"}
 	ns := map[string][]float64{}
+	perRun := map[string][]float64{} // BPF ns per program run
 	var ops float64
 	for r := 0; r < *reps; r++ {
 		for i := range order {
 			c := order[(i+r)%len(order)]
-			o, t := lockLoop(configs[c])
-			ops = o
-			ns[c] = append(ns[c], t)
+			l := lockLoop(configs[c])
+			ops = l.ops
+			ns[c] = append(ns[c], l.ns)
+			if l.runs > 0 {
+				perRun[c] = append(perRun[c], l.bpfNs/float64(l.runs))
+			}
 		}
 		fmt.Fprintf(os.Stderr, "\rdeadlock: repetition %d/%d", r+1, *reps)
 	}
@@ -112,7 +127,14 @@ func deadlockCost(dir string) {
 	for _, c := range order {
 		t := median(ns[c])
 		per[c] = (t - base) / ops
-		fmt.Printf("   %-15s %9.1f ms  %8.0f ns per lock operation  %+7.0f ns added\n", c, t/1e6, t/ops, per[c])
+		fmt.Printf("   %-15s %9.1f ms  %8.0f ns per lock operation  %+7.0f ns added", c, t/1e6, t/ops, per[c])
+		if len(perRun[c]) > 0 {
+			fmt.Printf("  %5.0f ns in BPF per probe hit", median(perRun[c]))
+		}
+		fmt.Println()
+	}
+	if b := median(perRun["bpftrace"]); b > 0 {
+		fmt.Printf("   BPF time per probe hit, sonde / bpftrace: %.2f (goal ≤ 1)\n", median(perRun["sonde deadlock"])/b)
 	}
 	if per["bpftrace"] > 0 {
 		fmt.Printf("   sonde's added cost per operation / bpftrace's: %.2f (goal ≤ 1)\n", per["sonde deadlock"]/per["bpftrace"])
@@ -125,14 +147,78 @@ func deadlockCost(dir string) {
 
 var opsLine = regexp.MustCompile(`ops (\d+) elapsed_ns (\d+)`)
 
-// lockLoop runs args and returns the loop's lock operations and time.
-func lockLoop(args []string) (float64, float64) {
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	m := opsLine.FindSubmatch(out)
-	if err != nil || m == nil {
-		fail(fmt.Sprintf("%s: %v\n%s", strings.Join(args, " "), err, out))
+// loop is one run of the lock loop: its lock operations and time, and
+// the run count and run time of the BPF programs loaded for it.
+type loop struct {
+	ops, ns, bpfNs float64
+	runs           uint64
+}
+
+// lockLoop runs args; when the loop's line appears, it reads the
+// statistics of every BPF program loaded since the run began (the
+// tracer's, under the shared lock nobody else's).
+func lockLoop(args []string) loop {
+	first := lastProgramID()
+	cmd := exec.Command(args[0], args[1:]...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fail(err.Error())
 	}
-	ops, _ := strconv.ParseFloat(string(m[1]), 64)
-	t, _ := strconv.ParseFloat(string(m[2]), 64)
-	return ops, t
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		fail(err.Error())
+	}
+	var l loop
+	found := false
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := opsLine.FindStringSubmatch(sc.Text())
+		if m == nil || found {
+			continue
+		}
+		found = true
+		l.ops, _ = strconv.ParseFloat(m[1], 64)
+		l.ns, _ = strconv.ParseFloat(m[2], 64)
+		l.runs, l.bpfNs = programStats(first)
+	}
+	if err := cmd.Wait(); err != nil || !found {
+		fail(fmt.Sprintf("%s: %v (loop line found: %v)", strings.Join(args, " "), err, found))
+	}
+	return l
+}
+
+// lastProgramID is the highest id of a loaded BPF program (ids grow).
+func lastProgramID() ebpf.ProgramID {
+	var id ebpf.ProgramID
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return id
+		}
+		id = next
+	}
+}
+
+// programStats sums the runs and run time of the programs with ids
+// above first.
+func programStats(first ebpf.ProgramID) (uint64, float64) {
+	var runs uint64
+	var ns float64
+	for id := first; ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return runs, ns
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if st, err := p.Stats(); err == nil {
+			runs += st.RunCount
+			ns += float64(st.Runtime.Nanoseconds())
+		}
+		p.Close()
+	}
 }

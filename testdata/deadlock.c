@@ -9,8 +9,9 @@
  *   deadlock recursive  a recursive mutex re-locked by its holder, around
  *                       lock_b, by two threads
  *   deadlock trylock    thread 2 holds lock_b and only tries lock_a
- *   deadlock bench N    N nested lock_a → lock_b pairs, no sleeps; prints
- *                       "ops N elapsed_ns T" (lock operations, time)
+ *   deadlock bench N [MS]  N nested lock_a → lock_b pairs, no sleeps; prints
+ *                       "ops N elapsed_ns T" (lock operations, time), then
+ *                       waits MS milliseconds (a tracer's counts can be read)
  *
  * Each lock is taken in a function of its own (take_*), called from the
  * thread's function (first_*, second_*), so stacks show who took what.
@@ -165,6 +166,9 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			first_a_then_b(NULL);
 		printf("ops %ld elapsed_ns %lld\n", 4 * n, now_ns() - t0);
+		fflush(stdout);
+		if (argc > 3)
+			usleep(atol(argv[3]) * 1000);
 	} else {
 		fprintf(stderr, "unknown mode %s\n", mode);
 		return 2;
