@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -164,7 +165,8 @@ func lockLoop(args []string) loop {
 	if err != nil {
 		fail(err.Error())
 	}
-	cmd.Stderr = os.Stderr
+	var stderr bytes.Buffer // bpftrace warns about RLIMIT_MEMLOCK, which 6.x kernels do not use
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		fail(err.Error())
 	}
@@ -183,7 +185,7 @@ func lockLoop(args []string) loop {
 		l.runs, l.bpfNs = programStats(first)
 	}
 	if err := cmd.Wait(); err != nil || !found {
-		fail(fmt.Sprintf("%s: %v (loop line found: %v)", strings.Join(args, " "), err, found))
+		fail(fmt.Sprintf("%s: %v (loop line found: %v)\n%s", strings.Join(args, " "), err, found, stderr.String()))
 	}
 	return l
 }

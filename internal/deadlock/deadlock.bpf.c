@@ -88,10 +88,13 @@ static const struct held empty_held;
 struct pt_regs___x86 {
 	unsigned long di;
 	unsigned long ax;
+	unsigned long sp;
+	unsigned long bp;
 } __attribute__((preserve_access_index));
 
 struct pt_regs___arm64 {
 	__u64 regs[31];
+	__u64 sp;
 } __attribute__((preserve_access_index));
 
 static __always_inline __u64 arg0(void *ctx)
@@ -119,6 +122,52 @@ static __always_inline bool traced(__u64 id)
 __noinline __u64 take_stack(void)
 {
 	return unwind_user_stack();
+}
+
+/* Where a blocking lock function was entered from: the stack pointer,
+ * the return address, the caller's frame pointer and its return address.
+ * Two calls with the same four come from the same two innermost frames
+ * at the same stack addresses. */
+struct memo_key {
+	__u64 sp;
+	__u64 ret;
+	__u64 fp;
+	__u64 ret2;
+	__u32 pid;
+	__u32 _pad;
+};
+
+/* key: struct memo_key; value: the key of the stack walked there (u64,
+ * in unwind_stacks). A call from the same place reuses the walk: the
+ * table walk costs about a microsecond, a lock loop calls from the same
+ * few places millions of times. Only whole walks are kept. LRU: places
+ * not seen for long age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct memo_key);
+	__type(value, __u64);
+	__uint(max_entries, 16384);
+} memo SEC(".maps");
+
+/* The memo key of this entry; false when it cannot be read. */
+static __always_inline bool memo_key(void *ctx, struct memo_key *k)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->bp)) {
+		struct pt_regs___x86 *r = ctx;
+		k->sp = BPF_CORE_READ(r, sp);
+		k->fp = BPF_CORE_READ(r, bp);
+		if (bpf_probe_read_user(&k->ret, sizeof(k->ret), (void *)k->sp))
+			return false;
+	} else {
+		struct pt_regs___arm64 *r = ctx;
+		k->sp = BPF_CORE_READ(r, sp);
+		k->fp = BPF_CORE_READ(r, regs[29]);
+		k->ret = BPF_CORE_READ(r, regs[30]);
+	}
+	/* Without a frame pointer this reads whatever the register points
+	 * at, or fails: the key is still the same for the same place. */
+	bpf_probe_read_user(&k->ret2, sizeof(k->ret2), (void *)(k->fp + 8));
+	return true;
 }
 
 /* Whether the stack just walked lacks the process's tables (see
@@ -219,7 +268,30 @@ static long edge_step(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline void acquire(__u64 addr, __u32 mode, bool try)
+/* The stack of this acquisition: remembered for its place (memo), or
+ * walked. ctx is NULL at a try-lock's return, which walks every time. */
+static __always_inline __u64 stack_of(void *ctx, __u32 pid, bool *partial)
+{
+	struct memo_key k = {.pid = pid};
+	bool keyed = ctx && memo_key(ctx, &k);
+	if (keyed) {
+		__u64 *known = bpf_map_lookup_elem(&memo, &k);
+		if (known) {
+			*partial = false;
+			counter_inc(&counters, DL_C_STACK_REUSED);
+			return *known;
+		}
+	}
+	__u64 stack = take_stack();
+	*partial = walk_partial();
+	if (!stack)
+		counter_inc(&counters, DL_C_STACK_FAILED);
+	else if (keyed && !*partial)
+		bpf_map_update_elem(&memo, &k, &stack, BPF_ANY);
+	return stack;
+}
+
+static __always_inline void acquire(void *ctx, __u64 addr, __u32 mode, bool try)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -242,10 +314,8 @@ static __always_inline void acquire(__u64 addr, __u32 mode, bool try)
 		counter_inc(&counters, DL_C_HELD_FULL);
 		return;
 	}
-	__u64 stack = take_stack();
-	bool partial = walk_partial();
-	if (!stack)
-		counter_inc(&counters, DL_C_STACK_FAILED);
+	bool partial;
+	__u64 stack = stack_of(ctx, id >> 32, &partial);
 	if (!try && n > 0) {
 		struct edge_args a = {.hs = hs, .addr = addr, .stack = stack, .id = id, .mode = mode, .partial = partial, .n = n};
 		bpf_loop(n, edge_step, &a, 0);
@@ -292,7 +362,7 @@ int uprobe_lock(void *ctx)
 {
 	if (!traced(bpf_get_current_pid_tgid()))
 		return 0;
-	acquire(arg0(ctx), (__u32)bpf_get_attach_cookie(ctx), false);
+	acquire(ctx, arg0(ctx), (__u32)bpf_get_attach_cookie(ctx), false);
 	return 0;
 }
 
@@ -326,7 +396,7 @@ int uretprobe_trylock(void *ctx)
 		counter_inc(&counters, DL_C_TRY_FAILED);
 		return 0;
 	}
-	acquire(v.addr, v.mode, true);
+	acquire(NULL, v.addr, v.mode, true);
 	return 0;
 }
 

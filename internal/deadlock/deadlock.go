@@ -45,6 +45,7 @@ type Counters struct {
 	HeldFull        uint64 `json:"too_many_held"`
 	ThreadsFull     uint64 `json:"threads_map_full"`
 	StackFailed     uint64 `json:"stack_failures"`
+	StacksReused    uint64 `json:"stacks_reused"`
 }
 
 // Dropped is everything lost: edges or acquisitions the graph misses.
@@ -177,7 +178,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		TryFailed: c[deadlockDlCounterDL_C_TRY_FAILED], Recursive: c[deadlockDlCounterDL_C_RECURSIVE],
 		UnknownReleases: c[deadlockDlCounterDL_C_UNKNOWN_RELEASE], EdgesFull: c[deadlockDlCounterDL_C_EDGES_FULL],
 		HeldFull: c[deadlockDlCounterDL_C_HELD_FULL], ThreadsFull: c[deadlockDlCounterDL_C_THREADS_FULL],
-		StackFailed: c[deadlockDlCounterDL_C_STACK_FAILED],
+		StackFailed: c[deadlockDlCounterDL_C_STACK_FAILED], StacksReused: c[deadlockDlCounterDL_C_STACK_REUSED],
 	}
 	resolve(res, FindCycles(res.Edges), ld)
 	return res, nil

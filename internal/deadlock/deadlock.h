@@ -53,7 +53,8 @@ enum dl_counter {
 	DL_C_THREADS_FULL = 6,  /* acquisitions not tracked: the thread map was full */
 	DL_C_STACK_FAILED = 7,  /* acquisitions whose stack could not be taken */
 	DL_C_UNKNOWN_RELEASE = 8, /* releases of a lock not seen taken (taken before tracing) */
-	DL_C_MAX = 9,
+	DL_C_STACK_REUSED = 9,  /* acquisitions whose stack was the one walked at the same place before */
+	DL_C_MAX = 10,
 };
 
 #endif

@@ -25,7 +25,8 @@ const (
 	deadlockDlCounterDL_C_THREADS_FULL    deadlockDlCounter = 6
 	deadlockDlCounterDL_C_STACK_FAILED    deadlockDlCounter = 7
 	deadlockDlCounterDL_C_UNKNOWN_RELEASE deadlockDlCounter = 8
-	deadlockDlCounterDL_C_MAX             deadlockDlCounter = 9
+	deadlockDlCounterDL_C_STACK_REUSED    deadlockDlCounter = 9
+	deadlockDlCounterDL_C_MAX             deadlockDlCounter = 10
 )
 
 type deadlockDlEdge struct {
@@ -68,6 +69,16 @@ type deadlockHeld struct {
 		Depth   uint16
 		Partial uint16
 	}
+}
+
+type deadlockMemoKey struct {
+	_    structs.HostLayout
+	Sp   uint64
+	Ret  uint64
+	Fp   uint64
+	Ret2 uint64
+	Pid  uint32
+	Pad  uint32
 }
 
 type deadlockPending struct {
@@ -137,6 +148,7 @@ const (
 	deadlockMapCounters           = "counters"
 	deadlockMapEdges              = "edges"
 	deadlockMapHeld               = "held"
+	deadlockMapMemo               = "memo"
 	deadlockMapPending            = "pending"
 	deadlockMapUnwindCounters     = "unwind_counters"
 	deadlockMapUnwindNoticed      = "unwind_noticed"
@@ -231,6 +243,7 @@ type deadlockMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Edges          *ebpf.MapSpec `ebpf:"edges"`
 	Held           *ebpf.MapSpec `ebpf:"held"`
+	Memo           *ebpf.MapSpec `ebpf:"memo"`
 	Pending        *ebpf.MapSpec `ebpf:"pending"`
 	UnwindCounters *ebpf.MapSpec `ebpf:"unwind_counters"`
 	UnwindNoticed  *ebpf.MapSpec `ebpf:"unwind_noticed"`
@@ -283,6 +296,7 @@ type deadlockMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Edges          *ebpf.Map `ebpf:"edges"`
 	Held           *ebpf.Map `ebpf:"held"`
+	Memo           *ebpf.Map `ebpf:"memo"`
 	Pending        *ebpf.Map `ebpf:"pending"`
 	UnwindCounters *ebpf.Map `ebpf:"unwind_counters"`
 	UnwindNoticed  *ebpf.Map `ebpf:"unwind_noticed"`
@@ -299,6 +313,7 @@ func (m *deadlockMaps) Close() error {
 		m.Counters,
 		m.Edges,
 		m.Held,
+		m.Memo,
 		m.Pending,
 		m.UnwindCounters,
 		m.UnwindNoticed,

@@ -139,8 +139,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "SUMMARY: %s (potential deadlock) in a graph of %s\n", plural(len(r.Inversions), "lock-order inversion"), graph)
 	}
 	c := r.Counters
-	fmt.Fprintf(w, "# %s traced in %s: %d try-locks busy, %d recursive, %d releases of locks taken before tracing\n",
-		r.Binary, time.Duration(r.DurationNS).Round(time.Millisecond), c.TryFailed, c.Recursive, c.UnknownReleases)
+	fmt.Fprintf(w, "# %s traced in %s: %d try-locks busy, %d recursive, %d releases of locks taken before tracing, %d stacks reused from the same place\n",
+		r.Binary, time.Duration(r.DurationNS).Round(time.Millisecond), c.TryFailed, c.Recursive, c.UnknownReleases, c.StacksReused)
 	fmt.Fprintf(w, "# dropped: %d pairs (edge map full), %d acquisitions (over %d held), %d (thread map full); %d stacks not taken\n",
 		c.EdgesFull, c.HeldFull, maxHeld, c.ThreadsFull, c.StackFailed)
 	for _, s := range r.Warnings {

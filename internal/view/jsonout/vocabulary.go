@@ -111,6 +111,7 @@ var Vocabulary = map[string]string{
 	"recursive":        "deadlock: re-locks of a lock its thread already held (no order)",
 	"unknown_releases": "deadlock: releases of locks taken before tracing began",
 	"too_many_held":    "deadlock: acquisitions not tracked because the thread held 16 locks already",
+	"stacks_reused":    "deadlock: acquisitions whose stack was the one walked before at the same place (same two innermost frames)",
 	"threads_map_full": "deadlock: acquisitions not tracked because the per-thread map was full",
 
 	// list
