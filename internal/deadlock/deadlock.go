@@ -147,9 +147,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Consts: map[string]any{deadlockVarTargetPid: uint32(pid)},
 	}
 	ld := unwind.Wire(&t, pid, func() unwind.Maps { return unwind.MapsOf(&maps) })
-	s, err := bpfskel.Open(t)
+	s, err := ld.Open(t)
 	if err != nil {
-		ld.Stop()
 		return nil, err
 	}
 	defer s.Close()

@@ -4,6 +4,8 @@ import (
 	"reflect"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
 // MapsOf finds the walker's maps in a tool's loaded maps: a pointer to
@@ -22,4 +24,15 @@ func MapsOf(objs any) Maps {
 	}
 	return Maps{Rules: get("UnwindRules"), Rows: get("UnwindRows"), Procs: get("UnwindProcs"),
 		Stacks: get("UnwindStacks"), Counters: get("UnwindCounters"), Notices: get("UnwindNotices")}
+}
+
+// Open opens a tool wired to l (Wire): on failure l is stopped as well,
+// so the caller has only the session to close, and l to stop after it.
+func (l *Loader) Open(t bpfskel.Tool) (*bpfskel.Session, error) {
+	s, err := bpfskel.Open(t)
+	if err != nil {
+		l.Stop()
+		return nil, err
+	}
+	return s, nil
 }
