@@ -106,6 +106,9 @@ var required = []string{"pthread_mutex_lock", "pthread_mutex_unlock"}
 // Run traces until the duration passes, ctx ends, a signal arrives or the
 // command exits, then reads the graph.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Pid != 0 && len(o.Command) > 0 {
+		return nil, errors.New("trace a process or a command, not both")
+	}
 	var child *runctl.Child
 	pid := o.Pid
 	if len(o.Command) > 0 {

@@ -114,3 +114,11 @@ func bruteCycles(adj [][]int) int {
 	}
 	return count
 }
+
+// TestModesMatchTheObject: Mode's values are enum dl_mode's, the attach
+// cookies the programs read.
+func TestModesMatchTheObject(t *testing.T) {
+	if Mutex != Mode(deadlockDlModeDL_MUTEX) || Write != Mode(deadlockDlModeDL_WRITE) || Read != Mode(deadlockDlModeDL_READ) {
+		t.Errorf("modes %d %d %d, the object's %d %d %d", Mutex, Write, Read, deadlockDlModeDL_MUTEX, deadlockDlModeDL_WRITE, deadlockDlModeDL_READ)
+	}
+}
