@@ -24,6 +24,7 @@ KEEP_TYPE(struct dl_edge_key, dl_edge_key);
 KEEP_TYPE(struct dl_edge, dl_edge);
 KEEP_TYPE(enum dl_counter, dl_counter);
 KEEP_TYPE(enum dl_mode, dl_mode);
+KEEP_TYPE(enum dl_limit, dl_limit);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 

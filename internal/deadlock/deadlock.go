@@ -149,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Name: "lock-order tracing", Spec: loadDeadlock, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{deadlockVarTargetPid: uint32(pid)},
 	}
-	ld := unwind.Wire(&t, pid, func() unwind.Maps { return unwind.MapsOf(&maps) })
+	ld := unwind.Wire(&t, pid, nil)
 	s, err := ld.Open(t)
 	if err != nil {
 		return nil, err

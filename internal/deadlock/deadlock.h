@@ -7,6 +7,11 @@
  * counted (DL_C_HELD_FULL) and not tracked. */
 #define DL_MAX_HELD 16
 
+/* The same, for Go (bpf2go -type). */
+enum dl_limit {
+	DL_LIMIT_HELD = DL_MAX_HELD,
+};
+
 /* How a lock is taken: the attach cookie of each probe. A mutex and an
  * rwlock's write side are exclusive; a read lock is shared. */
 enum dl_mode {

@@ -94,7 +94,7 @@ func NewReport(res *Result, target string) *Report {
 }
 
 // maxHeld is DL_MAX_HELD in deadlock.h.
-const maxHeld = len(deadlockHeld{}.Locks)
+const maxHeld = int(deadlockDlLimitDL_LIMIT_HELD)
 
 func plural(n int, what string) string {
 	if n == 1 {
