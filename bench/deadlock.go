@@ -81,10 +81,7 @@ func deadlockCost(dir string) {
 	if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
 		fail(fmt.Sprintf("gcc: %v %s", err, out))
 	}
-	libc := "/lib/x86_64-linux-gnu/libc.so.6"
-	if runtime.GOARCH == "arm64" {
-		libc = "/lib/aarch64-linux-gnu/libc.so.6"
-	}
+	libc := systemLibc()
 	script, empty := filepath.Join(dir, "deadlock.bt"), filepath.Join(dir, "empty.bt")
 	for p, text := range map[string]string{script: deadlockScript, empty: emptyScript} {
 		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "LIBC", libc)), 0o644); err != nil {
@@ -123,7 +120,7 @@ func deadlockCost(dir string) {
 	}
 	fmt.Fprintln(os.Stderr)
 	base := median(ns["untraced"])
-	fmt.Printf("\n6. Lock-order tracing: %d rounds of lock_a → lock_b (%.0f lock operations), %d interleaved runs, medians\n", *dlRounds, ops, *reps)
+	fmt.Printf("\n7. Lock-order tracing: %d rounds of lock_a → lock_b (%.0f lock operations), %d interleaved runs, medians\n", *dlRounds, ops, *reps)
 	per := map[string]float64{}
 	for _, c := range order {
 		t := median(ns[c])
@@ -144,6 +141,32 @@ func deadlockCost(dir string) {
 		fmt.Printf("   above the uprobe trap alone (%.0f ns): sonde %+.0f ns, bpftrace %+.0f ns per operation, ratio %.2f\n",
 			floor, per["sonde deadlock"]-floor, per["bpftrace"]-floor, (per["sonde deadlock"]-floor)/(per["bpftrace"]-floor))
 	}
+}
+
+// systemLibc is where this architecture's Debian libc lives.
+func systemLibc() string {
+	if runtime.GOARCH == "arm64" {
+		return "/lib/aarch64-linux-gnu/libc.so.6"
+	}
+	return "/lib/x86_64-linux-gnu/libc.so.6"
+}
+
+// lockCostCase is deadlock's row of the cost table: both tools
+// system-wide (as every row), bpftrace with deadlockScript unfiltered,
+// on the lock loop of testdata/deadlock.c (built into dir by build).
+func lockCostCase(build func(string, ...string) string) costCase {
+	bin := build("deadlock")
+	script := strings.ReplaceAll(strings.ReplaceAll(deadlockScript, " /pid == cpid/", ""), "LIBC", systemLibc())
+	return costCase{tool: "deadlock", sonde: []string{"deadlock"}, peerName: "bpftrace locks", peer: []string{"bpftrace", "-e", script},
+		work: func() (uint64, string) {
+			out, err := exec.Command(bin, "bench", "50000").Output()
+			m := opsLine.FindSubmatch(out)
+			if err != nil || m == nil {
+				fail(fmt.Sprintf("%s bench: %v", bin, err))
+			}
+			n, _ := strconv.ParseUint(string(m[1]), 10, 64)
+			return n, "lock operations"
+		}}
 }
 
 var opsLine = regexp.MustCompile(`ops (\d+) elapsed_ns (\d+)`)

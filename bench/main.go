@@ -9,7 +9,7 @@
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
 //     page size against issue 10's targets; -flamegraph runs only this);
-//  6. cost per lock operation of sonde deadlock and of bpftrace doing the
+//  7. cost per lock operation of sonde deadlock and of bpftrace doing the
 //     same uprobes, on a lock loop (-deadlock runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
