@@ -226,24 +226,17 @@ func lastProgramID() ebpf.ProgramID {
 }
 
 // programStats sums the runs and run time of the programs with ids
-// above first.
+// above first (progStats of the cost table).
 func programStats(first ebpf.ProgramID) (uint64, float64) {
-	var runs uint64
-	var ns float64
+	var ids []uint32
 	for id := first; ; {
 		next, err := ebpf.ProgramGetNextID(id)
 		if err != nil {
-			return runs, ns
+			break
 		}
 		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue
-		}
-		if st, err := p.Stats(); err == nil {
-			runs += st.RunCount
-			ns += float64(st.Runtime.Nanoseconds())
-		}
-		p.Close()
+		ids = append(ids, uint32(id))
 	}
+	runs, rt := progStats(ids)
+	return runs, float64(rt.Nanoseconds())
 }
