@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/remote"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
@@ -31,15 +30,6 @@ func newAgentCmd() *cobra.Command {
 			return a.Serve(ctx, nil)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&c.Listen, "listen", remote.DefaultListen, "address to serve the API on (loopback unless told otherwise)")
-	f.StringVar(&c.TokenFile, "token-file", "", "file holding the token clients must send")
-	f.StringVar(&c.TLSCert, "tls-cert", "", "the agent's certificate (PEM): serve HTTPS")
-	f.StringVar(&c.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
-	f.StringVar(&c.ClientCA, "client-ca", "", "accept only clients with a certificate from this CA (PEM)")
-	f.IntVar(&c.MaxRuns, "max-runs", remote.DefaultMaxRuns, "runs at once; more are refused, not queued")
-	durationVarP(f, &c.MaxRunTime, "max-run-time", "", remote.DefaultMaxRunTime, "a run still going after this is ended")
-	f.Int64Var(&c.MaxOutput, "max-output", remote.DefaultMaxOutput, "bytes of output files one run may send back")
-	cli.AtLeast(f, 1, "max-runs")
+	c.AddFlags(cmd.Flags())
 	return cmd
 }

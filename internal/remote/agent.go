@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sonde-dev/sonde/internal/cli"
 
 	"github.com/sonde-dev/sonde/internal/probe"
 )
@@ -44,6 +47,19 @@ type AgentConfig struct {
 	// Exe is the sonde binary runs start (this one).
 	Exe string
 	Log *log.Logger
+}
+
+// AddFlags defines the agent's options.
+func (c *AgentConfig) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&c.Listen, "listen", DefaultListen, "address to serve the API on (loopback unless told otherwise)")
+	f.StringVar(&c.TokenFile, "token-file", "", "file holding the token clients must send")
+	f.StringVar(&c.TLSCert, "tls-cert", "", "the agent's certificate (PEM): serve HTTPS")
+	f.StringVar(&c.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
+	f.StringVar(&c.ClientCA, "client-ca", "", "accept only clients with a certificate from this CA (PEM)")
+	f.IntVar(&c.MaxRuns, "max-runs", DefaultMaxRuns, "runs at once; more are refused, not queued")
+	cli.DurationVarP(f, &c.MaxRunTime, "max-run-time", "", DefaultMaxRunTime, "a run still going after this is ended")
+	f.Int64Var(&c.MaxOutput, "max-output", DefaultMaxOutput, "bytes of output files one run may send back")
+	cli.AtLeast(f, 1, "max-runs")
 }
 
 // Defaults for AgentConfig's zero fields.

@@ -28,14 +28,16 @@ type flagKind int
 const (
 	flagValue  flagKind = iota + 1 // a value that names no file: numbers, filters, names
 	flagOutput                     // a file the command writes: kept in the run's directory, sent back
+	flagRefused                    // reads or sends somewhere on the target, or is the client's own
 )
 
 // flags classifies every flag of the allowed commands; a flag missing here
 // is refused, so a new flag is only offered remotely once someone decided it
-// is safe (TestEveryFlagClassified lists the ones still undecided). Flags
-// that read or send somewhere (--input, --stream) are left out on purpose.
+// is safe (TestRemoteFlagsClassified lists the ones still undecided).
 var flags = map[string]flagKind{
 	"output": flagOutput, "flamegraph": flagOutput,
+	"input": flagRefused, "stream": flagRefused, "remote": flagRefused, "token-file": flagRefused,
+	"tls-ca": flagRefused, "tls-cert": flagRefused, "tls-key": flagRefused,
 
 	"all-cpus": flagValue, "binary": flagValue, "call-graph": flagValue, "callchain": flagValue,
 	"comm": flagValue, "compare-sampled": flagValue, "count": flagValue, "cpu": flagValue,
@@ -132,8 +134,12 @@ func Validate(root *cobra.Command, args []string) (*Plan, error) {
 		if !f.Changed {
 			return
 		}
-		if kind != flagValue {
+		switch kind {
+		case flagRefused:
 			bad = fmt.Errorf("%s --%s is not offered remotely", cmd.Name(), f.Name)
+			return
+		case 0:
+			bad = fmt.Errorf("%s --%s is not offered remotely (not yet reviewed for the agent)", cmd.Name(), f.Name)
 			return
 		}
 		for _, v := range flagValues(f) {
