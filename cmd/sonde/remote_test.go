@@ -275,7 +275,7 @@ func TestRemoteAgent(t *testing.T) {
 		waitFor(t, "the run to start", func() bool { return strings.Contains(log.String(), "running funclat") })
 		waitFor(t, "the run's BPF programs", func() bool { return len(newPrograms(before)) > 0 })
 		ours := newPrograms(before)
-		c.Process.Kill()                    // ip netns exec execs sonde: this is the client
+		c.Process.Kill() // ip netns exec execs sonde: this is the client
 		c.Wait()
 		waitFor(t, "the agent to end the run", func() bool { return strings.Contains(log.String(), "funclat ended") })
 		if b, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events"); strings.Contains(string(b), "sonde") {

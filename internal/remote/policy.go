@@ -26,9 +26,9 @@ var Commands = map[string]bool{
 type flagKind int
 
 const (
-	flagValue  flagKind = iota + 1 // a value that names no file: numbers, filters, names
-	flagOutput                     // a file the command writes: kept in the run's directory, sent back
-	flagRefused                    // reads or sends somewhere on the target, or is the client's own
+	flagValue   flagKind = iota + 1 // a value that names no file: numbers, filters, names
+	flagOutput                      // a file the command writes: kept in the run's directory, sent back
+	flagRefused                     // reads or sends somewhere on the target, or is the client's own
 )
 
 // flags classifies every flag of the allowed commands; a flag missing here
