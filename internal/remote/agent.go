@@ -24,7 +24,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/continuous"
+	"github.com/sonde-dev/sonde/internal/metrics"
 
 	"github.com/sonde-dev/sonde/internal/probe"
 )
@@ -41,6 +45,11 @@ type AgentConfig struct {
 	MaxRunTime time.Duration // a run still going then is ended
 	MaxOutput  int64         // bytes of output files one run may send back
 
+	MetricsAddr   string        // serve Prometheus /metrics here
+	MetricsWindow time.Duration // windows of the windowed metric sources
+	Continuous    continuous.Options
+	ContinuousOn  bool
+
 	// NewRoot builds sonde's command tree, to validate command lines with
 	// the very flags the runs will parse.
 	NewRoot func() *cobra.Command
@@ -51,7 +60,7 @@ type AgentConfig struct {
 
 // AddFlags defines the agent's options.
 func (c *AgentConfig) AddFlags(f *pflag.FlagSet) {
-	f.StringVar(&c.Listen, "listen", DefaultListen, "address to serve the API on (loopback unless told otherwise)")
+	f.StringVar(&c.Listen, "listen", "", "address to serve the API on (default "+DefaultListen+" with --token-file or --tls-cert)")
 	f.StringVar(&c.TokenFile, "token-file", "", "file holding the token clients must send")
 	f.StringVar(&c.TLSCert, "tls-cert", "", "the agent's certificate (PEM): serve HTTPS")
 	f.StringVar(&c.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
@@ -59,7 +68,74 @@ func (c *AgentConfig) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.MaxRuns, "max-runs", DefaultMaxRuns, "runs at once; more are refused, not queued")
 	cli.DurationVarP(f, &c.MaxRunTime, "max-run-time", "", DefaultMaxRunTime, "a run still going after this is ended")
 	f.Int64Var(&c.MaxOutput, "max-output", DefaultMaxOutput, "bytes of output files one run may send back")
-	cli.AtLeast(f, 1, "max-runs")
+	f.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (docs/remote.md lists them)")
+	cli.DurationVarP(f, &c.MetricsWindow, "metrics-window", "", metrics.DefaultWindow, "how often syscount and block I/O totals are added to the metrics")
+	f.BoolVar(&c.ContinuousOn, "continuous", false, "profile on-CPU stacks system-wide without end, one profile per --every, sent to --otlp")
+	cli.DurationVarP(f, &c.Continuous.Every, "every", "", continuous.DefaultEvery, "with --continuous: the length of one profile")
+	f.StringVar(&c.Continuous.OTLP, "otlp", "", "with --continuous: the OTLP/HTTP endpoint to push profiles to (http://collector:4318)")
+	f.Uint64Var(&c.Continuous.Freq, "freq", continuous.DefaultFreq, "with --continuous: samples per second per CPU")
+	cli.AtLeast(f, 1, "max-runs", "freq")
+	cli.AtLeast(f, time.Second, "every")
+}
+
+// RunAgent serves what c asks for (the API, metrics) until ctx ends or one
+// of them fails.
+func RunAgent(ctx context.Context, c AgentConfig) error {
+	api := c.Listen != "" || c.TokenFile != "" || c.TLSCert != ""
+	if !api && c.MetricsAddr == "" && !c.ContinuousOn {
+		return cli.Usagef("nothing to do: give --token-file F (the API for sonde --remote), --metrics ADDR or --continuous")
+	}
+	if !c.ContinuousOn && c.Continuous.OTLP != "" {
+		return cli.Usagef("--otlp sends the profiles of --continuous: add --continuous")
+	}
+	var a *Agent
+	if api {
+		var err error
+		if a, err = NewAgent(c); err != nil {
+			return err
+		}
+		c.Log = a.cfg.Log
+	}
+	if c.Log == nil {
+		c.Log = log.New(os.Stderr, "sonde agent: ", log.LstdFlags)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	start := func(serve func() error) {
+		wg.Go(func() {
+			if err := serve(); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	if a != nil {
+		start(func() error { return a.Serve(ctx, nil) })
+	}
+	mo := metrics.Options{Addr: c.MetricsAddr, Window: c.MetricsWindow, Log: c.Log}
+	if c.ContinuousOn {
+		c.Continuous.Log = c.Log
+		if c.Continuous.OTLP == "" {
+			c.Continuous.OnProfile = func(p pprofile.Profiles) {
+				c.Log.Printf("continuous: %d stacks from %d processes (no --otlp: not sent)", p.SampleCount(), p.ResourceProfiles().Len())
+			}
+		}
+		prof, err := continuous.New(c.Continuous)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		mo.Extra = append(mo.Extra, prof.Collector())
+		start(func() error { return prof.Run(ctx) })
+	}
+	if c.MetricsAddr != "" {
+		start(func() error { return metrics.Serve(ctx, mo, nil) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 // Defaults for AgentConfig's zero fields.
