@@ -65,6 +65,7 @@ type Profiler struct {
 	queue [][]byte // encoded requests, oldest first
 	wake  chan struct{}
 	stats Stats
+	retry time.Duration // the first wait after a failure
 }
 
 // New checks the options.
@@ -84,7 +85,7 @@ func New(o Options) (*Profiler, error) {
 	if o.Log == nil {
 		o.Log = log.Default()
 	}
-	p := &Profiler{o: o, wake: make(chan struct{}, 1)}
+	p := &Profiler{o: o, wake: make(chan struct{}, 1), retry: time.Second}
 	if o.OTLP != "" {
 		u, err := url.Parse(o.OTLP)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -154,7 +155,7 @@ func (p *Profiler) enqueue(prof pprofile.Profiles) {
 // head and waits, doubling the wait up to a minute.
 func (p *Profiler) send(ctx context.Context) {
 	hc := &http.Client{Timeout: 30 * time.Second}
-	backoff := time.Second
+	backoff := p.retry
 	for {
 		p.mu.Lock()
 		var next []byte
@@ -180,7 +181,7 @@ func (p *Profiler) send(ctx context.Context) {
 			}
 			if err == nil {
 				p.stats.Sent++
-				backoff = time.Second
+				backoff = p.retry
 			} else {
 				p.stats.Failed++
 			}
