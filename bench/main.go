@@ -79,6 +79,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyAgent {
+		agentOverhead(dir, spin)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}
@@ -112,6 +116,7 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	agentOverhead(dir, spin)
 	if *skipBig {
 		return
 	}
