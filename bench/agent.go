@@ -84,4 +84,3 @@ func procStatus(pid int, field string) int64 {
 	}
 	return 0
 }
-

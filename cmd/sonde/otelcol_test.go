@@ -146,4 +146,3 @@ func workloadLeaves(t *testing.T, path string, pid int64) (map[string]int64, int
 	}
 	return leaves, total, res
 }
-
