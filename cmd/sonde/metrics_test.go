@@ -123,7 +123,21 @@ func TestAgentMetricsPrometheus(t *testing.T) {
 					io.Copy(&b, resp.Body)
 					resp.Body.Close()
 				}
-				t.Fatalf("no %s in Prometheus; its targets: %s", q, b.String())
+				n, _, _ := promQuery(t, promAddr, "count(sonde_comm_cpu_seconds_total)")
+				m, _ := http.Get("http://" + metricsAddr + "/metrics")
+				var mb strings.Builder
+				if m != nil {
+					io.Copy(&mb, m.Body)
+					m.Body.Close()
+				}
+				var work []string
+				for _, l := range strings.Split(mb.String(), "\n") {
+					if strings.Contains(l, "work") {
+						work = append(work, l)
+					}
+				}
+				lg, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+				t.Fatalf("no %s in Prometheus (%v comm series); its targets: %s\nagent: %q\nprometheus log: %s", q, n, b.String(), work, lg[max(0, len(lg)-3000):])
 			}
 		}
 	}
