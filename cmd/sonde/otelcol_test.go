@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
@@ -82,10 +83,13 @@ service:
 	var leaves map[string]int64
 	var total int64
 	var resource map[string]any
-	waitFor(t, "300 of the workload's samples at the collector", func() bool {
+	for end := time.Now().Add(40 * time.Second); total < 600; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			b, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
+			t.Fatalf("%d of the workload's samples at the collector after 40 s; agent log:\n%s", total, b)
+		}
 		leaves, total, resource = workloadLeaves(t, out, int64(w.Process.Pid))
-		return total >= 300
-	})
+	}
 	top, n := "", int64(0)
 	for f, v := range leaves {
 		if v > n {
