@@ -122,6 +122,9 @@ func (c *Client) Run(ctx context.Context, args []string, outputs map[string]stri
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			return 0, errInterrupted
+		}
 		return 0, fmt.Errorf("reaching the agent at %s: %w", c.Addr, unwrapURL(err))
 	}
 	defer resp.Body.Close()
@@ -133,8 +136,15 @@ func (c *Client) Run(ctx context.Context, args []string, outputs map[string]stri
 		}
 		return 0, fmt.Errorf("agent at %s refused the run: %s", c.Addr, line)
 	}
-	return render(resp.Body, outputs, stdout, stderr, c.Addr)
+	code, err := render(resp.Body, outputs, stdout, stderr, c.Addr)
+	if err != nil && ctx.Err() != nil {
+		return 0, errInterrupted
+	}
+	return code, err
 }
+
+// errInterrupted: Ctrl-C here ends the stream, which ends the run there.
+var errInterrupted = errors.New("interrupted: the agent stopped the run and kept nothing (bound remote runs with --duration)")
 
 // render reads a run's frames. Files go where outputs says, under names
 // chosen here: the wire names only the flag, never a path.
