@@ -35,7 +35,7 @@ func agentOverhead(dir, spin string) {
 		posts.Add(1)
 		bytes.Add(n)
 	}))
-	load := exec.Command(spin, strconv.Itoa(1<<40), "1")
+	load := exec.Command(spin, "1000000000000", "1") // runs until killed
 	if err := load.Start(); err != nil {
 		fail(err.Error())
 	}
