@@ -44,17 +44,13 @@ func newRoot() *cobra.Command {
 			"traces latencies and shows them as perf-style reports and flame graphs.",
 		Version: version,
 		Args:    cobra.NoArgs,
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if rc.Wanted(cmd) { // --remote: runs there, shows here
-				return rc.Forward(cmd, args)
-			}
+		PersistentPreRunE: rc.Hook(func(cmd *cobra.Command) { // --remote: runs there, shows here
 			if usesProbes[cmd.Name()] {
 				if n := probe.CleanStale(); n > 0 {
 					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
 				}
 			}
-			return nil
-		},
+		}),
 	}
 	rc.AddFlags(root.PersistentFlags())
 	root.SetVersionTemplate("sonde {{.Version}}\n")
@@ -65,7 +61,7 @@ func newRoot() *cobra.Command {
 		{"record", "Recording, counting and reports:", []*cobra.Command{newListCmd(), newRecordCmd(), newReportCmd(), newScriptCmd(),
 			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newImportCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd()}},
 		{"bpf", "Live BPF tools:", bpfCommands()},
-		{"setup", "Other commands:", []*cobra.Command{newAgentCmd(), cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
+		{"setup", "Other commands:", []*cobra.Command{remote.NewAgentCmd(newRoot), cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
 	}
 	for _, g := range groups {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})

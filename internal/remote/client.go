@@ -66,6 +66,18 @@ func (c *Client) Wanted(cmd *cobra.Command) bool {
 	return c.Addr != "" && !local[cmd.Name()]
 }
 
+// Hook is a PersistentPreRunE: commands agents run go to the agent (see
+// Wanted), the others run here after local.
+func (c *Client) Hook(local func(cmd *cobra.Command)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if c.Wanted(cmd) {
+			return c.Forward(cmd, args)
+		}
+		local(cmd)
+		return nil
+	}
+}
+
 // Forward runs cmd (already parsed here, with the flags the agent parses
 // too) on the agent: its stdout and stderr stream here, its output files
 // are written to the paths given here. The error ends sonde with the remote
