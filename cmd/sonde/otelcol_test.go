@@ -20,22 +20,10 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-func buildCollector(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "otelcol")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "otelcol")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the collector (testdata/otelcol): %v\n%s", err, b)
-	}
-	return bin
-}
-
 func TestContinuousToCollector(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	col := buildCollector(t, dir)
+	col := testutil.BuildGo(t, dir, "otelcol", "otelcol")
 	port := freePort(t, "tcp")
 	out := filepath.Join(dir, "profiles.jsonl")
 	cfg := filepath.Join(dir, "collector.yaml")

@@ -129,46 +129,48 @@ func newDict(d pprofile.ProfilesDictionary) *dict {
 }
 
 func (x *dict) str(s string) int32 {
-	if i, ok := x.strs[s]; ok {
+	return index(x.strs, s, func() int32 {
+		x.d.StringTable().Append(s)
+		return int32(x.d.StringTable().Len() - 1)
+	})
+}
+
+// index is m[k], adding the entry with add (which returns its table index)
+// on first sight.
+func index[K comparable](m map[K]int32, k K, add func() int32) int32 {
+	if i, ok := m[k]; ok {
 		return i
 	}
-	i := int32(x.d.StringTable().Len())
-	x.d.StringTable().Append(s)
-	x.strs[s] = i
+	i := add()
+	m[k] = i
 	return i
 }
 
 func (x *dict) stack(p *model.Profile, id int32) int32 {
-	if i, ok := x.stacks[id]; ok {
-		return i
-	}
-	st := x.d.StackTable().AppendEmpty()
-	for _, l := range p.Stacks[id] { // leaf first, as OTLP wants too
-		st.LocationIndices().Append(x.loc(p, l))
-	}
-	i := int32(x.d.StackTable().Len() - 1)
-	x.stacks[id] = i
-	return i
+	return index(x.stacks, id, func() int32 {
+		st := x.d.StackTable().AppendEmpty()
+		for _, l := range p.Stacks[id] { // leaf first, as OTLP wants too
+			st.LocationIndices().Append(x.loc(p, l))
+		}
+		return int32(x.d.StackTable().Len() - 1)
+	})
 }
 
 func (x *dict) loc(p *model.Profile, id int32) int32 {
-	if i, ok := x.locs[id]; ok {
-		return i
-	}
-	l := p.Locs[id]
-	loc := x.d.LocationTable().AppendEmpty()
-	loc.SetAddress(l.Addr)
-	if l.DSO >= 0 {
-		loc.SetMappingIndex(x.mapping(p, l.DSO))
-	}
-	line := loc.Lines().AppendEmpty()
-	line.SetFunctionIndex(x.function(p, l))
-	if l.File >= 0 {
-		line.SetLine(int64(l.Line))
-	}
-	i := int32(x.d.LocationTable().Len() - 1)
-	x.locs[id] = i
-	return i
+	return index(x.locs, id, func() int32 {
+		l := p.Locs[id]
+		loc := x.d.LocationTable().AppendEmpty()
+		loc.SetAddress(l.Addr)
+		if l.DSO >= 0 {
+			loc.SetMappingIndex(x.mapping(p, l.DSO))
+		}
+		line := loc.Lines().AppendEmpty()
+		line.SetFunctionIndex(x.function(p, l))
+		if l.File >= 0 {
+			line.SetLine(int64(l.Line))
+		}
+		return int32(x.d.LocationTable().Len() - 1)
+	})
 }
 
 func (x *dict) function(p *model.Profile, l model.Loc) int32 {
@@ -182,35 +184,28 @@ func (x *dict) function(p *model.Profile, l model.Loc) int32 {
 	case l.DSO >= 0: // no symbol: the frame is named by its object
 		name = "[" + baseName(p.DSOs[l.DSO].Name) + "]"
 	}
-	key := name + "\x00" + file
-	if i, ok := x.funcs[key]; ok {
-		return i
-	}
-	f := x.d.FunctionTable().AppendEmpty()
-	f.SetNameStrindex(x.str(name))
-	f.SetSystemNameStrindex(x.str(name))
-	f.SetFilenameStrindex(x.str(file))
-	i := int32(x.d.FunctionTable().Len() - 1)
-	x.funcs[key] = i
-	return i
+	return index(x.funcs, name+"\x00"+file, func() int32 {
+		f := x.d.FunctionTable().AppendEmpty()
+		f.SetNameStrindex(x.str(name))
+		f.SetSystemNameStrindex(x.str(name))
+		f.SetFilenameStrindex(x.str(file))
+		return int32(x.d.FunctionTable().Len() - 1)
+	})
 }
 
 func (x *dict) mapping(p *model.Profile, id int32) int32 {
-	if i, ok := x.dsos[id]; ok {
-		return i
-	}
-	dso := p.DSOs[id]
-	m := x.d.MappingTable().AppendEmpty()
-	m.SetFilenameStrindex(x.str(dso.Name))
-	if dso.BuildID != "" {
-		kv := x.d.AttributeTable().AppendEmpty()
-		kv.SetKeyStrindex(x.str("process.executable.build_id.gnu"))
-		kv.Value().SetStr(dso.BuildID)
-		m.AttributeIndices().Append(int32(x.d.AttributeTable().Len() - 1))
-	}
-	i := int32(x.d.MappingTable().Len() - 1)
-	x.dsos[id] = i
-	return i
+	return index(x.dsos, id, func() int32 {
+		dso := p.DSOs[id]
+		m := x.d.MappingTable().AppendEmpty()
+		m.SetFilenameStrindex(x.str(dso.Name))
+		if dso.BuildID != "" {
+			kv := x.d.AttributeTable().AppendEmpty()
+			kv.SetKeyStrindex(x.str("process.executable.build_id.gnu"))
+			kv.Value().SetStr(dso.BuildID)
+			m.AttributeIndices().Append(int32(x.d.AttributeTable().Len() - 1))
+		}
+		return int32(x.d.MappingTable().Len() - 1)
+	})
 }
 
 func baseName(s string) string {
