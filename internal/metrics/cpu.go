@@ -28,12 +28,13 @@ type cpuCollector struct {
 	byComm   map[string]uint64 // ns on CPU since the agent started
 	byCgroup map[string]uint64 // ns on CPU since the agent started
 	cgroups  map[uint32]string // pid → cgroup, for the pids last seen
+	last     map[uint32]uint64 // tid → ns on CPU counted so far
 
 	task, comm, cgroup, lost, unseen *prometheus.Desc
 }
 
 func newCPUCollector(tr *cputime.Tracer) *cpuCollector {
-	return &cpuCollector{tr: tr, byComm: map[string]uint64{}, byCgroup: map[string]uint64{}, cgroups: map[uint32]string{},
+	return &cpuCollector{tr: tr, byComm: map[string]uint64{}, byCgroup: map[string]uint64{}, cgroups: map[uint32]string{}, last: map[uint32]uint64{},
 		task: prometheus.NewDesc("sonde_task_cpu_seconds_total",
 			"Exact on-CPU time of a live task (thread) since the agent started, summed from sched_switch in the kernel.",
 			[]string{"pid", "tid", "comm"}, nil),
@@ -63,23 +64,30 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	seen := map[uint32]string{}
-	for _, u := range cputime.Diff(c.prev, cur, c.tr.CPUs()).Tasks {
-		cg, ok := c.cgroups[u.Pid]
-		if !ok {
-			cg = CgroupOfPid(u.Pid)
-		}
-		seen[u.Pid] = cg
-		addBounded(c.byComm, u.Comm, u.NS)
-		addBounded(c.byCgroup, cg, u.NS)
-	}
+	last := make(map[uint32]uint64, len(cur.Tasks))
 	for tid, t := range cur.Tasks {
 		if tid == 0 { // the idle tasks
 			continue
 		}
-		if cg, ok := c.cgroups[t.Pid]; ok {
+		// Growth of the task's total since the last scrape. The total read
+		// then included the running slice by the clock, which the kernel's
+		// accounting at the next switch may put a hair lower: never count
+		// that back (the per-CPU split would lose whole slices when a task
+		// migrates, so totals are compared, not CPUs).
+		tot, before := t.Total(), c.last[tid]
+		last[tid] = max(tot, before)
+		if tot > before {
+			cg, ok := c.cgroups[t.Pid]
+			if !ok {
+				cg = CgroupOfPid(t.Pid)
+			}
+			seen[t.Pid] = cg
+			addBounded(c.byComm, t.Comm, tot-before)
+			addBounded(c.byCgroup, cg, tot-before)
+		} else if cg, ok := c.cgroups[t.Pid]; ok {
 			seen[t.Pid] = cg
 		}
-		ch <- prometheus.MustNewConstMetric(c.task, prometheus.CounterValue, float64(t.Total())/1e9,
+		ch <- prometheus.MustNewConstMetric(c.task, prometheus.CounterValue, float64(tot)/1e9,
 			strconv.Itoa(int(t.Pid)), strconv.Itoa(int(tid)), t.Comm)
 	}
 	for k, v := range c.byComm {
@@ -91,7 +99,7 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(c.tr.Lost()))
 	ch <- prometheus.MustNewConstMetric(c.unseen, prometheus.CounterValue, float64(c.tr.Unseen()))
 	c.tr.Prune(c.prev, cur)
-	c.prev, c.cgroups = cur, seen
+	c.prev, c.cgroups, c.last = cur, seen, last
 }
 
 func addBounded(m map[string]uint64, k string, v uint64) {
