@@ -26,9 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
 	"github.com/sonde-dev/sonde/internal/metrics"
-	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/profile"
-	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
 // Options configure the continuous profiler.
@@ -52,7 +50,6 @@ const (
 	DefaultQueue = 6
 	profilesPath = "/v1development/profiles"
 	maxBackoff   = time.Minute
-	forgetEvery  = 30 // periods between symbol cache flushes
 )
 
 // Stats are the exporter's counters, also exported to Prometheus.
@@ -113,18 +110,10 @@ func (p *Profiler) Run(ctx context.Context) error {
 	}
 	periodNS := int64(time.Second) / int64(p.o.Freq)
 	cgroups := newCgroupCache()
-	// One symbolizer for every period: kallsyms and each binary are read
-	// once, not every period. JIT maps change as they run, so they are read
-	// again each period; everything is dropped now and then so that
-	// binaries gone from the machine do not stay in memory.
-	sym := symbolize.Default()
-	var n int
-	_, err := profile.Run(ctx, profile.Options{Freq: p.o.Freq, User: true, Kernel: true, Interval: p.o.Every, Symbolizer: sym,
+	_, err := profile.Run(ctx, profile.Options{Freq: p.o.Freq, User: true, Kernel: true, Interval: p.o.Every,
 		OnInterval: func(r *profile.Result) {
 			prof := Convert(r.Profile, p.o.Host, periodNS, cgroups.of)
 			cgroups.forgetUnused()
-			n++
-			sym.Forget(func(o symbolize.Object) bool { return o.Kind == model.DSOJIT || n%forgetEvery == 0 })
 			p.mu.Lock()
 			p.stats.Periods++
 			p.mu.Unlock()

@@ -21,7 +21,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
-	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
@@ -40,10 +39,6 @@ type Options struct {
 	// that interval's stacks and the counts start over.
 	Interval   time.Duration
 	OnInterval func(*Result)
-	// Symbolizer names the locations; nil opens the objects afresh for
-	// each report. A caller that reports without end (sonde agent) keeps
-	// one, so each object is read once, and forgets what it must.
-	Symbolizer *symbolize.Symbolizer
 }
 
 // Errors the BPF program counted; non-zero values mean incomplete data.
@@ -246,10 +241,6 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	if o.User && res.Stacks.Total > res.Stacks.Complete {
 		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
 	}
-	if o.Symbolizer != nil {
-		res.Profile = b.FinishWith(o.Symbolizer, meta)
-	} else {
-		res.Profile = b.Finish(meta)
-	}
+	res.Profile = b.Finish(meta)
 	return res, nil
 }
