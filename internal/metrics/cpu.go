@@ -29,12 +29,13 @@ type cpuCollector struct {
 	byCgroup map[string]uint64 // ns on CPU since the agent started
 	cgroups  map[uint32]string // pid → cgroup, for the pids last seen
 	last     map[uint32]uint64 // tid → ns on CPU counted so far
+	comms    map[uint32]string // tid → its name when it last ran
 
 	task, comm, cgroup, lost, unseen *prometheus.Desc
 }
 
 func newCPUCollector(tr *cputime.Tracer) *cpuCollector {
-	return &cpuCollector{tr: tr, byComm: map[string]uint64{}, byCgroup: map[string]uint64{}, cgroups: map[uint32]string{}, last: map[uint32]uint64{},
+	return &cpuCollector{tr: tr, byComm: map[string]uint64{}, byCgroup: map[string]uint64{}, cgroups: map[uint32]string{}, last: map[uint32]uint64{}, comms: map[uint32]string{},
 		task: prometheus.NewDesc("sonde_task_cpu_seconds_total",
 			"Exact on-CPU time of a live task (thread) since the agent started, summed from sched_switch in the kernel.",
 			[]string{"pid", "tid", "comm"}, nil),
@@ -65,6 +66,7 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	seen := map[uint32]string{}
 	last := make(map[uint32]uint64, len(cur.Tasks))
+	comms := make(map[uint32]string, len(cur.Tasks))
 	for tid, t := range cur.Tasks {
 		if tid == 0 { // the idle tasks
 			continue
@@ -76,19 +78,29 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 		// migrates, so totals are compared, not CPUs).
 		tot, before := t.Total(), c.last[tid]
 		last[tid] = max(tot, before)
+		// The kernel side keeps the name a task had on each CPU when it
+		// last left it, which for a task that exec'd can be the name from
+		// before: tasks that ran are named from /proc now.
+		comm, ok := c.comms[tid]
+		if tot > before || !ok {
+			if comm = procComm(t.Pid, tid); comm == "" {
+				comm = t.Comm
+			}
+		}
+		comms[tid] = comm
 		if tot > before {
 			cg, ok := c.cgroups[t.Pid]
 			if !ok {
 				cg = CgroupOfPid(t.Pid)
 			}
 			seen[t.Pid] = cg
-			addBounded(c.byComm, t.Comm, tot-before)
+			addBounded(c.byComm, comm, tot-before)
 			addBounded(c.byCgroup, cg, tot-before)
 		} else if cg, ok := c.cgroups[t.Pid]; ok {
 			seen[t.Pid] = cg
 		}
 		ch <- prometheus.MustNewConstMetric(c.task, prometheus.CounterValue, float64(tot)/1e9,
-			strconv.Itoa(int(t.Pid)), strconv.Itoa(int(tid)), t.Comm)
+			strconv.Itoa(int(t.Pid)), strconv.Itoa(int(tid)), comm)
 	}
 	for k, v := range c.byComm {
 		ch <- prometheus.MustNewConstMetric(c.comm, prometheus.CounterValue, float64(v)/1e9, k)
@@ -99,7 +111,7 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(c.tr.Lost()))
 	ch <- prometheus.MustNewConstMetric(c.unseen, prometheus.CounterValue, float64(c.tr.Unseen()))
 	c.tr.Prune(c.prev, cur)
-	c.prev, c.cgroups, c.last = cur, seen, last
+	c.prev, c.cgroups, c.last, c.comms = cur, seen, last, comms
 }
 
 func addBounded(m map[string]uint64, k string, v uint64) {
@@ -107,6 +119,15 @@ func addBounded(m map[string]uint64, k string, v uint64) {
 		k = "(other)"
 	}
 	m[k] += v
+}
+
+// procComm is a thread's name now, "" when it is gone.
+func procComm(pid, tid uint32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }
 
 // CgroupOfPid is the process's cgroup, "" when it is gone.
