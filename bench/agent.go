@@ -61,18 +61,6 @@ func agentOverhead(dir, spin string) {
 	fmt.Printf("   sent   %d profiles, %.1f KB each\n", posts.Load(), float64(bytes.Load())/float64(max(posts.Load(), 1))/1024)
 }
 
-// procCPU is a process's user+system time from /proc/PID/stat.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		fail(err.Error())
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-}
-
 // procStatus reads one kB field of /proc/PID/status.
 func procStatus(pid int, field string) int64 {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -83,6 +83,10 @@ func main() {
 		agentOverhead(dir, spin)
 		return
 	}
+	if *onlyCost {
+		costTable(dir)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}

@@ -18,10 +18,7 @@ func TestFunclatGoProgramUnharmed(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	bin := testutil.BuildGo(t, dir, "goprog", "goprog")
-	want, err := exec.Command(bin, "500").Output()
-	if err != nil {
-		t.Fatalf("untraced run: %v", err)
-	}
+	want := testutil.Tool(t, bin, "500")
 	calls := map[string]uint64{}
 	for _, f := range strings.Fields(string(want)) {
 		if k, v, ok := strings.Cut(f, "="); ok && k != "checksum" {
