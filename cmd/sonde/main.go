@@ -61,7 +61,7 @@ func newRoot() *cobra.Command {
 		{"record", "Recording, counting and reports:", []*cobra.Command{newListCmd(), newRecordCmd(), newReportCmd(), newScriptCmd(),
 			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newImportCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd()}},
 		{"bpf", "Live BPF tools:", bpfCommands()},
-		{"setup", "Other commands:", []*cobra.Command{remote.NewAgentCmd(newRoot), cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
+		{"setup", "Other commands:", []*cobra.Command{newAgentCmd(), cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
 	}
 	for _, g := range groups {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})

@@ -1,17 +1,16 @@
-package remote
+package main
 
 import (
 	"context"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/remote"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
-// NewAgentCmd is `sonde agent`; newRoot builds the command tree runs are
-// checked against.
-func NewAgentCmd(newRoot func() *cobra.Command) *cobra.Command {
-	var c AgentConfig
+func newAgentCmd() *cobra.Command {
+	var c remote.AgentConfig
 	cmd := &cobra.Command{
 		Use:   "agent [--listen ADDR] (--token-file F | --tls-cert C --tls-key K [--client-ca CA]) [--metrics ADDR] [--continuous [--every 10s] [--otlp URL]]",
 		Short: "serve sonde --remote to workstations, Prometheus metrics, continuous OTLP profiles",
@@ -23,10 +22,10 @@ func NewAgentCmd(newRoot func() *cobra.Command) *cobra.Command {
 			"  sonde agent --metrics :9464 --continuous --otlp http://collector:4318",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c.NewRoot = newRoot
+			c.NewRoot = newRoot // remote command lines are checked against this very tree
 			ctx, stop := runctl.WithSignals(context.Background())
 			defer stop()
-			return RunAgent(ctx, c)
+			return remote.RunAgent(ctx, c)
 		},
 	}
 	c.AddFlags(cmd.Flags())
