@@ -87,6 +87,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyAgent {
+		agentOverhead(dir, spin)
+		return
+	}
 	if *onlyCost {
 		costTable(dir)
 		return
@@ -126,6 +130,7 @@ func main() {
 	flameScale(dir)
 	costTable(dir)
 	deadlockCost(dir)
+	agentOverhead(dir, spin)
 	if *skipBig {
 		return
 	}
