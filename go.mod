@@ -10,6 +10,7 @@ require (
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/evanw/esbuild v0.28.2
 	github.com/gdamore/tcell/v2 v2.13.10
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

@@ -1,0 +1,88 @@
+// sonde's web view: a header naming the recording, tabs for the views, a
+// filter bar, and the chosen view; all of it follows the URL hash.
+
+import { h, clear, fmtCount, fmtNS } from "./dom.js";
+import { get, isExport } from "./api.js";
+import * as state from "./state.js";
+import * as views from "./views.js";
+
+const tabs = [
+  ["flame", "flame graph"], ["icicle", "icicle"], ["top", "top"], ["sandwich", "sandwich"], ["time", "time"],
+  ["source", "source"], ["diff", "diff"], ["hist", "histograms"], ["fields", "fields"],
+];
+
+let meta = null;
+
+function header(s) {
+  const bar = clear(document.getElementById("bar"));
+  const inp = meta.inputs[Number(s.f)] || meta.inputs[0];
+  const sel = h("select", { id: "input", onchange: (e) => state.set({ f: e.target.value, z: "" }) },
+    meta.inputs.map((x, i) => h("option", { value: String(i), selected: String(i) === s.f }, x.name)));
+  bar.append(h("strong", {}, "sonde"), " ", sel, " ",
+    h("span", { class: "meta" }, `${inp.event || "samples"}, ${fmtCount(inp.samples)} samples over ${fmtNS(inp.duration_ns)}` +
+      (inp.target ? `, ${inp.target}` : "") + (inp.hostname ? ` on ${inp.hostname}` : "") + (isExport ? " (export: unfiltered views only)" : "")));
+}
+
+function tabBar(s) {
+  const nav = clear(document.getElementById("tabs"));
+  for (const [v, label] of tabs) {
+    nav.append(h("button", { class: "tab" + (v === s.v ? " on" : ""), dataset: { view: v }, onclick: () => state.set({ v }) }, label));
+  }
+}
+
+function filterBar(s) {
+  const box = clear(document.getElementById("filters"));
+  const inp = meta.inputs[Number(s.f)] || meta.inputs[0];
+  const text = (key, label, hint) => h("label", {}, label, h("input", {
+    type: "text", name: key, value: s[key] || "", placeholder: hint, size: 10,
+    onchange: (e) => state.set({ [key]: e.target.value.trim(), z: "" }),
+  }));
+  const choose = (key, label, opts) => h("label", {}, label, h("select", { name: key, onchange: (e) => state.set({ [key]: e.target.value, z: "" }) },
+    opts.map(([v, t]) => h("option", { value: v, selected: (s[key] || "") === v }, t))));
+  box.append(
+    text("comm", "comm ", "a,b"), text("pid", "pid ", "1,2"), text("tid", "tid ", ""), text("cpu", "cpu ", "0,1"),
+    choose("event", "event ", [["", "all"], ...inp.events.map((e) => [e, e])]),
+    choose("frames", "frames ", [["", "all"], ["user", "user"], ["kernel", "kernel"]]),
+    text("focus", "focus ", "function"), text("merge", "merge ", "f,g"),
+    choose("hide", "hide library ", [["", "none"], ...inp.dsos.map((d) => [d, d])]),
+  );
+  if (s.t1) {
+    box.append(h("span", { class: "chip", id: "timerange" }, `time ${fmtNS(Number(s.t0))} – ${fmtNS(Number(s.t1))} `,
+      h("button", { onclick: () => state.set({ t0: "", t1: "" }) }, "×")));
+  }
+}
+
+let seq = 0;
+
+async function render() {
+  const s = state.read();
+  const my = ++seq;
+  if (!meta) meta = await get("meta", {});
+  header(s);
+  tabBar(s);
+  filterBar(s);
+  const main = h("main", { id: "main" });
+  try {
+    switch (s.v) {
+      case "icicle": await views.flame(main, s, meta, true); break;
+      case "top": await views.top(main, s); break;
+      case "sandwich": await views.sandwich(main, s); break;
+      case "time": await views.time(main, s, meta); break;
+      case "source": await views.source(main, s); break;
+      case "diff": await views.diff(main, s, meta); break;
+      case "hist": await views.hist(main, s); break;
+      case "fields": await views.fields(main, s); break;
+      default: await views.flame(main, s, meta, false);
+    }
+  } catch (e) {
+    main.append(h("p", { class: "error" }, String(e.message || e)));
+  }
+  if (my !== seq) return; // a newer render owns the page
+  document.getElementById("main").replaceWith(main);
+  // Canvases size themselves from their parent: draw again once placed.
+  window.dispatchEvent(new Event("resize"));
+  document.body.dataset.ready = String(my);
+}
+
+window.addEventListener("hashchange", render);
+render();
