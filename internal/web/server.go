@@ -243,11 +243,10 @@ func (s *Server) view(name string, q url.Values) (any, error) {
 	case "source":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		d, err := in.source(f, q.Get("fn"))
-		if err != nil {
-			return nil, badRequest{err}
+		if q.Get("fn") == "" {
+			return nil, badRequest{errors.New("source needs fn")}
 		}
-		return d, nil
+		return in.source(f, q.Get("fn")), nil
 	case "diff":
 		base, err := s.input(q, "base")
 		if err != nil {

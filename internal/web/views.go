@@ -101,12 +101,14 @@ type SourceDoc struct {
 	annotate.Func
 	File   string       `json:"file,omitempty"`
 	Source []SourceLine `json:"source,omitempty"`
+	// Reason says why there is nothing to show (no code for the function).
+	Reason string `json:"reason,omitempty"`
 }
 
 // maxSourceBytes bounds the source file read for the panel.
 const maxSourceBytes = 8 << 20
 
-func (in *input) source(f *filter, fn string) (*SourceDoc, error) {
+func (in *input) source(f *filter, fn string) *SourceDoc {
 	// annotate aggregates the groups it is given: hand it the selection.
 	g := model.Grouper{}
 	in.eachSample(f, false, func(s *model.Sample) {
@@ -125,7 +127,7 @@ func (in *input) source(f *filter, fn string) (*SourceDoc, error) {
 	sel.Files = append([]string(nil), in.p.Files...) // annotate may append the binary's files
 	funcs, err := annotate.Build(&sel, annotate.Options{Symbol: fn})
 	if err != nil {
-		return nil, err
+		return &SourceDoc{Func: annotate.Func{Name: fn}, Reason: err.Error()}
 	}
 	d := &SourceDoc{Func: funcs[0]}
 	lines := map[int]uint64{}
@@ -151,7 +153,7 @@ func (in *input) source(f *filter, fn string) (*SourceDoc, error) {
 		hi = max(hi, i.Line)
 	}
 	if d.File == "" {
-		return d, nil
+		return d
 	}
 	text := readLines(d.File, max(lo-3, 1), hi+2)
 	for n := max(lo-3, 1); n <= hi+2; n++ {
@@ -165,7 +167,7 @@ func (in *input) source(f *filter, fn string) (*SourceDoc, error) {
 		}
 		d.Source = append(d.Source, sl)
 	}
-	return d, nil
+	return d
 }
 
 // readLines reads lines lo..hi of a source file the recording names, when

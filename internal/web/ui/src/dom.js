@@ -48,3 +48,20 @@ export function fmtNS(ns) {
 export function fmtWeight(v, unit) {
   return unit === "ns" ? fmtNS(v) : fmtCount(v);
 }
+
+// Views draw their canvases once the page holds them (sizes come from the
+// layout) and again when the window changes size: onLayout registers a
+// drawing for the view being built, layout runs them.
+let layouts = [];
+
+export function onLayout(fn) {
+  layouts.push(fn);
+}
+
+export function resetLayout() {
+  layouts = [];
+}
+
+export function layout() {
+  for (const fn of layouts) fn();
+}

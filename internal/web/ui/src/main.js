@@ -1,7 +1,7 @@
 // sonde's web view: a header naming the recording, tabs for the views, a
 // filter bar, and the chosen view; all of it follows the URL hash.
 
-import { h, clear, fmtCount, fmtNS } from "./dom.js";
+import { h, clear, fmtCount, fmtNS, layout, resetLayout } from "./dom.js";
 import { get, isExport } from "./api.js";
 import * as state from "./state.js";
 import * as views from "./views.js";
@@ -62,6 +62,7 @@ async function render() {
   tabBar(s);
   filterBar(s);
   const main = h("main", { id: "main" });
+  resetLayout();
   try {
     switch (s.v) {
       case "icicle": await views.flame(main, s, meta, true); break;
@@ -79,10 +80,10 @@ async function render() {
   }
   if (my !== seq) return; // a newer render owns the page
   document.getElementById("main").replaceWith(main);
-  // Canvases size themselves from their parent: draw again once placed.
-  window.dispatchEvent(new Event("resize"));
-  document.body.dataset.ready = String(my);
+  layout(); // canvases size themselves from the placed page
+  document.body.dataset.ready = location.hash;
 }
 
 window.addEventListener("hashchange", render);
+window.addEventListener("resize", layout);
 render();

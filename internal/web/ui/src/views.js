@@ -1,6 +1,6 @@
 // The views: each renders the shared selection (state.filters) into main.
 
-import { h, clear, fmtCount, fmtPct, fmtNS, fmtWeight } from "./dom.js";
+import { h, clear, fmtCount, fmtPct, fmtNS, onLayout } from "./dom.js";
 import { get } from "./api.js";
 import * as state from "./state.js";
 import { Flame } from "./flame.js";
@@ -43,8 +43,8 @@ function graphView(main, doc, s, opts) {
     state.set({ q: search.value }, true);
   };
   search.addEventListener("input", doSearch);
-  if (s.q) doSearch(); else fl.draw();
-  window.addEventListener("resize", () => fl.draw());
+  if (s.q) doSearch();
+  onLayout(() => fl.draw());
   return fl;
 }
 
@@ -125,7 +125,7 @@ export async function sandwich(main, s) {
   for (const [wrap, d, inverted, role] of [[up, doc.callers, false, "callers"], [down, doc.callees, true, "callees"]]) {
     const fl = new Flame(d, { inverted, role, tip: tip() });
     wrap.append(fl.canvas);
-    fl.draw();
+    onLayout(() => fl.draw());
   }
 }
 
@@ -143,10 +143,11 @@ export async function time(main, s, meta) {
   for (const l of doc.lanes) for (const v of l.counts) max = Math.max(max, v);
   for (const l of doc.lanes) labels.append(h("div", { class: "lanelabel", title: `${l.comm} pid ${l.pid} tid ${l.tid}` }, `${l.comm} ${l.tid}`));
   const dur = doc.duration_ns;
+  let w = 200;
+  const H = doc.lanes.length * LANE + 20;
   const draw = (sel) => {
-    const w = Math.max(200, box.clientWidth - LABEL - 8), H = doc.lanes.length * LANE + 20;
-    c.width = w; c.height = H; c.style.width = w + "px"; c.style.height = H + "px";
     const g = c.getContext("2d");
+    g.clearRect(0, 0, w, H);
     const bw = w / doc.bins;
     doc.lanes.forEach((l, k) => {
       l.counts.forEach((v, b) => {
@@ -164,7 +165,11 @@ export async function time(main, s, meta) {
     }
   };
   const cur = s.t1 ? [Number(s.t0) / dur, Number(s.t1) / dur] : null;
-  draw(cur);
+  onLayout(() => {
+    w = Math.max(200, box.clientWidth - LABEL - 8);
+    c.width = w; c.height = H; c.style.width = w + "px"; c.style.height = H + "px";
+    draw(cur);
+  });
   let start = null;
   const frac = (e) => Math.min(1, Math.max(0, (e.clientX - c.getBoundingClientRect().left) / c.clientWidth));
   c.addEventListener("mousedown", (e) => { start = frac(e); });
@@ -182,6 +187,7 @@ export async function time(main, s, meta) {
 export async function source(main, s) {
   if (!s.fn) { main.append(h("p", { class: "note" }, "Pick a function (the src button in the top table).")); return; }
   const d = await get("source", Object.assign(state.filters(s), { fn: s.fn }));
+  if (d.reason) { main.append(h("p", { class: "note" }, d.reason)); return; }
   main.append(h("h2", {}, h("span", { class: "fname" }, d.function), ` in ${d.dso}: ${fmtCount(d.samples)} samples`));
   if (d.source && d.source.length) {
     const hottest = d.hot_lines && d.hot_lines.length ? d.hot_lines[0].line : -1;
