@@ -179,6 +179,15 @@ func (b *browser) frame(graph, name string) frameRect {
 	return frameRect{}
 }
 
+// clickFrame scrolls a frame into view and clicks its middle.
+func (b *browser) clickFrame(graph, name string) {
+	b.t.Helper()
+	f := b.frame(graph, name)
+	eval[int](b, fmt.Sprintf(`window.scrollBy(0, %f - window.innerHeight / 2), 0`, f.Y))
+	f = b.frame(graph, name)
+	b.click(f.X+f.W/2, f.Y+f.H/2)
+}
+
 func (b *browser) click(x, y float64) {
 	b.t.Helper()
 	b.do("clicking", chromedp.MouseClickXY(x, y))

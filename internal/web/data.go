@@ -22,11 +22,12 @@ const (
 // input is one served recording with the lookups every request needs,
 // computed once: a frame's name, kind and object per location.
 type input struct {
-	name   string // base name of the file: the UI never sees a path
-	p      *model.Profile
-	groups []model.SampleGroup // samples by (thread, stack, cpu, event)
-	tmin   uint64              // first and last sample time
-	tmax   uint64
+	name    string // base name of the file: the UI never sees a path
+	p       *model.Profile
+	groups  []model.SampleGroup // samples by (thread, stack, cpu, event)
+	samples []sample            // in the recorded order
+	tmin    uint64              // first and last sample time
+	tmax    uint64
 
 	syms     []string // interned frame and process names
 	symKind  []uint8
@@ -37,8 +38,13 @@ type input struct {
 	commSym  []int32 // per thread
 }
 
+// sample is a recorded sample. The server keeps the model's own: a
+// compact copy would halve their memory once loaded, but both would live
+// while copying, and that peak is the server's largest.
+type sample = model.Sample
+
 func newInput(name string, p *model.Profile) *input {
-	in := &input{name: name, p: p, groups: p.SampleGroups(), symIndex: map[string]int32{}}
+	in := &input{name: name, p: p, groups: p.SampleGroups(), samples: p.Samples, symIndex: map[string]int32{}}
 	in.tmin, in.tmax = math.MaxUint64, 0
 	for i := range p.Samples {
 		t := p.Samples[i].Time
@@ -196,7 +202,7 @@ func (in *input) each(f *filter, ignoreTime bool, fn func(thread, stack int32, c
 	keep := func(thread int32, cpu uint32, event uint16) bool {
 		return ok[thread] && (f.cpus == nil || f.cpus[int64(cpu)]) && (ev < 0 || int(event) == ev)
 	}
-	if !f.hasTime || ignoreTime || len(in.p.Samples) == 0 {
+	if !f.hasTime || ignoreTime || len(in.samples) == 0 {
 		for i := range in.groups {
 			g := &in.groups[i]
 			if keep(g.Thread, g.CPU, g.Event) {
@@ -206,8 +212,8 @@ func (in *input) each(f *filter, ignoreTime bool, fn func(thread, stack int32, c
 		return
 	}
 	lo, hi := in.tmin+f.t0, in.tmin+f.t1
-	for i := range in.p.Samples {
-		s := &in.p.Samples[i]
+	for i := range in.samples {
+		s := &in.samples[i]
 		if s.Time >= lo && s.Time < hi && keep(s.Thread, s.CPU, s.Event) {
 			fn(s.Thread, s.Stack, 1, s.Period)
 		}
@@ -245,13 +251,34 @@ func (in *input) path(f *filter, thread, stack int32, buf []int32) ([]int32, boo
 	return buf, true
 }
 
-// paths calls fn with every selected sample's transformed path.
-func (in *input) paths(f *filter, fn func(path []int32, thread int32, count, period uint64)) {
-	var buf []int32
+// paths calls fn with the transformed path of the selected samples, once
+// per (process name, stack): a path depends on nothing else, and groups
+// differing only in thread, CPU or event would walk the same frames again.
+func (in *input) paths(f *filter, fn func(path []int32, count, period uint64)) {
+	type key struct{ comm, stack int32 }
+	type weight struct {
+		thread        int32
+		count, period uint64
+	}
+	agg := map[key]*weight{}
+	var keys []key
 	in.each(f, false, func(thread, stack int32, count, period uint64) {
-		var ok bool
-		if buf, ok = in.path(f, thread, stack, buf); ok {
-			fn(buf, thread, count, period)
+		k := key{in.commSym[thread], stack}
+		w := agg[k]
+		if w == nil {
+			w = &weight{thread: thread}
+			agg[k] = w
+			keys = append(keys, k)
 		}
+		w.count += count
+		w.period += period
 	})
+	var buf []int32
+	for _, k := range keys {
+		w := agg[k]
+		var ok bool
+		if buf, ok = in.path(f, w.thread, k.stack, buf); ok {
+			fn(buf, w.count, w.period)
+		}
+	}
 }

@@ -29,7 +29,7 @@ func TestPageSynthetic(t *testing.T) {
 	if w.W > full*0.95 {
 		t.Fatalf("work is already %0.f of %0.f px wide", w.W, full)
 	}
-	b.click(w.X+w.W/2, w.Y+w.H/2)
+	b.clickFrame("flame", "work")
 	if z := b.frame("flame", "work"); !near(z.W, full, 1) {
 		t.Errorf("after a click work is %.1f px wide, want %.1f", z.W, full)
 	}
@@ -142,8 +142,7 @@ func TestExportOffline(t *testing.T) {
 	}
 	b := newBrowser(t, "file://")
 	b.open("file://" + path + "#v=flame&f=0")
-	w := b.frame("flame", "work")
-	b.click(w.X+w.W/2, w.Y+w.H/2)
+	b.clickFrame("flame", "work")
 	if z := b.frame("flame", "work"); !near(z.W, b.frame("flame", "all").W, 1) {
 		t.Errorf("export: zoom gave work %.1f px", z.W)
 	}

@@ -74,8 +74,7 @@ func TestPageRecorded(t *testing.T) {
 	}
 	// A click on phase_a zooms it to the full width.
 	full := b.frame("flame", "all").W
-	a := b.frame("flame", "phase_a")
-	b.click(a.X+a.W/2, a.Y+a.H/2)
+	b.clickFrame("flame", "phase_a")
 	if z := b.frame("flame", "phase_a"); !near(z.W, full, 1) {
 		t.Errorf("after a click phase_a is %.1f px wide, want %.1f", z.W, full)
 	}

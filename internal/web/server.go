@@ -24,6 +24,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +72,7 @@ func Load(paths []string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
+		debug.FreeOSMemory() // the loader's buffers are garbage now
 		names = append(names, filepath.Base(path))
 		profs = append(profs, p)
 	}
@@ -100,10 +103,21 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	if len(paths) == 0 {
 		paths = []string{"sonde.data"}
 	}
+	// The server keeps the models and builds each answer afresh: collect
+	// garbage early so it holds little beyond them (the loader's buffers,
+	// a big tree's arrays), and give back what loading took. The models
+	// dwarf every answer, so a low GC target costs little time.
+	debug.SetGCPercent(10)
 	s, err := Load(paths)
 	if err != nil {
 		return err
 	}
+	debug.FreeOSMemory()
+	// A soft limit makes the runtime hand freed pages back soon, so an
+	// answer's transient arrays do not stay in the resident set.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.SetMemoryLimit(int64(ms.HeapAlloc)*5/4 + 8<<20)
 	if o.Export != "" {
 		return s.ExportFile(o.Export)
 	}

@@ -3,91 +3,146 @@ package web
 import (
 	"slices"
 	"sort"
-	"strings"
+	"strconv"
 )
 
 // tree is the merged call tree of a selection: node 0 is the root, every
-// other node one frame under its parent. Arrays rather than node structs:
-// a big profile has millions of nodes.
+// other node one frame under its parent. Arrays rather than node structs,
+// children as first-child/next-sibling links, and a map only for nodes
+// with many children: a big profile has hundreds of thousands of nodes,
+// and the answer should cost a fraction of the model's memory.
 type tree struct {
 	in     *input
 	sym    []int32
 	parent []int32
+	first  []int32 // first child, -1 for none
+	next   []int32 // next sibling, -1 for none
+	nkids  []uint8  // children, counted up to wideAt
 	period []uint64 // weight of the node and all below it
-	count  []uint64 // samples of the node and all below it
+	count  []uint32 // samples of the node and all below it
 	self   []uint64 // weight of stacks ending here
-	kids   map[uint64]int32
+	wide   map[uint64]int32
 }
+
+// wideAt children make a node's children found through the map.
+const wideAt = 8
 
 func newTree(in *input, root int32) *tree {
-	return &tree{in: in, sym: []int32{root}, parent: []int32{-1}, period: []uint64{0}, count: []uint64{0}, self: []uint64{0}, kids: map[uint64]int32{}}
+	return &tree{in: in, sym: []int32{root}, parent: []int32{-1}, first: []int32{-1}, next: []int32{-1}, nkids: []uint8{0},
+		period: []uint64{0}, count: []uint32{0}, self: []uint64{0}, wide: map[uint64]int32{}}
 }
 
-func (t *tree) child(n int32, s int32) (int32, bool) {
-	c, ok := t.kids[uint64(n)<<32|uint64(uint32(s))]
-	return c, ok
+func wideKey(n, s int32) uint64 { return uint64(n)<<32 | uint64(uint32(s)) }
+
+func (t *tree) child(n, s int32) (int32, bool) {
+	if t.nkids[n] >= wideAt {
+		c, ok := t.wide[wideKey(n, s)]
+		return c, ok
+	}
+	for c := t.first[n]; c >= 0; c = t.next[c] {
+		if t.sym[c] == s {
+			return c, true
+		}
+	}
+	return -1, false
 }
 
 func (t *tree) add(path []int32, count, period uint64) {
 	n := int32(0)
 	t.period[0] += period
-	t.count[0] += count
+	t.count[0] += uint32(count)
 	for _, s := range path {
-		key := uint64(n)<<32 | uint64(uint32(s))
-		c, ok := t.kids[key]
+		c, ok := t.child(n, s)
 		if !ok {
 			c = int32(len(t.sym))
-			t.kids[key] = c
 			t.sym = append(t.sym, s)
 			t.parent = append(t.parent, n)
+			t.first = append(t.first, -1)
+			t.next = append(t.next, t.first[n])
+			t.nkids = append(t.nkids, 0)
 			t.period = append(t.period, 0)
 			t.count = append(t.count, 0)
 			t.self = append(t.self, 0)
+			t.first[n] = c
+			switch {
+			case t.nkids[n] < wideAt-1:
+				t.nkids[n]++
+			case t.nkids[n] == wideAt-1:
+				t.nkids[n]++
+				for k := t.first[n]; k >= 0; k = t.next[k] {
+					t.wide[wideKey(n, t.sym[k])] = k
+				}
+			default:
+				t.wide[wideKey(n, s)] = c
+			}
 		}
 		n = c
 		t.period[n] += period
-		t.count[n] += count
+		t.count[n] += uint32(count)
 	}
 	t.self[n] += period
 }
 
 // maxNodes is the most nodes a tree sends; beyond it the narrowest frames
-// are left out (their weight stays in their parents' totals).
-const maxNodes = 200000
+// are left out (their weight stays in their parents' totals; focusing on a
+// function sends its subtree whole). 60,000 frames keep a million-sample
+// recording's first paint under a second; at full width the frames left
+// out are far narrower than a pixel.
+const maxNodes = 60000
 
 // TreeDoc is a call tree as the UI draws it: nodes in preorder, each
 // [name index, kind, depth, period, samples, self period]; children sorted
 // by name. Period is the weight the views size frames by: samples' event
 // counts, or nanoseconds (Unit "ns") for blocked time.
 type TreeDoc struct {
-	Names       []string    `json:"names"`
-	Nodes       [][6]uint64 `json:"nodes"`
-	TotalPeriod uint64      `json:"total_period"`
-	Samples     uint64      `json:"samples"`
-	Unit        string      `json:"unit,omitempty"`
-	Omitted     int         `json:"omitted,omitempty"` // nodes left out under maxNodes
-	Delta       []float64   `json:"delta_percent,omitempty"`
-	Function    string      `json:"function,omitempty"`
-	order       []int32     // tree node of each doc node
+	Names       []string  `json:"names"`
+	Nodes       nodeList  `json:"nodes"`
+	TotalPeriod uint64    `json:"total_period"`
+	Samples     uint64    `json:"samples"`
+	Unit        string    `json:"unit,omitempty"`
+	Omitted     int       `json:"omitted,omitempty"` // nodes left out under maxNodes
+	Delta       []float64 `json:"delta_percent,omitempty"`
+	Function    string    `json:"function,omitempty"`
+	order       []int32   // tree node of each doc node
+}
+
+// nodeList is written by hand: encoding/json's reflection takes most of a
+// big tree's answer time.
+type nodeList [][6]uint64
+
+func (l nodeList) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 32*len(l)+2)
+	b = append(b, '[')
+	for i, n := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		for j, v := range n {
+			if j == 0 {
+				b = append(b, '[')
+			} else {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, v, 10)
+		}
+		b = append(b, ']')
+	}
+	return append(b, ']'), nil
 }
 
 // doc encodes t; rootName names node 0.
 func (t *tree) doc(rootName string) *TreeDoc {
-	d := &TreeDoc{TotalPeriod: t.period[0], Samples: t.count[0], Unit: t.in.p.Meta.Unit}
+	d := &TreeDoc{TotalPeriod: t.period[0], Samples: uint64(t.count[0]), Unit: t.in.p.Meta.Unit}
 	var floor uint64
 	if len(t.sym) > maxNodes {
 		vals := slices.Clone(t.period)
 		slices.Sort(vals)
 		floor = vals[len(vals)-maxNodes] + 1
 	}
-	kids := make([][]int32, len(t.sym))
 	for i := 1; i < len(t.sym); i++ {
 		if t.period[i] < floor {
 			d.Omitted++
-			continue
 		}
-		p := t.parent[i]
-		kids[p] = append(kids[p], int32(i))
 	}
 	names := map[int32]uint64{}
 	name := func(n int32) uint64 {
@@ -109,6 +164,7 @@ func (t *tree) doc(rootName string) *TreeDoc {
 	}
 	type item struct{ n, depth int32 }
 	stack := []item{{0, 0}}
+	var k []int32
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -117,9 +173,14 @@ func (t *tree) doc(rootName string) *TreeDoc {
 		if n > 0 {
 			kind = uint64(t.in.symKind[t.sym[n]])
 		}
-		d.Nodes = append(d.Nodes, [6]uint64{name(n), kind, uint64(it.depth), t.period[n], t.count[n], t.self[n]})
+		d.Nodes = append(d.Nodes, [6]uint64{name(n), kind, uint64(it.depth), t.period[n], uint64(t.count[n]), t.self[n]})
 		d.order = append(d.order, n)
-		k := kids[n]
+		k = k[:0]
+		for c := t.first[n]; c >= 0; c = t.next[c] {
+			if t.period[c] >= floor {
+				k = append(k, c)
+			}
+		}
 		sort.Slice(k, func(i, j int) bool { return t.in.syms[t.sym[k[i]]] < t.in.syms[t.sym[k[j]]] })
 		for i := len(k) - 1; i >= 0; i-- {
 			stack = append(stack, item{k[i], it.depth + 1})
@@ -131,7 +192,7 @@ func (t *tree) doc(rootName string) *TreeDoc {
 // flame is the call tree of a selection.
 func (in *input) flame(f *filter) *tree {
 	t := newTree(in, -1)
-	in.paths(f, func(path []int32, _ int32, count, period uint64) { t.add(path, count, period) })
+	in.paths(f, func(path []int32, count, period uint64) { t.add(path, count, period) })
 	return t
 }
 
@@ -190,7 +251,7 @@ func (in *input) top(f *filter) *TopDoc {
 	seen := make([]uint32, len(in.syms)) // stamp of the last path that counted a function
 	stamp := uint32(0)
 	d := &TopDoc{Unit: in.p.Meta.Unit}
-	in.paths(f, func(path []int32, _ int32, count, period uint64) {
+	in.paths(f, func(path []int32, count, period uint64) {
 		d.TotalPeriod += period
 		d.Samples += count
 		stamp++
@@ -248,7 +309,7 @@ func (in *input) sandwich(f *filter, fn string) *SandwichDoc {
 	callers, callees := newTree(in, -1), newTree(in, -1)
 	var rev []int32
 	var total uint64
-	in.paths(f, func(path []int32, _ int32, count, period uint64) {
+	in.paths(f, func(path []int32, count, period uint64) {
 		total += period
 		i := slices.IndexFunc(path, func(s int32) bool { return in.syms[s] == fn && in.symKind[s] != kindOther })
 		if i < 0 {
@@ -262,12 +323,4 @@ func (in *input) sandwich(f *filter, fn string) *SandwichDoc {
 		callees.add(path[i+1:], count, period)
 	})
 	return &SandwichDoc{Function: fn, Callers: callers.doc(fn), Callees: callees.doc(fn), TotalPeriod: total}
-}
-
-// joinNames is for error messages that list a few names.
-func joinNames(names []string, n int) string {
-	if len(names) > n {
-		names = append(names[:n:n], "…")
-	}
-	return strings.Join(names, ", ")
 }

@@ -16,7 +16,7 @@ import (
 // eachSample calls fn for every selected sample one by one (the views that
 // need times or tracepoint payloads); ignoreTime keeps samples outside the
 // filter's time range.
-func (in *input) eachSample(f *filter, ignoreTime bool, fn func(s *model.Sample)) {
+func (in *input) eachSample(f *filter, ignoreTime bool, fn func(i int32, s *sample)) {
 	ok := in.threadsOK(f)
 	ev := in.eventIndex(f)
 	if ev == -2 {
@@ -26,10 +26,10 @@ func (in *input) eachSample(f *filter, ignoreTime bool, fn func(s *model.Sample)
 	if f.hasTime && !ignoreTime {
 		lo, hi = in.tmin+f.t0, in.tmin+f.t1
 	}
-	for i := range in.p.Samples {
-		s := &in.p.Samples[i]
+	for i := range in.samples {
+		s := &in.samples[i]
 		if s.Time >= lo && s.Time < hi && ok[s.Thread] && (f.cpus == nil || f.cpus[int64(s.CPU)]) && (ev < 0 || int(s.Event) == ev) {
-			fn(s)
+			fn(int32(i), s)
 		}
 	}
 }
@@ -60,7 +60,7 @@ const (
 func (in *input) timeline(f *filter) *TimeDoc {
 	d := &TimeDoc{DurationNS: in.tmax - in.tmin + 1, Bins: timeBins, Lanes: []Lane{}}
 	lanes := map[int32]*Lane{}
-	in.eachSample(f, true, func(s *model.Sample) {
+	in.eachSample(f, true, func(_ int32, s *sample) {
 		l := lanes[s.Thread]
 		if l == nil {
 			t := in.p.Threads[s.Thread]
@@ -110,20 +110,11 @@ const maxSourceBytes = 8 << 20
 
 func (in *input) source(f *filter, fn string) *SourceDoc {
 	// annotate aggregates the groups it is given: hand it the selection.
-	g := model.Grouper{}
-	in.eachSample(f, false, func(s *model.Sample) {
-		g.Add(model.Sample{Thread: s.Thread, Stack: s.Stack, CPU: s.CPU, Event: s.Event, Period: s.Period})
-	})
-	if len(in.p.Samples) == 0 {
-		in.each(f, false, func(thread, stack int32, count, period uint64) {
-			g.Groups = append(g.Groups, model.SampleGroup{Thread: thread, Stack: stack, Count: count, Period: period})
-		})
-	}
 	sel := *in.p
-	sel.Samples, sel.Groups = nil, g.Groups
-	if sel.Groups == nil {
-		sel.Groups = []model.SampleGroup{}
-	}
+	sel.Groups = []model.SampleGroup{}
+	in.each(f, false, func(thread, stack int32, count, period uint64) {
+		sel.Groups = append(sel.Groups, model.SampleGroup{Thread: thread, Stack: stack, Count: count, Period: period})
+	})
 	sel.Files = append([]string(nil), in.p.Files...) // annotate may append the binary's files
 	funcs, err := annotate.Build(&sel, annotate.Options{Symbol: fn})
 	if err != nil {
@@ -260,13 +251,13 @@ func (in *input) histograms(f *filter) *HistDoc {
 		}
 	}
 	ns := in.p.Meta.Unit == "ns"
-	in.eachSample(f, false, func(s *model.Sample) {
+	in.eachSample(f, false, func(i int32, s *sample) {
 		if ns {
 			blocked.add(s.Period)
 		}
 		for _, h := range fhs {
 			if int(s.Event) == h.ev {
-				if _, u, ok := fields[h.ev][h.field].Int(s.Raw); ok {
+				if _, u, ok := fields[h.ev][h.field].Int(in.samples[i].Raw); ok {
 					h.h.add(u)
 				}
 			}
@@ -316,7 +307,7 @@ func (in *input) fieldTables(f *filter) *FieldsDoc {
 		idx[e] = len(d.Tables)
 		d.Tables = append(d.Tables, t)
 	}
-	in.eachSample(f, false, func(s *model.Sample) {
+	in.eachSample(f, false, func(i int32, s *sample) {
 		if int(s.Event) >= len(idx) || idx[s.Event] < 0 {
 			return
 		}
@@ -329,7 +320,7 @@ func (in *input) fieldTables(f *filter) *FieldsDoc {
 		row := []string{strconv.FormatUint(s.Time-in.tmin, 10), th.Comm, strconv.Itoa(int(th.Pid)), strconv.Itoa(int(th.Tid)), strconv.Itoa(int(s.CPU))}
 		for _, fd := range fields[s.Event] {
 			if !fd.Common {
-				row = append(row, fd.String(s.Raw))
+				row = append(row, fd.String(in.samples[i].Raw))
 			}
 		}
 		t.Rows = append(t.Rows, row)
@@ -377,7 +368,7 @@ func (in *input) meta() InputDoc {
 	m := in.p.Meta
 	d := InputDoc{Name: in.name, Event: m.Event, Unit: m.Unit, Target: m.Target, Argv: m.Command, Hostname: m.Hostname,
 		Release: m.Kernel, StartUnixNS: m.StartUnixNS, DurationNS: m.DurationNS, Samples: in.p.SampleCount(), Lost: m.Lost,
-		Callchain: m.Callchain, Timed: len(in.p.Samples) > 0, Warnings: m.Warnings, Events: []string{}, Threads: []ThreadDoc{}}
+		Callchain: m.Callchain, Timed: len(in.samples) > 0, Warnings: m.Warnings, Events: []string{}, Threads: []ThreadDoc{}}
 	for _, e := range m.Events {
 		d.Events = append(d.Events, e.Name)
 		d.Fields = d.Fields || len(e.Fields) > 0
