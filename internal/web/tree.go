@@ -15,8 +15,8 @@ type tree struct {
 	in     *input
 	sym    []int32
 	parent []int32
-	first  []int32 // first child, -1 for none
-	next   []int32 // next sibling, -1 for none
+	first  []int32  // first child, -1 for none
+	next   []int32  // next sibling, -1 for none
 	nkids  []uint8  // children, counted up to wideAt
 	period []uint64 // weight of the node and all below it
 	count  []uint32 // samples of the node and all below it
