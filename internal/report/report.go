@@ -87,7 +87,8 @@ type Recording struct {
 	Warnings    []string `json:"warnings,omitempty"`
 }
 
-func recordingOf(m model.Meta) Recording {
+// RecordingOf is a recording's header in the JSON vocabulary.
+func RecordingOf(m model.Meta) Recording {
 	return Recording{Event: m.Event, FreqHz: m.Freq, Period: m.Period, Callchain: m.Callchain, Target: m.Target,
 		Argv: m.Command, Hostname: m.Hostname, Release: m.Kernel, Arch: m.Arch, StartUnixNS: m.StartUnixNS,
 		DurationNS: m.DurationNS, Lost: m.Lost, Throttled: m.Throttled, Version: m.SondeVersion,
@@ -377,7 +378,7 @@ func Build(p *model.Profile, o Options) *Report {
 		}
 		return a.key < b.key
 	})
-	r.Recording = recordingOf(r.Meta)
+	r.Recording = RecordingOf(r.Meta)
 	return r
 }
 

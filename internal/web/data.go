@@ -8,15 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sonde-dev/sonde/internal/flamegraph"
 	"github.com/sonde-dev/sonde/internal/model"
 )
 
-// Frame kinds as the UI colours them.
+// Frame kinds as the UI colours them: flamegraph's.
 const (
-	kindUser uint8 = iota
-	kindKernel
-	kindJIT
-	kindOther // process names, unknown memory
+	kindKernel = uint8(flamegraph.KindKernel)
+	kindOther  = uint8(flamegraph.KindOther) // process names, unknown memory
 )
 
 // input is one served recording with the lookups every request needs,
@@ -58,17 +57,7 @@ func newInput(name string, p *model.Profile) *input {
 	in.locDSO = make([]string, len(p.Locs))
 	for i := range p.Locs {
 		loc := int32(i)
-		k := kindUser
-		switch p.Kind(loc) {
-		case model.DSOKernel, model.DSOModule:
-			k = kindKernel
-		case model.DSOJIT:
-			k = kindJIT
-		case model.DSOUnknown:
-			if p.Locs[i].Func < 0 {
-				k = kindOther
-			}
-		}
+		k := uint8(flamegraph.KindOf(p, loc))
 		in.locKind[i] = k
 		in.locDSO[i] = p.DSOName(loc)
 		in.locSym[i] = in.intern(p.FrameName(loc), k)

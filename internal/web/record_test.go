@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -47,19 +46,7 @@ func TestPageRecorded(t *testing.T) {
 		}
 	}
 
-	cmd := exec.Command(testutil.Sonde(t), "serve", "-i", "p11.data", "-i", "p31.data")
-	cmd.Dir = dir
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	line, _ := bufio.NewReader(stderr).ReadString('\n')
-	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("sonde serve said %q, want its URL", line)
-	}
-	url := m[1]
+	url, _ := startServe(t, dir, "-i", "p11.data", "-i", "p31.data")
 
 	b := newBrowser(t, url)
 	b.open(url + "#v=flame&f=0")
@@ -153,5 +140,26 @@ func TestPageRecorded(t *testing.T) {
 		t.Errorf("the source panel marks line %q hottest, want %d", got, hot)
 	}
 	b.check()
-	_ = time.Second
+}
+
+// startServe runs sonde serve in dir until the test ends and returns its
+// URL and process id.
+func startServe(t *testing.T, dir string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(testutil.Sonde(t), append([]string{"serve"}, args...)...)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	line, _ := bufio.NewReader(stderr).ReadString('\n')
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("sonde serve said %q, want its URL", line)
+	}
+	return m[1], cmd.Process.Pid
 }

@@ -1,13 +1,10 @@
 package web
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,7 +13,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 // bigProfile is a 1 M-sample recording of a program shaped like a real
@@ -86,19 +82,9 @@ func TestWebScale(t *testing.T) {
 	model := after.HeapAlloc - before.HeapAlloc
 	runtime.KeepAlive(p)
 
-	cmd := exec.Command(testutil.Sonde(t), "serve", "-i", path)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	line, _ := bufio.NewReader(stderr).ReadString('\n')
-	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("sonde serve said %q", line)
-	}
-	b := newBrowser(t, m[1])
-	b.open(m[1] + "#v=flame&f=0")
+	url, pid := startServe(t, dir, "-i", path)
+	b := newBrowser(t, url)
+	b.open(url + "#v=flame&f=0")
 	paint := eval[float64](b, `performance.getEntriesByName("sonde-first-paint")[0].startTime`)
 	nodes := eval[int](b, `window.sondeFrames().length`)
 	// Zoom into the widest frame two levels down, five times over.
@@ -116,7 +102,7 @@ func TestWebScale(t *testing.T) {
 		zoom = max(zoom, eval[float64](b, `performance.getEntriesByName("sonde-zoom").at(-1).duration`))
 	}
 	b.check()
-	rss := peakRSS(t, cmd.Process.Pid)
+	rss := peakRSS(t, pid)
 	t.Logf("%d samples: first paint %.0f ms (≤ 1000), %d frames drawn, slowest zoom %.1f ms (≤ 100), server peak RSS %.0f MiB = %.2f× the %.0f MiB model (≤ 2)",
 		n, paint, nodes, zoom, float64(rss)/(1<<20), float64(rss)/float64(model), float64(model)/(1<<20))
 	if paint > 1000 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/annotate"
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/report"
 	"github.com/sonde-dev/sonde/internal/tracefs"
 )
 
@@ -338,25 +339,15 @@ type ThreadDoc struct {
 // InputDoc describes one served recording; the UI names inputs by their
 // index in Inputs.
 type InputDoc struct {
-	Name        string      `json:"name"`
-	Event       string      `json:"event"`
-	Events      []string    `json:"events"`
-	Unit        string      `json:"unit,omitempty"`
-	Target      string      `json:"target,omitempty"`
-	Argv        []string    `json:"argv,omitempty"`
-	Hostname    string      `json:"hostname,omitempty"`
-	Release     string      `json:"kernel_release,omitempty"`
-	StartUnixNS int64       `json:"start_unix_ns"`
-	DurationNS  uint64      `json:"duration_ns"`
-	Samples     uint64      `json:"samples"`
-	Lost        uint64      `json:"lost"`
-	Callchain   bool        `json:"callchain"`
-	Threads     []ThreadDoc `json:"threads"`
-	CPUs        []uint32    `json:"cpus"`
-	DSOs        []string    `json:"dsos"`
-	Timed       bool        `json:"timed"`  // samples carry times: the time view works
-	Fields      bool        `json:"fields"` // tracepoint fields were recorded
-	Warnings    []string    `json:"warnings,omitempty"`
+	Name      string           `json:"name"`
+	Recording report.Recording `json:"recording"`
+	Events    []string         `json:"events"`
+	Samples   uint64           `json:"samples"`
+	Threads   []ThreadDoc      `json:"threads"`
+	CPUs      []uint32         `json:"cpus"`
+	DSOs      []string         `json:"dsos"`
+	Timed     bool             `json:"timed"`  // samples carry times: the time view works
+	Fields    bool             `json:"fields"` // tracepoint fields were recorded
 }
 
 // MetaDoc lists the served inputs.
@@ -366,9 +357,8 @@ type MetaDoc struct {
 
 func (in *input) meta() InputDoc {
 	m := in.p.Meta
-	d := InputDoc{Name: in.name, Event: m.Event, Unit: m.Unit, Target: m.Target, Argv: m.Command, Hostname: m.Hostname,
-		Release: m.Kernel, StartUnixNS: m.StartUnixNS, DurationNS: m.DurationNS, Samples: in.p.SampleCount(), Lost: m.Lost,
-		Callchain: m.Callchain, Timed: len(in.samples) > 0, Warnings: m.Warnings, Events: []string{}, Threads: []ThreadDoc{}}
+	d := InputDoc{Name: in.name, Recording: report.RecordingOf(m), Samples: in.p.SampleCount(), Timed: len(in.samples) > 0,
+		Events: []string{}, Threads: []ThreadDoc{}}
 	for _, e := range m.Events {
 		d.Events = append(d.Events, e.Name)
 		d.Fields = d.Fields || len(e.Fields) > 0

@@ -15,12 +15,13 @@ let meta = null;
 
 function header(s) {
   const bar = clear(document.getElementById("bar"));
-  const inp = meta.inputs[Number(s.f)] || meta.inputs[0];
+  const inp = meta.inputs[Number(s.f)] || meta.inputs[0], rec = inp.recording;
   const sel = h("select", { id: "input", onchange: (e) => state.set({ f: e.target.value, z: "" }) },
     meta.inputs.map((x, i) => h("option", { value: String(i), selected: String(i) === s.f }, x.name)));
   bar.append(h("strong", {}, "sonde"), " ", sel, " ",
-    h("span", { class: "meta" }, `${inp.event || "samples"}, ${fmtCount(inp.samples)} samples over ${fmtNS(inp.duration_ns)}` +
-      (inp.target ? `, ${inp.target}` : "") + (inp.hostname ? ` on ${inp.hostname}` : "") + (isExport ? " (export: unfiltered views only)" : "")));
+    h("span", { class: "meta" }, `${rec.event || "samples"}, ${fmtCount(inp.samples)} samples over ${fmtNS(rec.duration_ns)}` +
+      (rec.argv ? `: ${rec.argv.join(" ")}` : rec.target ? `, ${rec.target}` : "") + (rec.hostname ? ` on ${rec.hostname}` : "") +
+      (isExport ? " (export: unfiltered views only)" : "")));
 }
 
 function tabBar(s) {
