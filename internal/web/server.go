@@ -47,7 +47,16 @@ type Server struct {
 	inputs   []*input
 	loopback bool       // bound to loopback: check Host
 	mu       sync.Mutex // annotate reads binaries; one at a time
+
+	// Answers are kept by query (exportKey), a few at a time: the page
+	// asks again for what it showed (back, a shared link, base/new/diff).
+	cacheMu sync.Mutex
+	cache   map[string][]byte
+	order   []string
 }
+
+// cacheSize answers are kept; each is at most a few megabytes.
+const cacheSize = 16
 
 // New serves profiles named by names (shown in the UI).
 func New(names []string, profiles []*model.Profile) *Server {
@@ -111,6 +120,10 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	s, err := Load(paths)
 	if err != nil {
 		return err
+	}
+	// The first page shows each input's whole flame graph: have it ready.
+	for i := range s.inputs {
+		s.answer("flame", url.Values{"f": {strconv.Itoa(i)}})
 	}
 	debug.FreeOSMemory()
 	// A soft limit makes the runtime hand freed pages back soon, so an
@@ -197,7 +210,7 @@ func loopbackHost(hostport string) bool {
 type badRequest struct{ error }
 
 func (s *Server) api(w http.ResponseWriter, r *http.Request) {
-	v, err := s.view(r.PathValue("view"), r.URL.Query())
+	b, err := s.answer(r.PathValue("view"), r.URL.Query())
 	if err != nil {
 		code := http.StatusInternalServerError
 		var br badRequest
@@ -208,7 +221,39 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+	w.Write(b)
+}
+
+// answer is a view's JSON, from the cache when it was asked for lately.
+func (s *Server) answer(view string, q url.Values) ([]byte, error) {
+	key := exportKey(view, q)
+	s.cacheMu.Lock()
+	b, ok := s.cache[key]
+	s.cacheMu.Unlock()
+	if ok {
+		return b, nil
+	}
+	v, err := s.view(view, q)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = json.Marshal(v); err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", view, err)
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if s.cache == nil {
+		s.cache = map[string][]byte{}
+	}
+	if _, ok := s.cache[key]; !ok {
+		if len(s.order) == cacheSize {
+			delete(s.cache, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.order = append(s.order, key)
+	}
+	s.cache[key] = b
+	return b, nil
 }
 
 // input is the input a query's key names by index: the only way the page

@@ -58,28 +58,30 @@ let seq = 0;
 async function render() {
   const s = state.read();
   const my = ++seq;
-  if (!meta) meta = await get("meta", {});
+  // The view's data and the recording's description load side by side:
+  // the first paint waits for the slower, not for both in turn.
+  const metaP = meta ? Promise.resolve(meta) : get("meta", {});
+  const main = h("main", { id: "main" });
+  resetLayout();
+  const viewP = (async () => {
+    switch (s.v) {
+      case "icicle": return views.flame(main, s, metaP, true);
+      case "top": return views.top(main, s);
+      case "sandwich": return views.sandwich(main, s);
+      case "time": return views.time(main, s);
+      case "source": return views.source(main, s);
+      case "diff": return views.diff(main, s, await metaP);
+      case "hist": return views.hist(main, s);
+      case "fields": return views.fields(main, s);
+      default: return views.flame(main, s, metaP, false);
+    }
+  })().catch((e) => main.append(h("p", { class: "error" }, String(e.message || e))));
+  meta = await metaP;
+  await viewP;
+  if (my !== seq) return; // a newer render owns the page
   header(s);
   tabBar(s);
   filterBar(s);
-  const main = h("main", { id: "main" });
-  resetLayout();
-  try {
-    switch (s.v) {
-      case "icicle": await views.flame(main, s, meta, true); break;
-      case "top": await views.top(main, s); break;
-      case "sandwich": await views.sandwich(main, s); break;
-      case "time": await views.time(main, s, meta); break;
-      case "source": await views.source(main, s); break;
-      case "diff": await views.diff(main, s, meta); break;
-      case "hist": await views.hist(main, s); break;
-      case "fields": await views.fields(main, s); break;
-      default: await views.flame(main, s, meta, false);
-    }
-  } catch (e) {
-    main.append(h("p", { class: "error" }, String(e.message || e)));
-  }
-  if (my !== seq) return; // a newer render owns the page
   document.getElementById("main").replaceWith(main);
   layout(); // canvases size themselves from the placed page
   document.body.dataset.ready = location.hash;
