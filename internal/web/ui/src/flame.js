@@ -91,9 +91,10 @@ export class Flame {
   color(i) {
     if (this.matched && this.matched[i]) return "#d63af0";
     if (this.o.delta) {
+      // Light to strong, never so dark that the name on it cannot be read.
       const d = this.o.delta[i], a = Math.min(1, Math.abs(d) / this.maxDelta);
-      const c = Math.round(245 * (1 - a) + 10);
-      return d > 0 ? `rgb(255,${c},${c})` : d < 0 ? `rgb(${c},${c},255)` : "rgb(235,235,235)";
+      const r = (k) => Math.round(255 - k * a);
+      return d > 0 ? `rgb(255,${r(190)},${r(190)})` : d < 0 ? `rgb(${r(180)},${r(140)},255)` : "rgb(235,235,235)";
     }
     const r = hash(this.label(i));
     switch (this.kind[i]) {

@@ -20,7 +20,8 @@ function graphView(main, doc, s, opts) {
   const search = h("input", { type: "search", id: "search", placeholder: "search (regex)", value: s.q || "" });
   const wrap = h("div", { class: "canvaswrap" });
   const note = doc.omitted ? h("p", { class: "note" }, `${fmtCount(doc.omitted)} frames too narrow to see were left out (their weight stays in their callers)`) : null;
-  main.append(h("div", { class: "toolbar" }, search, pct), crumbs, wrap, note);
+  main.append(h("div", { class: "toolbar" }, search, pct), crumbs, wrap);
+  if (note) main.append(note);
   const fl = new Flame(doc, Object.assign({ tip: tip(), onZoom: (names, i) => {
     state.set({ z: i ? JSON.stringify(names) : "" }, true);
     showCrumbs(names);
