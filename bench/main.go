@@ -8,7 +8,8 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. sonde serve on a 1 M-sample recording in Chromium (-web runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -45,6 +46,12 @@ var (
 
 func main() {
 	flag.Parse()
+	if *onlyWeb {
+		if !webScale() {
+			os.Exit(1)
+		}
+		return
+	}
 	if *onlyFlame {
 		dir, err := os.MkdirTemp("", "sonde-bench")
 		if err != nil {
@@ -112,6 +119,7 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	webScale()
 	if *skipBig {
 		return
 	}
