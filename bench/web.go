@@ -24,8 +24,9 @@ func webScale() bool {
 	out, err := cmd.CombinedOutput()
 	fmt.Printf("\n6. Web view of a 1 M-sample recording (sonde serve in headless Chromium)\n")
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "scale_test.go") {
-			fmt.Println("  ", strings.TrimSpace(l[strings.Index(l, ":")+1:]))
+		if _, msg, ok := strings.Cut(l, "scale_test.go:"); ok {
+			_, msg, _ = strings.Cut(msg, ": ")
+			fmt.Println("  ", msg)
 		}
 	}
 	if err != nil {
