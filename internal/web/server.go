@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/runctl"
@@ -132,7 +133,11 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	runtime.ReadMemStats(&ms)
 	debug.SetMemoryLimit(int64(ms.HeapAlloc)*5/4 + 8<<20)
 	if o.Export != "" {
-		return s.ExportFile(o.Export)
+		if err := s.ExportFile(o.Export); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "sonde: wrote %s (%s): the unfiltered views of %s\n", o.Export, cli.FileSize(o.Export), strings.Join(paths, ", "))
+		return nil
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
