@@ -200,13 +200,20 @@ func (in *input) each(f *filter, ignoreTime bool, fn func(thread, stack int32, c
 		}
 		return
 	}
-	lo, hi := in.tmin+f.t0, in.tmin+f.t1
+	lo, hi := in.span(f)
 	for i := range in.samples {
 		s := &in.samples[i]
 		if s.Time >= lo && s.Time < hi && keep(s.Thread, s.CPU, s.Event) {
 			fn(s.Thread, s.Stack, 1, s.Period)
 		}
 	}
+}
+
+// span is the filter's time range in sample times, clamped to the
+// recording.
+func (in *input) span(f *filter) (lo, hi uint64) {
+	d := in.tmax - in.tmin + 1
+	return in.tmin + min(f.t0, d), in.tmin + min(f.t1, d)
 }
 
 // path appends to buf the frames of one sample, root first (the process

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/report"
 )
@@ -42,6 +45,18 @@ func TestPageSynthetic(t *testing.T) {
 	if crumbs != "all;app;main;work" {
 		t.Errorf("breadcrumbs %q", crumbs)
 	}
+	// Esc zooms back out; a double click focuses on the function.
+	b.do("pressing Esc", chromedp.KeyEvent(kb.Escape))
+	if w := b.frame("flame", "work"); w.W > full*0.95 {
+		t.Errorf("Esc left work %.0f px wide", w.W)
+	}
+	a := b.frame("flame", "alpha")
+	b.do("double-clicking alpha", chromedp.MouseClickXY(a.X+a.W/2, a.Y+a.H/2, chromedp.ClickCount(2)))
+	b.waitReady()
+	if h := eval[string](b, `location.hash`); !strings.Contains(h, "focus=alpha") {
+		t.Errorf("a double click on alpha gave %s", h)
+	}
+	b.show("v=flame&f=0&event=cpu-clock")
 
 	// Search: the share of alpha is report's.
 	rep := report.Build(base, report.Options{Sort: []string{"sym"}, Children: true, Graph: "none", OnlyEvent: 1})

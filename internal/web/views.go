@@ -25,7 +25,7 @@ func (in *input) eachSample(f *filter, ignoreTime bool, fn func(i int32, s *samp
 	}
 	lo, hi := uint64(0), ^uint64(0)
 	if f.hasTime && !ignoreTime {
-		lo, hi = in.tmin+f.t0, in.tmin+f.t1
+		lo, hi = in.span(f)
 	}
 	for i := range in.samples {
 		s := &in.samples[i]

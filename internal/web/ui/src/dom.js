@@ -53,14 +53,26 @@ export function fmtWeight(v, unit) {
 // layout) and again when the window changes size: onLayout registers a
 // drawing for the view being built, layout runs them.
 let layouts = [];
+let keys = [];
 
 export function onLayout(fn) {
   layouts.push(fn);
 }
 
+// onKey registers a key handler for the view being built.
+export function onKey(fn) {
+  keys.push(fn);
+}
+
 export function resetLayout() {
   layouts = [];
+  keys = [];
 }
+
+document.addEventListener("keydown", (e) => {
+  if (e.target instanceof HTMLInputElement) return;
+  for (const fn of keys) fn(e);
+});
 
 export function layout() {
   for (const fn of layouts) fn();

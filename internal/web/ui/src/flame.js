@@ -56,6 +56,10 @@ export class Flame {
     this.matched = null;
     this.canvas = h("canvas", { class: "flame", dataset: { role: opts.role || "flame" } });
     this.canvas.addEventListener("click", (e) => this.click(e));
+    this.canvas.addEventListener("dblclick", (e) => {
+      const i = this.at(e);
+      if (i > 0 && this.o.onFocus) this.o.onFocus(this.label(i), this.kind[i]);
+    });
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => { if (this.o.tip) this.o.tip.hidden = true; });
     if (opts.delta) this.maxDelta = opts.delta.reduce((m, d) => Math.max(m, Math.abs(d)), 1e-9);

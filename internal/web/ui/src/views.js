@@ -1,6 +1,6 @@
 // The views: each renders the shared selection (state.filters) into main.
 
-import { h, clear, fmtCount, fmtPct, fmtNS, onLayout } from "./dom.js";
+import { h, clear, fmtCount, fmtPct, fmtNS, onLayout, onKey } from "./dom.js";
 import { get } from "./api.js";
 import * as state from "./state.js";
 import { Flame } from "./flame.js";
@@ -20,12 +20,19 @@ function graphView(main, doc, s, opts) {
   const search = h("input", { type: "search", id: "search", placeholder: "search (regex)", value: s.q || "" });
   const wrap = h("div", { class: "canvaswrap" });
   const note = doc.omitted ? h("p", { class: "note" }, `${fmtCount(doc.omitted)} frames too narrow to see were left out (their weight stays in their callers)`) : null;
-  main.append(h("div", { class: "toolbar" }, search, pct), crumbs, wrap);
+  main.append(h("div", { class: "toolbar" }, search, pct,
+    h("span", { class: "note" }, "click: zoom · Esc: back to all · double click: focus on the function")), crumbs, wrap);
   if (note) main.append(note);
-  const fl = new Flame(doc, Object.assign({ tip: tip(), onZoom: (names, i) => {
-    state.set({ z: i ? JSON.stringify(names) : "" }, true);
-    showCrumbs(names);
-  } }, opts));
+  const fl = new Flame(doc, Object.assign({
+    tip: tip(),
+    onZoom: (names, i) => {
+      state.set({ z: i ? JSON.stringify(names) : "" }, true);
+      showCrumbs(names);
+    },
+    // A double click focuses on a function (not on a process name).
+    onFocus: (name, kind) => { if (kind !== 3) state.set({ focus: name, z: "" }); },
+  }, opts));
+  onKey((e) => { if (e.key === "Escape" && fl.zoom) fl.zoomTo(0); });
   wrap.append(fl.canvas);
   const showCrumbs = (names) => {
     clear(crumbs);
