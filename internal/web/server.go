@@ -122,13 +122,9 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	if err != nil {
 		return err
 	}
-	// The first page shows each input's whole flame graph: have it ready.
-	for i := range s.inputs {
-		s.answer("flame", url.Values{"f": {strconv.Itoa(i)}})
-	}
-	debug.FreeOSMemory()
 	// A soft limit makes the runtime hand freed pages back soon, so an
 	// answer's transient arrays do not stay in the resident set.
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	debug.SetMemoryLimit(int64(ms.HeapAlloc)*5/4 + 8<<20)
@@ -139,6 +135,11 @@ func Run(ctx context.Context, paths []string, o Options) error {
 		fmt.Fprintf(o.Out, "sonde: wrote %s (%s): the unfiltered views of %s\n", o.Export, cli.FileSize(o.Export), strings.Join(paths, ", "))
 		return nil
 	}
+	// The first page shows each input's whole flame graph: have it ready.
+	for i := range s.inputs {
+		s.answer("flame", url.Values{"f": {strconv.Itoa(i)}})
+	}
+	debug.FreeOSMemory()
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}

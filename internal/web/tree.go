@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,7 +21,6 @@ type tree struct {
 	nkids  []uint8  // children, counted up to wideAt
 	period []uint64 // weight of the node and all below it
 	count  []uint32 // samples of the node and all below it
-	self   []uint64 // weight of stacks ending here
 	wide   map[uint64]int32
 }
 
@@ -29,7 +29,7 @@ const wideAt = 8
 
 func newTree(in *input, root int32) *tree {
 	return &tree{in: in, sym: []int32{root}, parent: []int32{-1}, first: []int32{-1}, next: []int32{-1}, nkids: []uint8{0},
-		period: []uint64{0}, count: []uint32{0}, self: []uint64{0}, wide: map[uint64]int32{}}
+		period: []uint64{0}, count: []uint32{0}, wide: map[uint64]int32{}}
 }
 
 func wideKey(n, s int32) uint64 { return uint64(n)<<32 | uint64(uint32(s)) }
@@ -62,7 +62,6 @@ func (t *tree) add(path []int32, count, period uint64) {
 			t.nkids = append(t.nkids, 0)
 			t.period = append(t.period, 0)
 			t.count = append(t.count, 0)
-			t.self = append(t.self, 0)
 			t.first[n] = c
 			switch {
 			case t.nkids[n] < wideAt-1:
@@ -80,7 +79,6 @@ func (t *tree) add(path []int32, count, period uint64) {
 		t.period[n] += period
 		t.count[n] += uint32(count)
 	}
-	t.self[n] += period
 }
 
 // maxNodes is the most nodes a tree sends; beyond it the narrowest frames
@@ -130,15 +128,37 @@ func (l nodeList) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// floor is the least weight a node needs to be among the maxNodes widest
+// (0 when all fit), found through a histogram of weights by bit length so
+// that only one bucket's weights are copied and sorted.
+func (t *tree) floor() uint64 {
+	if len(t.sym) <= maxNodes {
+		return 0
+	}
+	var hist [65]int
+	for _, v := range t.period {
+		hist[bits.Len64(v)]++
+	}
+	above, b := 0, 64
+	for ; b > 0 && above+hist[b] < maxNodes; b-- {
+		above += hist[b]
+	}
+	var in []uint64
+	for _, v := range t.period {
+		if bits.Len64(v) == b {
+			in = append(in, v)
+		}
+	}
+	slices.Sort(in)
+	// The (maxNodes-above)-th largest of the bucket is the maxNodes-th
+	// largest of all; keep what is wider.
+	return in[len(in)-(maxNodes-above)] + 1
+}
+
 // doc encodes t; rootName names node 0.
 func (t *tree) doc(rootName string) *TreeDoc {
 	d := &TreeDoc{TotalPeriod: t.period[0], Samples: uint64(t.count[0]), Unit: t.in.p.Meta.Unit}
-	var floor uint64
-	if len(t.sym) > maxNodes {
-		vals := slices.Clone(t.period)
-		slices.Sort(vals)
-		floor = vals[len(vals)-maxNodes] + 1
-	}
+	floor := t.floor()
 	for i := 1; i < len(t.sym); i++ {
 		if t.period[i] < floor {
 			d.Omitted++
@@ -173,14 +193,17 @@ func (t *tree) doc(rootName string) *TreeDoc {
 		if n > 0 {
 			kind = uint64(t.in.symKind[t.sym[n]])
 		}
-		d.Nodes = append(d.Nodes, [6]uint64{name(n), kind, uint64(it.depth), t.period[n], uint64(t.count[n]), t.self[n]})
-		d.order = append(d.order, n)
+		// Self weight is what the children do not account for.
+		self := t.period[n]
 		k = k[:0]
 		for c := t.first[n]; c >= 0; c = t.next[c] {
+			self -= t.period[c]
 			if t.period[c] >= floor {
 				k = append(k, c)
 			}
 		}
+		d.Nodes = append(d.Nodes, [6]uint64{name(n), kind, uint64(it.depth), t.period[n], uint64(t.count[n]), self})
+		d.order = append(d.order, n)
 		sort.Slice(k, func(i, j int) bool { return t.in.syms[t.sym[k[i]]] < t.in.syms[t.sym[k[j]]] })
 		for i := len(k) - 1; i >= 0; i-- {
 			stack = append(stack, item{k[i], it.depth + 1})
