@@ -32,4 +32,7 @@ require (
 	golang.org/x/text v0.31.0 // indirect
 )
 
-tool github.com/cilium/ebpf/cmd/bpf2go
+tool (
+	github.com/cilium/ebpf/cmd/bpf2go
+	github.com/sonde-dev/sonde/internal/bpfskel/bpfgen
+)

@@ -86,6 +86,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyCost {
+		costTable(dir)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}

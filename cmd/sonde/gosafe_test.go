@@ -26,10 +26,7 @@ func TestFunclatGoProgramUnharmed(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	want, err := exec.Command(bin, "500").Output()
-	if err != nil {
-		t.Fatalf("untraced run: %v", err)
-	}
+	want := testutil.Tool(t, bin, "500")
 	calls := map[string]uint64{}
 	for _, f := range strings.Fields(string(want)) {
 		if k, v, ok := strings.Cut(f, "="); ok && k != "checksum" {
