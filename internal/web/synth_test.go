@@ -231,3 +231,34 @@ func TestRequestsCannotEscape(t *testing.T) {
 		t.Errorf("CSP %q", csp)
 	}
 }
+
+// Off-CPU recordings weigh stacks by blocked time and carry its
+// distribution.
+func TestBlockedTime(t *testing.T) {
+	p := synth(30)
+	p.Meta.Unit = "ns"
+	for i := range p.Samples {
+		p.Samples[i].Period = 1000 << (i % 3) // 1, 2 and 4 µs
+	}
+	s := New([]string{"off.data"}, []*model.Profile{p})
+	var h HistDoc
+	getJSON(t, s, "/api/hist?f=0&event=cpu-clock", &h)
+	if len(h.Histograms) == 0 || h.Histograms[0].Unit != "ns" {
+		t.Fatalf("histograms %+v", h.Histograms)
+	}
+	var n uint64
+	for _, b := range h.Histograms[0].Buckets {
+		if b.Count > 0 && (b.Lo > 4000 || b.Hi < 1000) {
+			t.Errorf("bucket %d-%d holds %d samples", b.Lo, b.Hi, b.Count)
+		}
+		n += b.Count
+	}
+	if n != 105 {
+		t.Errorf("%d samples in the blocked-time histogram, want 105", n)
+	}
+	var fl TreeDoc
+	getJSON(t, s, "/api/flame?f=0&event=cpu-clock", &fl)
+	if fl.Unit != "ns" || fl.TotalPeriod == 0 {
+		t.Errorf("flame unit %q total %d", fl.Unit, fl.TotalPeriod)
+	}
+}
