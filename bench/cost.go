@@ -120,6 +120,9 @@ func costTable(dir string) {
 		// keeps the blocked task's kernel stack as well (offwaketime's
 		// chain). The default (user stacks walked too) has no peer here.
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
+		// The same work on both sides: kernel stacks only (no user walk).
+		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, peerName: "offcputime -k", peer: []string{"offcputime", "-k"}, work: switches},
+		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: switches},
 		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
 		// blocked and the waker's user and kernel stacks): bpftrace does
 		// the same work (frame-pointer user stacks).
@@ -140,6 +143,7 @@ func costTable(dir string) {
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
 			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: spinWork},
 		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: switches},
+		lockCostCase(build),
 	}
 	if *costOnly != "" {
 		keep := map[string]bool{}
@@ -213,6 +217,10 @@ const offwaketimeBT = `tracepoint:sched:sched_switch {
 	}
 }
 tracepoint:sched:sched_waking /@start[args->pid]/ { @wk[args->pid] = kstack; @wu[args->pid] = ustack; @wc[args->pid] = comm; }`
+
+// offwaketimeKernelBT is offwaketimeBT with kernel stacks only.
+var offwaketimeKernelBT = strings.NewReplacer("@bu[args->prev_pid] = ustack; ", "", "@wu[$n], ", "", "@bu[$n], ", "",
+	" delete(@wu[$n]);", "", "@wu[args->pid] = ustack; ", "").Replace(offwaketimeBT)
 
 func (t toolCost) row() string {
 	if t.failure != "" && t.runs == 0 {
