@@ -65,9 +65,10 @@ func newRecordCmd() *cobra.Command {
 		if o.Freq, o.Period, err = smp.Resolve(); err != nil {
 			return err
 		}
-		if o.Callchain, err = cg.Enabled(); err != nil {
+		if o.CallGraph, err = cg.Mode(); err != nil {
 			return err
 		}
+		o.Callchain = o.CallGraph != ""
 		if pages <= 0 || pages&(pages-1) != 0 {
 			return usagef("-m/--mmap-pages %d: want a power of two", pages)
 		}

@@ -32,6 +32,11 @@ type Options struct {
 	Freq      uint64
 	Period    uint64
 	Callchain bool
+	// CallGraph is how user stacks are taken with Callchain: CallGraphFP
+	// (or "") the kernel's frame-pointer walk, CallGraphAuto sonde's BPF
+	// unwinder, falling back to CallGraphFP (said in Result.CallGraphNote)
+	// where it cannot run.
+	CallGraph string
 	All       bool
 	Pids      []int
 	Tids      []int
@@ -59,6 +64,11 @@ type Result struct {
 	ExitCode int // the command's, when one ran
 	// Old is where an existing file at Options.Output was moved.
 	Old string
+	// CallGraph is the mode that ran ("" without stacks), CallGraphNote
+	// why auto fell back to fp.
+	CallGraph, CallGraphNote string
+	// Walk says how complete the walked user stacks are (auto only).
+	Walk *WalkStats
 }
 
 type pending struct {
@@ -66,6 +76,10 @@ type pending struct {
 	typ  uint32
 	misc uint16
 	data []byte
+	// A sample's user stack walked by the BPF unwinder (auto mode):
+	// its key, and whether its record came.
+	key    uint64
+	walked bool
 }
 
 // Record runs a recording until the command exits, the duration passes or
@@ -87,6 +101,25 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	b := builder.New()
+	res := &Result{}
+	var w *walker
+	if o.Callchain {
+		res.CallGraph = CallGraphFP
+		if o.CallGraph == CallGraphAuto {
+			pid := 0
+			if len(o.Pids) == 1 && len(o.Command) == 0 {
+				pid = o.Pids[0]
+			}
+			var err error
+			if w, err = openWalker(pid); err != nil {
+				// perf's fp mode needs no BPF: record still runs, and says so.
+				res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
+			} else {
+				res.CallGraph = CallGraphAuto
+				defer w.close()
+			}
+		}
+	}
 	if len(o.Events) == 0 {
 		ev, _ := perf.ParseEvent("cpu-clock")
 		o.Events = []events.Spec{{Event: ev}}
@@ -100,6 +133,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	meta := model.Meta{
 		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
 		Command: o.Command, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
+	}
+	if w != nil {
+		meta.Unwinder = UnwinderName
 	}
 	host.Fill(&meta)
 
@@ -124,10 +160,16 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// first event only, so each mmap and comm arrives once.
 	mkAttr := func(i int, inherit, onExec bool) unix.PerfEventAttr {
 		info := meta.Events[i]
-		return perf.NewAttr(perf.AttrOptions{
+		a := perf.NewAttr(perf.AttrOptions{
 			Event: o.Events[i].Event, Freq: info.Freq, Period: info.Period, Callchain: o.Callchain,
 			SideBand: i == 0, BuildID: true, Raw: raw, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec,
 		})
+		if w != nil {
+			// The kernel's chain stops at the user boundary: the walker
+			// adds the user part.
+			a.Bits |= unix.PerfBitExcludeCallchainUser
+		}
+		return a
 	}
 	idToEvent := map[uint64]uint16{}
 	rings := map[int]*perf.Ring{} // cpu → ring
@@ -151,6 +193,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return fmt.Errorf("reading event id: %w", err)
 		}
 		idToEvent[id] = uint16(ev)
+		if w != nil {
+			if err := w.attach(fd, o.Events[ev]); err != nil {
+				unix.Close(fd)
+				return err
+			}
+		}
 		if f := o.Filters[ev]; f != "" {
 			if err := perf.SetFilter(fd, f); err != nil {
 				unix.Close(fd)
@@ -268,6 +316,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("nothing to record: give a command, -p PID, -t TID or -a")
 	}
 	defer cleanup()
+	if w != nil {
+		if err := w.outputs(rings); err != nil {
+			if child != nil {
+				child.Abort()
+			}
+			return nil, err
+		}
+	}
 
 	var start time.Time
 	var out *datafile.File
@@ -347,9 +403,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		first := len(queue)
 		for _, r := range ringList {
 			r.Read(func(typ uint32, misc uint16, body []byte) {
+				p := pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc}
+				if w != nil && typ == perf.RecordSample && w.take(r.CPU, body, &p) {
+					return
+				}
 				off := len(arena)
 				arena = append(arena, body...)
-				queue = append(queue, pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc, data: arena[off:len(arena):len(arena)]})
+				p.data = arena[off:len(arena):len(arena)]
+				queue = append(queue, p)
 			})
 		}
 		// The arena may have moved while growing: re-slice this round's records.
@@ -370,6 +431,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			switch rec.typ {
 			case perf.RecordSample:
 				if perf.ParseSampleRaw(rec.data, o.Callchain, raw, &sample) == nil {
+					if w != nil {
+						w.user(&sample, rec.key, rec.walked)
+					}
 					b.SampleEvent(&sample, rec.misc, idToEvent[sample.ID])
 				}
 			case perf.RecordMmap, perf.RecordMmap2:
@@ -389,6 +453,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			case perf.RecordThrottle:
 				meta.Throttled++
 			}
+		}
+		if w != nil {
+			w.round()
 		}
 		queue = append(queue[:0], queue[n:]...)
 		for i := range queue {
@@ -463,7 +530,17 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		// What was written reads back as a cut recording.
 		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, kept.Round(time.Millisecond))
 	}
-	res := &Result{Samples: b.SampleCount(), ExitCode: exit}
+	res.Samples, res.ExitCode = b.SampleCount(), exit
+	if w != nil {
+		res.Walk = w.finish()
+		if res.Walk.Stacks.Complete < res.Walk.Stacks.Total {
+			// Said where the recording is read, not only here.
+			meta.Warnings = append(meta.Warnings, "user "+res.Walk.Stacks.String())
+		}
+	}
+	if res.CallGraphNote != "" {
+		meta.Warnings = append(meta.Warnings, "call graph: frame pointers, "+res.CallGraphNote)
+	}
 	// Naming opens every object once, line tables and all: garbage from
 	// one object must be collected before the next is read.
 	debug.SetGCPercent(gcPercent)

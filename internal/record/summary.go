@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -22,7 +23,17 @@ func Summarize(w io.Writer, res *Result, path, size string) {
 	p := res.Profile
 	fmt.Fprintf(w, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
 		res.Samples, p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), path, size)
+	if res.CallGraph != "" {
+		fmt.Fprintf(w, "sonde: call graph: %s\n", describe(res.CallGraph, res.CallGraphNote))
+	}
+	if res.Walk != nil {
+		fmt.Fprintf(w, "sonde: user %s\n", &res.Walk.Stacks)
+	}
 	for _, warn := range p.Meta.Warnings {
+		if (res.Walk != nil && strings.HasPrefix(warn, "user stacks complete")) ||
+			(res.CallGraphNote != "" && strings.HasPrefix(warn, "call graph:")) {
+			continue // just said
+		}
 		fmt.Fprintf(w, "sonde: warning: %s\n", warn)
 	}
 }
