@@ -8,7 +8,9 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. record's call-graph modes on code without frame pointers (-unwind
+//     runs only this; see unwind.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -79,6 +81,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyUnwind {
+		unwindBench(dir)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}
@@ -112,6 +118,7 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	unwindBench(dir)
 	if *skipBig {
 		return
 	}
@@ -123,7 +130,7 @@ func main() {
 	perfData := filepath.Join(dir, "big.perf.data")
 	sondeData := filepath.Join(dir, "big.sonde.data")
 	mustRun(*perfBin, "record", "-q", "-g", "-F", strconv.Itoa(*bigFreq), "-o", perfData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
-	mustRun(*sondeBin, "record", "-q", "-g", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
+	mustRun(*sondeBin, "record", "-q", "--call-graph", "fp", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
 	np, ns := perfSamples(perfData), sondeSamples(sondeData)
 	fmt.Printf("\n3. Reports from big recordings (perf: %d samples, sonde: %d samples; 3 interleaved runs, medians)\n", np, ns)
 	type job struct {
@@ -165,7 +172,9 @@ func runUnder(c, dir, spin string) (float64, float64) {
 	case "perf":
 		rec = exec.Command(*perfBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
 	case "sonde":
-		rec = exec.Command(*sondeBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
+		// perf -g walks frame pointers: so does sonde here (section 6
+		// measures the unwinder).
+		rec = exec.Command(*sondeBin, "record", "-q", "-a", "--call-graph", "fp", "-F", "999", "-o", out)
 	case "profile":
 		rec = exec.Command(*sondeBin, "profile", "-a", "-F", "999", "-o", out)
 	}

@@ -101,6 +101,10 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	b := builder.New()
+	if len(o.Events) == 0 {
+		ev, _ := perf.ParseEvent("cpu-clock")
+		o.Events = []events.Spec{{Event: ev}}
+	}
 	res := &Result{}
 	var w *walker
 	if o.Callchain {
@@ -111,7 +115,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 				pid = o.Pids[0]
 			}
 			var err error
-			if w, err = openWalker(pid); err != nil {
+			if w, err = openWalker(pid, o.Events); err != nil {
 				// perf's fp mode needs no BPF: record still runs, and says so.
 				res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
 			} else {
@@ -119,10 +123,6 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 				defer w.close()
 			}
 		}
-	}
-	if len(o.Events) == 0 {
-		ev, _ := perf.ParseEvent("cpu-clock")
-		o.Events = []events.Spec{{Event: ev}}
 	}
 	raw := false
 	var names []string

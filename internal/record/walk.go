@@ -30,37 +30,21 @@ const UnwinderName = "bpf-tables"
 // into record's ring just before the sample (through one BPF_OUTPUT event
 // per CPU), and take pairs them in ring order.
 type walker struct {
-	objs     walkObjs
-	sess     *bpfskel.Session
-	ld       *unwind.Loader
-	outFDs   []int
-	outIDs   map[uint64]bool
-	attached map[uint64]bool // tracepoint ids whose program is attached
-	last     map[int]walked  // cpu → the last output record read from its ring
-	stacks   map[uint64]*stackstat.Stack
-	seen     []uint64 // keys read this round: deleted from the map after it
-	buf      [unwind.MaxFrames]uint64
+	objs walkMaps
+	sess *bpfskel.Session
+	// The programs evs need (nil: not loaded).
+	sample, tracepoint, uprobe *ebpf.Program
+	ld                         *unwind.Loader
+	outFDs                     []int
+	outIDs                     map[uint64]bool
+	attached                   map[uint64]bool // tracepoint ids whose program is attached
+	last                       map[int]walked  // cpu → the last output record read from its ring
+	stacks                     map[uint64]*stackstat.Stack
+	seen                       []uint64 // keys read this round: deleted from the map after it
+	buf                        [unwind.MaxFrames]uint64
 
 	stats   stackstat.Completeness
 	missing uint64 // samples whose walked stack's record never came (ring full)
-}
-
-// walkObjs are the parts of the object record uses (bpfskel loads only
-// the programs its hooks name, so bpf2go's walkObjects cannot be filled).
-type walkObjs struct {
-	walkMaps
-	WalkSample     *ebpf.Program `ebpf:"walk_sample"`
-	WalkTracepoint *ebpf.Program `ebpf:"walk_tracepoint"`
-	WalkUprobe     *ebpf.Program `ebpf:"walk_uprobe"`
-}
-
-func (o *walkObjs) Close() error {
-	for _, p := range []*ebpf.Program{o.WalkSample, o.WalkTracepoint, o.WalkUprobe} {
-		if p != nil {
-			p.Close()
-		}
-	}
-	return o.walkMaps.Close()
 }
 
 // walked is an output record waiting for its sample.
@@ -71,8 +55,9 @@ type walked struct {
 }
 
 // openWalker loads the walker with pid's tables (0: each process as the
-// walker meets it) and starts following processes.
-func openWalker(pid int) (*walker, error) {
+// walker meets it) and starts following processes. Only the programs evs
+// need are loaded: each takes seconds to verify on a busy machine.
+func openWalker(pid int, evs []events.Spec) (*walker, error) {
 	if !unwind.Supported() {
 		return nil, fmt.Errorf("the BPF unwinder does not run on this architecture")
 	}
@@ -81,12 +66,15 @@ func openWalker(pid int) (*walker, error) {
 	// record attaches the programs to its own events (attach): the hooks
 	// only keep them in the object.
 	none := func() ([]int, error) { return nil, nil }
-	t := bpfskel.Tool{Name: "record's user-stack walker", Spec: loadWalk, Maps: &w.objs,
-		Hooks: []bpfskel.Hook{
-			bpfskel.PerfEventHook(walkProgWalkSample, none),
-			bpfskel.PerfEventHook(walkProgWalkTracepoint, none),
-			bpfskel.PerfEventHook(walkProgWalkUprobe, none),
-		}}
+	t := bpfskel.Tool{Name: "record's user-stack walker", Spec: loadWalk, Maps: &w.objs}
+	need := map[string]bool{}
+	for _, e := range evs {
+		p := progFor(e)
+		if !need[p] {
+			need[p] = true
+			t.Hooks = append(t.Hooks, bpfskel.PerfEventHook(p, none))
+		}
+	}
 	w.ld = unwind.Wire(&t, pid, func() unwind.Maps {
 		m := w.objs
 		return unwind.Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs,
@@ -98,6 +86,12 @@ func openWalker(pid int) (*walker, error) {
 		return nil, err
 	}
 	w.sess = s
+	for _, p := range []struct {
+		name string
+		to   **ebpf.Program
+	}{{walkProgWalkSample, &w.sample}, {walkProgWalkTracepoint, &w.tracepoint}, {walkProgWalkUprobe, &w.uprobe}} {
+		*p.to = s.Program(p.name)
+	}
 	return w, nil
 }
 
@@ -106,7 +100,7 @@ func openWalker(pid int) (*walker, error) {
 // once; user probes are tracepoints to perf but take kprobe programs.
 func (w *walker) attach(fd int, e events.Spec) error {
 	if !e.Tracepoint() {
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, w.objs.WalkSample.FD()); err != nil {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, w.sample.FD()); err != nil {
 			return fmt.Errorf("attaching the stack walker to %s: %w", e, err)
 		}
 		return nil
@@ -114,15 +108,33 @@ func (w *walker) attach(fd int, e events.Spec) error {
 	if w.attached[e.Def.Config] {
 		return nil
 	}
-	err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, w.objs.WalkTracepoint.FD())
-	if errors.Is(err, unix.EINVAL) {
-		err = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, w.objs.WalkUprobe.FD())
+	p := w.tracepoint
+	if progFor(e) == walkProgWalkUprobe {
+		p = w.uprobe
 	}
+	err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, p.FD())
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("attaching the stack walker to %s: %w", e, err)
 	}
 	w.attached[e.Def.Config] = true
 	return nil
+}
+
+// progFor names the walker's program for an event: user (and kernel)
+// probes are tracepoints to perf but take kprobe-type programs; their
+// records carry the probed address (__probe_ip).
+func progFor(e events.Spec) string {
+	if !e.Tracepoint() {
+		return walkProgWalkSample
+	}
+	if e.Format != nil {
+		for _, f := range e.Format.Fields {
+			if f.Name == "__probe_ip" {
+				return walkProgWalkUprobe
+			}
+		}
+	}
+	return walkProgWalkTracepoint
 }
 
 // outputs opens each CPU's BPF_OUTPUT event, writing into that CPU's
