@@ -78,7 +78,8 @@ func newRecordCmd() *cobra.Command {
 		}
 		var res *record.Result
 		// Ctrl-C, SIGTERM and SIGHUP end it (Measure), and it is then written.
-		exit, err := t.Measure(context.Background(), func(ctx context.Context) (code int, err error) {
+		exit, err := t.MeasureReady(context.Background(), func(ctx context.Context, ready func() error) (code int, err error) {
+			o.Ready = ready // -p PID sleep N: sleep starts once the events are open
 			if res, err = record.Record(ctx, o); err != nil {
 				return 0, err
 			}

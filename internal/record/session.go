@@ -50,6 +50,10 @@ type Options struct {
 	// last chunk. Without it the whole profile is returned in memory.
 	Output     string
 	ChunkEvery time.Duration // default 100 ms
+	// Ready, when set, is called once the events are open, just before
+	// the recording starts (cli.Target.MeasureReady starts `-p PID
+	// sleep N`'s command then).
+	Ready func() error
 	// Progress, when set, is called about once a second.
 	Progress func(samples int, lost uint64, elapsed time.Duration)
 	Version  string
@@ -370,6 +374,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// …but within a bound: samples go to disk as they come, so the live
 	// heap is the tables, and garbage must not pile up 8× over them.
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(32 << 20))
+	if o.Ready != nil {
+		if err := o.Ready(); err != nil {
+			if child != nil {
+				child.Abort()
+			}
+			return nil, err
+		}
+	}
 	start = time.Now()
 	meta.StartUnixNS = start.UnixNano()
 	var childDone <-chan struct{}
@@ -533,10 +545,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	res.Samples, res.ExitCode = b.SampleCount(), exit
 	if w != nil {
 		res.Walk = w.finish()
-		if res.Walk.Stacks.Complete < res.Walk.Stacks.Total {
-			// Said where the recording is read, not only here.
-			meta.Warnings = append(meta.Warnings, "user "+res.Walk.Stacks.String())
-		}
+		meta.UserStacks = &res.Walk.Stacks // report says it too
 	}
 	if res.CallGraphNote != "" {
 		meta.Warnings = append(meta.Warnings, "call graph: frame pointers, "+res.CallGraphNote)

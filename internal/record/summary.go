@@ -30,8 +30,7 @@ func Summarize(w io.Writer, res *Result, path, size string) {
 		fmt.Fprintf(w, "sonde: user %s\n", &res.Walk.Stacks)
 	}
 	for _, warn := range p.Meta.Warnings {
-		if (res.Walk != nil && strings.HasPrefix(warn, "user stacks complete")) ||
-			(res.CallGraphNote != "" && strings.HasPrefix(warn, "call graph:")) {
+		if res.CallGraphNote != "" && strings.HasPrefix(warn, "call graph:") {
 			continue // just said
 		}
 		fmt.Fprintf(w, "sonde: warning: %s\n", warn)
