@@ -66,7 +66,7 @@ func unwindBench(dir string) {
 	}
 	targets := []target{
 		{"C (spin.c -O2 -fomit-frame-pointer)", []string{spin, strconv.Itoa(*iters / 2)}},
-		{"python3 pure-Python loop", []string{py, script, "60"}},
+		{"python3 pure-Python loop", []string{py, script, "150"}},
 	}
 	modes := []string{"none", "fp", "auto"}
 	for _, tg := range targets {
@@ -98,7 +98,7 @@ func unwindBench(dir string) {
 	fmt.Printf("   bytes per sample, one recording each at 999 Hz (stacks reaching main)\n")
 	for _, tg := range []target{
 		{"C unwind.c (main → dispatch → heavy/light)", []string{cbin, "2"}},
-		{"python3 pure-Python loop", []string{py, script, "40"}},
+		{"python3 pure-Python loop", []string{py, script, "100"}},
 	} {
 		auto := sondeBytes(dir, "auto", tg.args)
 		fp := sondeBytes(dir, "fp", tg.args)

@@ -85,7 +85,7 @@ func TestRecordUprobeNamesCaller(t *testing.T) {
 		}
 		return caller, all
 	}
-	st, stderr := recordFolded(t, dir, "auto", "-e", "u:"+bin+":heavy", "-g", "--", bin, "1")
+	st, stderr := recordFolded(t, dir, "auto", "-e", "u:"+bin+":heavy", "-g", "--", bin, "2")
 	caller, all := count(st)
 	fst, _ := recordFolded(t, dir, "fp", "-e", "u:"+bin+":heavy", "--call-graph", "fp", "--", bin, "0.3")
 	fcaller, fall := count(fst)

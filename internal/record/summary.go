@@ -28,6 +28,9 @@ func Summarize(w io.Writer, res *Result, path, size string) {
 	}
 	if res.Walk != nil {
 		fmt.Fprintf(w, "sonde: user %s\n", &res.Walk.Stacks)
+		if res.Walk.Unpaired > 0 || res.Walk.OutputErrors > 0 {
+			fmt.Fprintf(w, "sonde: warning: %d samples without their walked stack (%d the kernel could not write)\n", res.Walk.Unpaired, res.Walk.OutputErrors)
+		}
 	}
 	for _, warn := range p.Meta.Warnings {
 		if res.CallGraphNote != "" && strings.HasPrefix(warn, "call graph:") {
