@@ -65,8 +65,8 @@ func unwindBench(dir string) {
 		args []string
 	}
 	targets := []target{
-		{"C (spin.c -O2 -fomit-frame-pointer)", []string{spin, strconv.Itoa(*iters / 2)}},
-		{"python3 pure-Python loop", []string{py, script, "150"}},
+		{"C (spin.c -O2 -fomit-frame-pointer)", []string{spin, strconv.Itoa(*iters)}},
+		{"python3 pure-Python loop", []string{py, script, "500"}},
 	}
 	modes := []string{"none", "fp", "auto"}
 	for _, tg := range targets {

@@ -113,7 +113,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	var w *walker
 	if o.Callchain {
 		res.CallGraph = CallGraphFP
-		if o.CallGraph == CallGraphAuto {
+		walked := false
+		for _, e := range o.Events {
+			walked = walked || walks(e)
+		}
+		if o.CallGraph == CallGraphAuto && !walked {
+			res.CallGraphNote = "tracepoints are not walked by the unwinder yet"
+		}
+		if o.CallGraph == CallGraphAuto && walked {
 			pid := 0
 			if len(o.Pids) == 1 && len(o.Command) == 0 {
 				pid = o.Pids[0]
@@ -168,7 +175,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			Event: o.Events[i].Event, Freq: info.Freq, Period: info.Period, Callchain: o.Callchain,
 			SideBand: i == 0, BuildID: true, Raw: raw, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec,
 		})
-		if w != nil {
+		if w != nil && walks(o.Events[i]) {
 			// The kernel's chain stops at the user boundary: the walker
 			// adds the user part.
 			a.Bits |= unix.PerfBitExcludeCallchainUser
@@ -197,7 +204,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return fmt.Errorf("reading event id: %w", err)
 		}
 		idToEvent[id] = uint16(ev)
-		if w != nil {
+		if w != nil && walks(o.Events[ev]) {
 			if err := w.attach(fd, o.Events[ev]); err != nil {
 				unix.Close(fd)
 				return err
@@ -443,7 +450,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			switch rec.typ {
 			case perf.RecordSample:
 				if perf.ParseSampleRaw(rec.data, o.Callchain, raw, &sample) == nil {
-					if w != nil {
+					if w != nil && walks(o.Events[idToEvent[sample.ID]]) {
 						w.user(&sample, rec.key, rec.walked)
 					}
 					b.SampleEvent(&sample, rec.misc, idToEvent[sample.ID])
