@@ -9,7 +9,11 @@
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
 //     page size against issue 10's targets; -flamegraph runs only this);
-//  6. record's call-graph modes on code without frame pointers (-unwind
+//  6. the BPF cost of every BPF tool beside its peer, timed by the kernel
+//     (bpf_stats; -cost runs only this, see cost.go).
+//  7. cost per lock operation of sonde deadlock and of bpftrace doing the
+//     same uprobes, on a lock loop (-deadlock runs only this).
+//  8. record's call-graph modes on code without frame pointers (-unwind
 //     runs only this; see unwind.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
@@ -77,12 +81,24 @@ func main() {
 		fail(fmt.Sprintf("gcc: %v %s", err, out))
 	}
 	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
+	if *onlyDeadlock {
+		deadlockCost(dir)
+		return
+	}
 	if *only002 {
 		seed002()
 		return
 	}
 	if *onlyUnwind {
 		unwindBench(dir)
+		return
+	}
+	if *onlyAgent {
+		agentOverhead(dir, spin)
+		return
+	}
+	if *onlyCost {
+		costTable(dir)
 		return
 	}
 
@@ -118,6 +134,9 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	costTable(dir)
+	deadlockCost(dir)
+	agentOverhead(dir, spin)
 	unwindBench(dir)
 	if *skipBig {
 		return
@@ -172,7 +191,7 @@ func runUnder(c, dir, spin string) (float64, float64) {
 	case "perf":
 		rec = exec.Command(*perfBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
 	case "sonde":
-		// perf -g walks frame pointers: so does sonde here (section 6
+		// perf -g walks frame pointers: so does sonde here (section 8
 		// measures the unwinder).
 		rec = exec.Command(*sondeBin, "record", "-q", "-a", "--call-graph", "fp", "-F", "999", "-o", out)
 	case "profile":

@@ -57,7 +57,7 @@ func unwindBench(dir string) {
 		fail(err.Error())
 	}
 
-	fmt.Printf("\n6. Unwinding without frame pointers (record --call-graph auto = -g, fp; perf --call-graph dwarf)\n")
+	fmt.Printf("\n8. Unwinding without frame pointers (record --call-graph auto = -g, fp; perf --call-graph dwarf)\n")
 	// Slowdown: the target's own timing, recorded from its start (record
 	// -- CMD starts it once everything is attached).
 	type target struct {
