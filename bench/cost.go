@@ -121,7 +121,9 @@ func costTable(dir string) {
 		// chain). The default (user stacks walked too) has no peer here.
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
 		// The same work on both sides: kernel stacks only (no user walk).
-		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, peerName: "offcputime -k", peer: []string{"offcputime", "-k"}, work: switches},
+		// (offcputime has no kernel-stacks-only mode: its -k means kernel
+		// threads only.)
+		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, work: switches},
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: switches},
 		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
 		// blocked and the waker's user and kernel stacks): bpftrace does
