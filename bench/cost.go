@@ -145,6 +145,7 @@ func costTable(dir string) {
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
 			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: spinWork},
 		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: switches},
+		lockCostCase(build),
 	}
 	if *costOnly != "" {
 		keep := map[string]bool{}

@@ -154,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			pairVarAuxOff: uint32(auxField.Offset), pairVarAuxSize: readSize(auxField),
 			pairVarHasMid: hasMid, pairVarMidOff: mo, pairVarMidSize: ms,
 			// The name costs a copy per event: read it only for a view that shows it.
-			pairVarWantComm: o.Per == "comm" || o.Per == "pid" || o.Events || o.OnPair != nil,
+			pairVarWantComm:    o.Per == "comm" || o.Per == "pid" || o.Events || o.OnPair != nil,
 			pairVarMidGroupOff: uint32(midGroup.Offset), pairVarMidGroupSize: readSize(midGroup),
 			pairVarMidAuxOff: uint32(midAux.Offset), pairVarMidAuxSize: readSize(midAux),
 		},

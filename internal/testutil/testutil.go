@@ -76,6 +76,20 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 	return dst
 }
 
+// BuildGo builds the Go program in testdata/src (a package, or a module
+// of its own) into dir/out.
+func BuildGo(t testing.TB, dir, out, src string) string {
+	t.Helper()
+	bin := filepath.Join(dir, out)
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(RepoRoot(), "testdata", src)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/%s: %v\n%s", src, err, b)
+	}
+	return bin
+}
+
 var (
 	sondeOnce sync.Once
 	sondePath string
