@@ -111,7 +111,7 @@ func costTable(dir string) {
 		start := time.Now()
 		mustRun(spin, "4000000")
 		// 999 Hz on every CPU: the samples the profile programs took.
-		return uint64(time.Since(start).Seconds() * 999 * float64(runtime.NumCPU())), "samples (999 Hz × CPUs × s)"
+		return uint64(time.Since(start).Seconds() * 999 * float64(runtime.NumCPU())), "samples (999 Hz)"
 	}
 
 	cases := []costCase{
@@ -255,8 +255,8 @@ func ratio(a, b float64) string {
 }
 
 func trunc(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
 	}
 	return s
 }
