@@ -162,7 +162,7 @@ func costTable(dir string) {
 	}
 
 	fmt.Printf("6. BPF cost per event, measured by the kernel (bpf_stats: run count and run time of each tool's\n")
-	fmt.Printf("   own programs during the workload; tool CPU = the tool process's utime+stime over the same span;\n")
+	fmt.Printf("   own programs during the workload; tool CPU = the tool process's CPU time (schedstat) over the same span;\n")
 	fmt.Printf("   %d interleaved repetitions, medians)\n\n", *costReps)
 	fmt.Printf("   %-12s %-17s %10s %9s %10s %9s %10s | %-16s %10s %9s %10s %9s %10s | %6s %6s\n",
 		"tool", "events", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "peer", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "BPF", "+CPU")
