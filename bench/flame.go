@@ -160,7 +160,7 @@ func webScale() bool {
 	cmd.Dir = filepath.Dir(filepath.Dir(self))
 	cmd.Env = append(os.Environ(), "SONDE_WEB_SCALE=1")
 	out, err := cmd.CombinedOutput()
-	fmt.Printf("\n8. Web view of a 1 M-sample recording (sonde serve in headless Chromium)\n")
+	fmt.Printf("\n9. Web view of a 1 M-sample recording (sonde serve in headless Chromium)\n")
 	for _, l := range strings.Split(string(out), "\n") {
 		if _, msg, ok := strings.Cut(l, "scale_test.go:"); ok {
 			_, msg, _ = strings.Cut(msg, ": ")
