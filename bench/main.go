@@ -13,7 +13,10 @@
 //     (bpf_stats; -cost runs only this, see cost.go).
 //  7. cost per lock operation of sonde deadlock and of bpftrace doing the
 //     same uprobes, on a lock loop (-deadlock runs only this).
-//  8. per-call cost of function-graph tracing: uftrace, sonde ftrace
+//  8. record's call-graph modes on code without frame pointers (-unwind
+//     runs only this; see unwind.go);
+//  9. sonde serve on a 1 M-sample recording in Chromium (-web runs only this);
+//  10. per-call cost of function-graph tracing: uftrace, sonde ftrace
 //     in-process and through uprobes, and the bare uprobe floor (-ftrace
 //     runs only this).
 //
@@ -54,6 +57,12 @@ var (
 
 func main() {
 	flag.Parse()
+	if *onlyWeb {
+		if !webScale() {
+			os.Exit(1)
+		}
+		return
+	}
 	if *onlyFlame {
 		dir, err := os.MkdirTemp("", "sonde-bench")
 		if err != nil {
@@ -94,6 +103,10 @@ func main() {
 	}
 	if *onlyFt {
 		ftraceBench(dir)
+		return
+	}
+	if *onlyUnwind {
+		unwindBench(dir)
 		return
 	}
 	if *onlyAgent {
@@ -141,6 +154,8 @@ func main() {
 	costTable(dir)
 	deadlockCost(dir)
 	agentOverhead(dir, spin)
+	unwindBench(dir)
+	webScale()
 	if *skipBig {
 		return
 	}
@@ -152,7 +167,7 @@ func main() {
 	perfData := filepath.Join(dir, "big.perf.data")
 	sondeData := filepath.Join(dir, "big.sonde.data")
 	mustRun(*perfBin, "record", "-q", "-g", "-F", strconv.Itoa(*bigFreq), "-o", perfData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
-	mustRun(*sondeBin, "record", "-q", "-g", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
+	mustRun(*sondeBin, "record", "-q", "--call-graph", "fp", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
 	np, ns := perfSamples(perfData), sondeSamples(sondeData)
 	fmt.Printf("\n3. Reports from big recordings (perf: %d samples, sonde: %d samples; 3 interleaved runs, medians)\n", np, ns)
 	type job struct {
@@ -194,7 +209,9 @@ func runUnder(c, dir, spin string) (float64, float64) {
 	case "perf":
 		rec = exec.Command(*perfBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
 	case "sonde":
-		rec = exec.Command(*sondeBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
+		// perf -g walks frame pointers: so does sonde here (section 8
+		// measures the unwinder).
+		rec = exec.Command(*sondeBin, "record", "-q", "-a", "--call-graph", "fp", "-F", "999", "-o", out)
 	case "profile":
 		rec = exec.Command(*sondeBin, "profile", "-a", "-F", "999", "-o", out)
 	}

@@ -59,7 +59,8 @@ func newRoot() *cobra.Command {
 		cmds      []*cobra.Command
 	}{
 		{"record", "Recording, counting and reports:", []*cobra.Command{newListCmd(), newRecordCmd(), newReportCmd(), newScriptCmd(),
-			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newImportCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd(), newFtraceCmd()}},
+			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newImportCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd(), newServeCmd(),
+			newFtraceCmd()}},
 		{"bpf", "Live BPF tools:", bpfCommands()},
 		{"setup", "Other commands:", []*cobra.Command{newAgentCmd(), cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
 	}
