@@ -9,6 +9,6 @@ import "github.com/spf13/cobra"
 func bpfCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newProfileCmd(), newOffcpuCmd("offcpu"), newOffcpuCmd("wakeup"), newFunclatCmd(), newSyscountCmd(),
-		newRunqlatCmd(), newBiolatCmd(), newBiosnoopCmd(), newCputimeCmd(), newListenCmd(), newTopCmd(),
+		newRunqlatCmd(), newBiolatCmd(), newBiosnoopCmd(), newCputimeCmd(), newListenCmd(), newTopCmd(), newMemleakCmd(),
 	}
 }

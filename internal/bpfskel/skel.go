@@ -200,7 +200,11 @@ func (s *Session) attach(c Choice) error {
 		if ex, err = link.OpenExecutable(h.binary); err != nil {
 			return fmt.Errorf("opening %s: %w", h.binary, err)
 		}
-		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie, Offset: h.offset}
+		pid := h.pid
+		if pid == CommandPid && s.child != nil {
+			pid = s.child.Cmd.Process.Pid
+		}
+		o := &link.UprobeOptions{PID: pid, Cookie: h.cookie, Offset: h.offset}
 		if h.ret {
 			l, err = ex.Uretprobe(h.event, p, o)
 		} else {
