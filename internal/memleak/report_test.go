@@ -35,7 +35,7 @@ func fakeResult() *Result {
 	}
 	trimTracing(p)
 	return &Result{Profile: p, Elapsed: 2 * time.Second, Exited: true, Sampling: SamplingText(Options{}), Source: "uprobes on libc",
-		Rows: []Row{{Pid: 10, Bytes: 640, Count: 5, Oldest: 1500 * time.Millisecond, Stack: 0}, {Pid: 10, Bytes: 100, Count: 1, Stack: 1}},
+		Rows:     []Row{{Pid: 10, Bytes: 640, Count: 5, Oldest: 1500 * time.Millisecond, Stack: 0}, {Pid: 10, Bytes: 100, Count: 1, Stack: 1}},
 		Counters: Counters{Calls: 9, Tracked: 9, Frees: 3, MissedFrees: 1}}
 }
 
