@@ -7,7 +7,9 @@
 //  3. time and peak RSS to produce a report and a flame-graph input from a
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
-//  5. a flame graph of a million distinct folded stacks (time, peak RSS,
+//  5. sonde memleak's cost per allocation beside bpftrace doing the same
+//     uprobes (-memleak runs only this);
+//  6. a flame graph of a million distinct folded stacks (time, peak RSS,
 //     page size against issue 10's targets; -flamegraph runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
@@ -75,6 +77,10 @@ func main() {
 		fail(fmt.Sprintf("gcc: %v %s", err, out))
 	}
 	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
+	if *onlyMemleak {
+		memleakCost(dir)
+		return
+	}
 	if *only002 {
 		seed002()
 		return
@@ -111,6 +117,7 @@ func main() {
 	fmt.Printf("   perf.data   %8.1f B/sample\n   sonde.data  %8.1f B/sample\n   ratio sonde/perf: %.3f (goal ≤ 0.25)\n", bp, bs, bs/bp)
 
 	seed002()
+	memleakCost(dir)
 	flameScale(dir)
 	if *skipBig {
 		return
