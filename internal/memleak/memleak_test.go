@@ -75,6 +75,12 @@ func checkLeak(t *testing.T, rep *Report, tol float64, exactCount bool) {
 	}
 	if n := len(rep.Stacks); n != 1 || elsewhere != 0 {
 		t.Errorf("%d stacks outstanding, %d B outside leak_one; want one stack", n, elsewhere)
+		for _, s := range rep.Stacks {
+			t.Logf("%d B in %d at %v", s.Bytes, s.Count, s.Frames)
+		}
+		if rep.UserStacks != nil {
+			t.Logf("user %s", rep.UserStacks)
+		}
 	}
 }
 
