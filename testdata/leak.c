@@ -4,7 +4,7 @@
  * Nothing else allocates: no stdio (its buffer is never freed), output
  * through write(2). Built with -DPREFIX the same work goes through a tiny
  * allocator of its own (t_malloc, t_calloc, t_realloc, t_free) and never
- * calls libc's. A first allocation, then 500 ms of sleep, lets a tracer
+ * calls libc's. A first allocation, then 1.5 s of sleep, lets a tracer
  * load the process's unwind tables before the counted work starts. With
  * -t it prints how long the work took (for bench: "elapsed_ns N"). */
 #define _GNU_SOURCE
@@ -149,7 +149,7 @@ static void print_elapsed(long long ns)
 int main(int argc, char **argv)
 {
 	FREE(MALLOC(16));
-	usleep(500000);
+	usleep(1500000);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned leaked = 0;
