@@ -3,9 +3,10 @@
 // allocator's entry points (libc's by default, or a library or symbol
 // prefix: jemalloc, tcmalloc, a program's own), or the kmem tracepoints for
 // the kernel's allocations. Outstanding bytes and counts per stack are kept
-// in the kernel as they change, so a report reads one row per stack; every
-// tracked address keeps its size, time and stack so frees find their
-// allocation and reports can say how old the oldest one is.
+// in the kernel as they change, so a report reads one row per stack for
+// them; every tracked address keeps its size, time and stack so frees find
+// their allocation and reports can say how old the oldest one is (one
+// pass over the addresses per report).
 package memleak
 
 import (
