@@ -320,6 +320,9 @@ func (c *collector) collect(final bool) (*Result, error) {
 		meta.Unwinder = "bpf-tables"
 	}
 	host.Fill(&meta)
+	if final && res.Counters.Calls == 0 && !c.o.Kernel {
+		meta.Warnings = append(meta.Warnings, "no allocation call was seen: the process allocates through another allocator (--lib, --symbol-prefix) or did not allocate while traced")
+	}
 	if res.Counters.MapFull > 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d allocations not tracked: a map was full (raise the limit or sample)", res.Counters.MapFull))
 	}
