@@ -5,7 +5,7 @@
  * through write(2). Built with -DPREFIX the same work goes through a tiny
  * allocator of its own (t_malloc, t_calloc, t_realloc, t_free) and never
  * calls libc's. A warm-up of 1,000 churned allocations (all freed), then
- * 1.5 s of sleep, lets a tracer load the process's unwind tables before
+ * 3 s of sleep, lets a tracer load the process's unwind tables before
  * the counted work starts. With
  * -t it prints how long the work took (for bench: "elapsed_ns N"). */
 #define _GNU_SOURCE
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	/* Warm up every path once (lazy binding, first touches), all freed. */
 	for (unsigned i = 0; i < 1000; i++)
 		churn(i);
-	usleep(1500000);
+	usleep(3000000);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned leaked = 0;
