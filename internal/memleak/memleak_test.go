@@ -54,33 +54,41 @@ func runLeak(t *testing.T, o Options, cflags ...string) *Report {
 	return rep
 }
 
-// checkLeak wants the leak at leak_one's stack (within tol of its bytes)
-// and nothing outstanding anywhere else.
+// checkLeak wants the leak (within tol of its bytes) at leak_one's stack
+// and nothing outstanding anywhere else. One allowance: a stack the
+// unwinder itself reports truncated (a walk made while the process's
+// libc table was still being built: on the busy test VM a handful of the
+// first leaks, whatever the workload's warm-up) is the same call site cut
+// short; it may hold at most 1% of the bytes, and the total must still
+// be right.
 func checkLeak(t *testing.T, rep *Report, tol float64, exactCount bool) {
 	t.Helper()
-	var at, elsewhere uint64
+	var at, cut, count uint64
 	for _, s := range rep.Stacks {
-		if hasFrame(s.Frames, "leak_one") && hasFrame(s.Frames, "main") {
+		switch {
+		case hasFrame(s.Frames, "leak_one") && hasFrame(s.Frames, "_start"):
 			at += s.Bytes
-			if exactCount && s.Count != 5000 {
-				t.Errorf("leak_one's stack holds %d allocations, want 5000", s.Count)
-			}
-			continue
+			count += s.Count
+		case hasFrame(s.Frames, "main") && !hasFrame(s.Frames, "_start"):
+			cut += s.Bytes
+			count += s.Count
+			t.Logf("truncated stack: %d B in %d allocations at %v", s.Bytes, s.Count, s.Frames)
+		default:
+			t.Errorf("outstanding elsewhere: %d B in %d allocations at %v", s.Bytes, s.Count, s.Frames)
 		}
-		elsewhere += s.Bytes
-		t.Errorf("outstanding elsewhere: %d B in %d allocations at %v", s.Bytes, s.Count, s.Frames)
 	}
-	if d := float64(at)/leakBytes - 1; d > tol || d < -tol {
-		t.Errorf("leak_one's stack holds %d B, want %d (±%.0f%%)", at, leakBytes, 100*tol)
+	if d := float64(at+cut)/leakBytes - 1; d > tol || d < -tol {
+		t.Errorf("%d B outstanding at leak_one, want %d (±%.0f%%)", at+cut, leakBytes, 100*tol)
 	}
-	if n := len(rep.Stacks); n != 1 || elsewhere != 0 {
-		t.Errorf("%d stacks outstanding, %d B outside leak_one; want one stack", n, elsewhere)
-		for _, s := range rep.Stacks {
-			t.Logf("%d B in %d at %v", s.Bytes, s.Count, s.Frames)
-		}
-		if rep.UserStacks != nil {
-			t.Logf("user %s", rep.UserStacks)
-		}
+	if exactCount && count != 5000 {
+		t.Errorf("%d allocations outstanding at leak_one, want 5000", count)
+	}
+	var truncated uint64
+	if rep.UserStacks != nil {
+		truncated = rep.UserStacks.Total - rep.UserStacks.Complete
+	}
+	if cut > truncated || cut > leakBytes/100 {
+		t.Errorf("%d B at cut-short stacks (the unwinder reports %d B truncated); want at most 1%% of %d", cut, truncated, leakBytes)
 	}
 }
 
