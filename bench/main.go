@@ -7,10 +7,14 @@
 //  3. time and peak RSS to produce a report and a flame-graph input from a
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
-//  5. sonde memleak's cost per allocation beside bpftrace doing the same
-//     uprobes (-memleak runs only this);
-//  6. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//  5. a flame graph of a million distinct folded stacks (time, peak RSS,
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. the BPF cost of every BPF tool beside its peer, timed by the kernel
+//     (bpf_stats; -cost runs only this, see cost.go).
+//  7. cost per lock operation of sonde deadlock and of bpftrace doing the
+//     same uprobes, on a lock loop (-deadlock runs only this);
+//  8. sonde memleak's cost per allocation beside bpftrace doing the same
+//     uprobes (-memleak runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -81,8 +85,20 @@ func main() {
 		memleakCost(dir)
 		return
 	}
+	if *onlyDeadlock {
+		deadlockCost(dir)
+		return
+	}
 	if *only002 {
 		seed002()
+		return
+	}
+	if *onlyAgent {
+		agentOverhead(dir, spin)
+		return
+	}
+	if *onlyCost {
+		costTable(dir)
 		return
 	}
 
@@ -119,6 +135,9 @@ func main() {
 	seed002()
 	memleakCost(dir)
 	flameScale(dir)
+	costTable(dir)
+	deadlockCost(dir)
+	agentOverhead(dir, spin)
 	if *skipBig {
 		return
 	}

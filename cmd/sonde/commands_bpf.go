@@ -9,6 +9,7 @@ import "github.com/spf13/cobra"
 func bpfCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newProfileCmd(), newOffcpuCmd("offcpu"), newOffcpuCmd("wakeup"), newFunclatCmd(), newSyscountCmd(),
-		newRunqlatCmd(), newBiolatCmd(), newBiosnoopCmd(), newCputimeCmd(), newListenCmd(), newTopCmd(), newMemleakCmd(),
+		newRunqlatCmd(), newBiolatCmd(), newBiosnoopCmd(), newCputimeCmd(), newListenCmd(), newTopCmd(),
+		newDeadlockCmd(), newMemleakCmd(),
 	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,17 +17,8 @@ import (
 func TestFunclatGoProgramUnharmed(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "goprog")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "goprog")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	want, err := exec.Command(bin, "500").Output()
-	if err != nil {
-		t.Fatalf("untraced run: %v", err)
-	}
+	bin := testutil.BuildGo(t, dir, "goprog", "goprog")
+	want := testutil.Tool(t, bin, "500")
 	calls := map[string]uint64{}
 	for _, f := range strings.Fields(string(want)) {
 		if k, v, ok := strings.Cut(f, "="); ok && k != "checksum" {
@@ -38,14 +27,15 @@ func TestFunclatGoProgramUnharmed(t *testing.T) {
 		}
 	}
 
-	// The program waits 1 s before working, so funclat attaches first.
-	prog := exec.Command(bin, "500", "1s")
+	// The program waits 3 s before working, so funclat attaches first
+	// even on a loaded machine (it refuses a pid that has already exited).
+	prog := exec.Command(bin, "500", "3s")
 	var progOut strings.Builder
 	prog.Stdout = &progOut
 	if err := prog.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := testutil.MustRun(t, dir, "funclat", "--json", "-p", strconv.Itoa(prog.Process.Pid), "-d", "5",
+	r := testutil.MustRun(t, dir, "funclat", "--json", "-p", strconv.Itoa(prog.Process.Pid), "-d", "7",
 		bin+":main.work", bin+":main.deep")
 	if err := prog.Wait(); err != nil {
 		t.Fatalf("the traced Go program failed: %v\n%s", err, progOut.String())
