@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
@@ -159,28 +158,14 @@ func lookPath(name string) (string, error) {
 // or the system's.
 func findLibc(pid int) (string, error) {
 	if pid > 0 {
-		ms, err := procfs.ReadMaps(pid)
-		if err != nil {
-			return "", fmt.Errorf("reading the mappings of pid %d: %w", pid, err)
+		p, err := procfs.LibcOf(pid)
+		if err == nil && p == "" {
+			err = fmt.Errorf("pid %d maps no libc (a static program?): name its allocator with --lib PATH or --symbol-prefix", pid)
 		}
-		for _, m := range ms {
-			if strings.HasPrefix(filepath.Base(m.Path), "libc.so") || strings.HasPrefix(filepath.Base(m.Path), "libc-") {
-				return fmt.Sprintf("/proc/%d/root%s", pid, m.Path), nil
-			}
-		}
-		return "", fmt.Errorf("pid %d maps no libc (a static program?): name its allocator with --lib PATH or --symbol-prefix", pid)
+		return p, err
 	}
-	var found []string
-	for _, dir := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
-		m, _ := filepath.Glob(filepath.Join(dir, "libc.so.*"))
-		found = append(found, m...)
+	if p := procfs.SystemLibc(); p != "" {
+		return p, nil
 	}
-	sort.Strings(found)
-	for _, p := range found {
-		if f, err := elf.Open(p); err == nil {
-			f.Close()
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no libc.so found: name the allocator with --lib PATH")
+	return "", fmt.Errorf("no libc.so.6 found: name the allocator with --lib PATH")
 }
