@@ -60,13 +60,9 @@ func TracepointHook(group, name, prog string) Hook {
 	return Hook{kind: kindTracepoint, event: group + ":" + name, progs: map[Mode]string{Tracepoint: prog}}
 }
 
-// CommandPid as a uprobe's pid stands for the tool's held command, whose
-// pid is known only once it is started.
-const CommandPid = -1
-
 // UprobeHook hooks a user function (entry, or return with ret) in binary,
-// for pid (0: every process; CommandPid: the tool's command); cookie
-// reaches the program through bpf_get_attach_cookie.
+// for pid (0: every process); cookie reaches the program through
+// bpf_get_attach_cookie.
 func UprobeHook(binary, symbol, prog string, ret bool, pid int, cookie uint64) Hook {
 	return Hook{kind: kindUprobe, event: symbol, binary: binary, ret: ret, pid: pid, cookie: cookie,
 		progs: map[Mode]string{Uprobe: prog}}

@@ -208,11 +208,7 @@ func (s *Session) attach(c Choice) error {
 		if ex, err = link.OpenExecutable(h.binary); err != nil {
 			return fmt.Errorf("opening %s: %w", h.binary, err)
 		}
-		pid := h.pid
-		if pid == CommandPid && s.child != nil {
-			pid = s.child.Cmd.Process.Pid
-		}
-		o := &link.UprobeOptions{PID: pid, Cookie: h.cookie, Offset: h.offset}
+		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie, Offset: h.offset}
 		if h.ret {
 			l, err = ex.Uretprobe(h.event, p, o)
 		} else {
@@ -258,6 +254,10 @@ func (s *Session) attachPerf(p *ebpf.Program, h Hook) error {
 	}
 	return nil
 }
+
+// Program is the loaded program name (nil when no hook kept it), for a
+// tool that attaches it itself.
+func (s *Session) Program(name string) *ebpf.Program { return s.coll.Programs[name] }
 
 // Mode names the attach modes chosen, for verbose and JSON output:
 // "tp_btf", "raw_tp", "uprobe", or several joined by "+".
