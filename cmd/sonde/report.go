@@ -7,13 +7,14 @@ import (
 	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/pprofout"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/web"
 )
 
 func newReportCmd() *cobra.Command {
 	var (
 		input, sortKeys, graph, format, output string
 		comm, pid, tid, dso, sym               string
-		children, noChildren, asJSON           bool
+		children, noChildren, asJSON, webView  bool
 		limit                                  float64
 	)
 	cmd := &cobra.Command{
@@ -44,6 +45,7 @@ func newReportCmd() *cobra.Command {
 	addJSONFlag(f, &asJSON)
 	f.StringVar(&format, "format", "text", "text, json or pprof")
 	f.StringVarP(&output, "output", "o", "", "output file (required for pprof; default stdout)")
+	f.BoolVar(&webView, "web", false, "show the recording in the browser instead (as sonde serve -i FILE)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			// -g takes its argument attached (-gcallee, -g=callee) as perf
@@ -52,6 +54,9 @@ func newReportCmd() *cobra.Command {
 				return usagef("unexpected argument %q (the data file goes after -i)", args[0])
 			}
 			graph = args[0]
+		}
+		if webView {
+			return web.Serve([]string{input}, web.Options{})
 		}
 		if asJSON {
 			format = "json"

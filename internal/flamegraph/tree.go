@@ -366,22 +366,27 @@ func FromProfile(p *model.Profile) *Node {
 		frames = append(frames, frame{Name: p.Threads[k[0]].Comm, Kind: KindOther})
 		for i := len(stack) - 1; i >= 0; i-- {
 			loc := stack[i]
-			kind := KindUser
-			switch p.Kind(loc) {
-			case model.DSOKernel, model.DSOModule:
-				kind = KindKernel
-			case model.DSOJIT:
-				kind = KindJIT
-			case model.DSOUnknown:
-				if p.Locs[loc].Func < 0 {
-					kind = KindOther
-				}
-			}
-			frames = append(frames, frame{Name: p.FrameName(loc), Kind: kind})
+			frames = append(frames, frame{Name: p.FrameName(loc), Kind: KindOf(p, loc)})
 		}
 		b.addFrames(frames, float64(counts[k]))
 	}
 	return b.finish()
+}
+
+// KindOf is how a location is coloured: by its object, and unknown
+// memory without a symbol as "other".
+func KindOf(p *model.Profile, loc int32) Kind {
+	switch p.Kind(loc) {
+	case model.DSOKernel, model.DSOModule:
+		return KindKernel
+	case model.DSOJIT:
+		return KindJIT
+	case model.DSOUnknown:
+		if p.Locs[loc].Func < 0 {
+			return KindOther
+		}
+	}
+	return KindUser
 }
 
 func suffix(k Kind) string {
