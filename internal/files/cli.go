@@ -49,6 +49,9 @@ func TopArgs(cmd *cobra.Command, args []string, l *cli.Live, o *TopOptions) erro
 // RunTop runs filetop and writes its reports to l.W; a traced command's
 // exit status becomes sonde's.
 func RunTop(ctx context.Context, o TopOptions, l *cli.Live) error {
+	if len(o.Command) > 0 {
+		o.Target = cli.Target{Command: o.Command}.String()
+	}
 	o.OnReport = func(r *TopReport) { l.W.Interval(r) }
 	res, err := Top(ctx, o)
 	if err != nil {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/files"
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// filesDir is a test directory named as the kernel names it (TMPDIR may
+// be reached through a symlink).
+func filesDir(t *testing.T) string {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestFiletopBytes: a program that writes exactly 10 MiB to one file and
+// reads exactly 3 MiB of another (through write, pwrite64, writev, read,
+// pread64, readv) shows those calls and bytes on those paths.
+func TestFiletopBytes(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := filesDir(t)
+	prog := testutil.BuildC(t, dir, "fileio", []string{"fileio.c"})
+	in, out := filepath.Join(dir, "in.bin"), filepath.Join(dir, "out.bin")
+	if err := os.WriteFile(in, make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := testutil.MustRun(t, dir, "filetop", "--json", "-r", "0", "--", prog, "copy", out, in)
+	var rep struct {
+		Command, Attach string
+		Files           []files.File
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("filetop --json: %v\n%s", err, r.Stdout)
+	}
+	if rep.Command != "filetop" || rep.Attach != files.Mode {
+		t.Errorf("command %q attach %q", rep.Command, rep.Attach)
+	}
+	got := map[string]files.File{}
+	for _, f := range rep.Files {
+		if f.Comm == "fileio" {
+			got[f.Path] = f
+		}
+	}
+	w, rd := got[out], got[in]
+	if w.Writes != 160 || w.WriteBytes != 10<<20 || w.Reads != 0 || w.Kind != files.Regular {
+		t.Errorf("%s: %+v, want 160 writes of 10 MiB", out, w)
+	}
+	if rd.Reads != 48 || rd.ReadBytes != 3<<20 || rd.Writes != 0 {
+		t.Errorf("%s: %+v, want 48 reads of 3 MiB", in, rd)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(out, &st); err == nil && w.Ino != st.Ino {
+		t.Errorf("%s: inode %d, stat says %d", out, w.Ino, st.Ino)
+	}
+	if t.Failed() {
+		t.Logf("filetop output:\n%s", r.Stdout)
+	}
+}
+
+// TestFileslowerFIFO: reads that wait 50 ms for a FIFO's writer are
+// reported with the time the program measured itself (50 ms ± 5) and the
+// FIFO's path; without -a, FIFOs are not reported at all.
+func TestFileslowerFIFO(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := filesDir(t)
+	prog := testutil.BuildC(t, dir, "fileio", []string{"fileio.c"})
+	fifo := filepath.Join(dir, "slow.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := testutil.MustRun(t, dir, "fileslower", "-a", "--json", "20", "--", prog, "slow", fifo, "3")
+	var own []float64 // the program's own measure of each read, ms
+	for _, l := range strings.Split(r.Stderr, "\n") {
+		if ns, err := strconv.ParseInt(strings.TrimSpace(l), 10, 64); err == nil {
+			own = append(own, float64(ns)/1e6)
+		}
+	}
+	var got []files.Slow
+	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
+	for sc.Scan() {
+		var s files.Slow
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("fileslower line %q: %v", sc.Text(), err)
+		}
+		got = append(got, s)
+	}
+	if len(got) != 3 || len(own) != 3 {
+		t.Fatalf("%d slow calls, %d measured by the program; want 3 each\nstdout:\n%s\nstderr:\n%s", len(got), len(own), r.Stdout, r.Stderr)
+	}
+	for i, s := range got {
+		ms := float64(s.DurationNS) / 1e6
+		if s.Path != fifo || s.Direction != "read" || s.Syscall != "read" || s.Bytes != 4 || s.Kind != files.Pipe || s.Comm != "fileio" {
+			t.Errorf("call %d: %+v", i, s)
+		}
+		if math.Abs(ms-50) > 5 || math.Abs(ms-own[i]) > 1 {
+			t.Errorf("call %d: %.2f ms, want 50 ± 5 and the program's own %.2f ± 1", i, ms, own[i])
+		}
+	}
+	r = testutil.MustRun(t, dir, "fileslower", "--json", "20", "--", prog, "slow", fifo, "1")
+	if strings.TrimSpace(r.Stdout) != "" {
+		t.Errorf("a FIFO reported without -a:\n%s", r.Stdout)
+	}
+}
