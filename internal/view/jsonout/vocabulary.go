@@ -164,4 +164,13 @@ var Vocabulary = map[string]string{
 	"sample_period_ns":          "cputime --compare-sampled: the sampling period",
 	"unseen_switches":           "cputime: context switches the kernel did not report to the program",
 	"untimed":                   "funclat: calls that returned without a matched entry (counted, not timed)",
+	"files":                     "filetop: one row per process and file, in the order asked for",
+	"path":                      "a file's path as the process sees it (pipe:[ino], socket:[ino] for those)",
+	"dev":                       "the device of a file's filesystem, major:minor",
+	"ino":                       "a file's inode number",
+	"reads":                     "read calls that succeeded (read, pread64, readv, ...; the input of sendfile, splice, copy_file_range)",
+	"writes":                    "write calls that succeeded (write, pwrite64, writev, ...; the output of sendfile, splice, copy_file_range)",
+	"read_bytes":                "bytes the read calls returned",
+	"write_bytes":               "bytes the write calls returned",
+	"direction":                 "fileslower: whether the call read or wrote the file (read, write)",
 }
