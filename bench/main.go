@@ -8,7 +8,9 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this).
+//     page size against issue 10's targets; -flamegraph runs only this);
+//  6. filetop and fileslower against bpftrace doing the same work on the
+//     same tracepoints, per syscall, by the kernel's BPF run time (-files).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -79,6 +81,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyFiles {
+		filesCost(dir)
+		return
+	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}
@@ -112,6 +118,7 @@ func main() {
 
 	seed002()
 	flameScale(dir)
+	filesCost(dir)
 	if *skipBig {
 		return
 	}

@@ -5,7 +5,8 @@
  *   fileio slow FIFO N   N times: a child writes 4 bytes into FIFO after
  *                        50 ms while this process blocks in read(2); prints
  *                        each read's own duration in ns on stderr, one a line
- *   fileio spin N        N one-byte reads of /dev/zero (the cost benchmark) */
+ *   fileio spin FILE N   N one-byte pread64s of FILE (the cost benchmark;
+ *                        each hits the page cache) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,13 +82,13 @@ static int slow(const char *fifo, int n)
 	return 0;
 }
 
-static int spin(long n)
+static int spin(const char *file, long n)
 {
-	int fd = open("/dev/zero", O_RDONLY);
+	int fd = open(file, O_RDONLY);
 	if (fd < 0)
 		return 1;
 	for (long i = 0; i < n; i++)
-		if (read(fd, buf, 1) != 1)
+		if (pread(fd, buf, 1, 0) != 1)
 			return 1;
 	return 0;
 }
@@ -98,8 +99,8 @@ int main(int argc, char **argv)
 		return copy(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "slow"))
 		return slow(argv[2], atoi(argv[3]));
-	if (argc == 3 && !strcmp(argv[1], "spin"))
-		return spin(atol(argv[2]));
-	fprintf(stderr, "usage: fileio copy OUT IN | slow FIFO N | spin N\n");
+	if (argc == 4 && !strcmp(argv[1], "spin"))
+		return spin(argv[2], atol(argv[3]));
+	fprintf(stderr, "usage: fileio copy OUT IN | slow FIFO N | spin FILE N\n");
 	return 2;
 }
