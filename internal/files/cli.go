@@ -1,7 +1,6 @@
 package files
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -89,15 +88,8 @@ func RunSlower(ctx context.Context, o SlowerOptions, l *cli.Live) error {
 		SlowHeader(l.W)
 		l.W.Flush()
 	}
-	var werr error
-	res, err := Slower(ctx, o, func(x Slow) {
-		if l.JSON {
-			werr = cmp.Or(werr, x.WriteJSON(l.W))
-		} else {
-			x.WriteText(l.W)
-		}
-		werr = cmp.Or(werr, l.W.Flush())
-	})
+	// Each call is a line, text or JSON, flushed at once.
+	res, err := Slower(ctx, o, func(x Slow) { l.W.Interval(x) })
 	if err != nil {
 		return err
 	}
@@ -106,7 +98,7 @@ func RunSlower(ctx context.Context, o SlowerOptions, l *cli.Live) error {
 	} else {
 		res.WriteFooter(l.W)
 	}
-	if err := cmp.Or(werr, l.W.Flush()); err != nil || len(o.Command) == 0 {
+	if err := l.W.Flush(); err != nil || len(o.Command) == 0 {
 		return err
 	}
 	return cli.ExitWith(res.ExitCode)
