@@ -5,6 +5,9 @@
  *   fileio slow FIFO N   N times: a child writes 4 bytes into FIFO after
  *                        50 ms while this process blocks in read(2); prints
  *                        each read's own duration in ns on stderr, one a line
+ *   fileio xfer OUT IN   copies 1 MiB of IN to OUT with sendfile, then the
+ *                        next 1 MiB with copy_file_range; prints the number
+ *                        of calls on stderr
  *   fileio spin FILE N   N one-byte pread64s of FILE (the cost benchmark;
  *                        each hits the page cache) */
 #define _GNU_SOURCE
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +63,31 @@ static int copy(const char *out, const char *in)
 	return 0;
 }
 
+static int xfer(const char *out, const char *in)
+{
+	int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int fi = open(in, O_RDONLY);
+	if (fo < 0 || fi < 0)
+		return 1;
+	int calls = 0;
+	off_t off = 0;
+	while (off < (1 << 20)) {
+		ssize_t n = sendfile(fo, fi, &off, (1 << 20) - off);
+		if (n <= 0)
+			return 1;
+		calls++;
+	}
+	loff_t in_off = 1 << 20;
+	while (in_off < (2 << 20)) {
+		ssize_t n = copy_file_range(fi, &in_off, fo, NULL, (2 << 20) - in_off, 0);
+		if (n <= 0)
+			return 1;
+		calls++;
+	}
+	fprintf(stderr, "calls %d\n", calls);
+	return 0;
+}
+
 static int slow(const char *fifo, int n)
 {
 	/* O_RDWR does not wait for a writer, so the wait is in read(2). */
@@ -97,10 +126,12 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "copy"))
 		return copy(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "xfer"))
+		return xfer(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "slow"))
 		return slow(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "spin"))
 		return spin(argv[2], atol(argv[3]));
-	fprintf(stderr, "usage: fileio copy OUT IN | slow FIFO N | spin FILE N\n");
+	fprintf(stderr, "usage: fileio copy OUT IN | xfer OUT IN | slow FIFO N | spin FILE N\n");
 	return 2;
 }
