@@ -36,13 +36,15 @@ unit:
 
 # A short fuzzing run of the data-file reader on top of its checked-in corpus
 # (testdata/fuzz), gzip layer and section decoder separately, and of the
-# readers of perf's files (perf.data, perf script text).
+# readers of perf's files (perf.data, perf script text), and of what an agent
+# sends to `sonde --remote`.
 # (Minimizing is capped: on these VMs it dominates a short run.)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/datafile
 	$(GO) test -run '^$$' -fuzz '^FuzzSections$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/datafile
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/perfdata
 	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/perfdata
+	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/remote
 
 cross:
 	@mkdir -p $(OUT)

@@ -9,8 +9,10 @@
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
 //     page size against issue 10's targets; -flamegraph runs only this);
-//  6. filetop and fileslower against bpftrace doing the same work on the
-//     same tracepoints, per syscall, by the kernel's BPF run time (-files).
+//  6. the BPF cost of every BPF tool beside its peer, timed by the kernel
+//     (bpf_stats; -cost runs only this, see cost.go).
+//  7. cost per lock operation of sonde deadlock and of bpftrace doing the
+//     same uprobes, on a lock loop (-deadlock runs only this).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -77,12 +79,20 @@ func main() {
 		fail(fmt.Sprintf("gcc: %v %s", err, out))
 	}
 	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
+	if *onlyDeadlock {
+		deadlockCost(dir)
+		return
+	}
 	if *only002 {
 		seed002()
 		return
 	}
-	if *onlyFiles {
-		filesCost(dir)
+	if *onlyAgent {
+		agentOverhead(dir, spin)
+		return
+	}
+	if *onlyCost {
+		costTable(dir)
 		return
 	}
 
@@ -118,7 +128,9 @@ func main() {
 
 	seed002()
 	flameScale(dir)
-	filesCost(dir)
+	costTable(dir)
+	deadlockCost(dir)
+	agentOverhead(dir, spin)
 	if *skipBig {
 		return
 	}

@@ -30,7 +30,17 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_STACK_TRACE = 7,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
+
+/* map_flags */
+#ifndef BPF_F_NO_PREALLOC
+#define BPF_F_NO_PREALLOC (1U << 0)
+#endif
+#define BPF_F_MMAPABLE (1U << 10)
+
+/* bpf_task_storage_get flags */
+#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
 
 /* bpf_map_update_elem flags */
 #define BPF_ANY 0

@@ -28,15 +28,23 @@ static __always_inline bool map_add(void *map, const void *key, __u64 delta)
 	return true;
 }
 
+/* A map declared in one line: the struct libbpf reads from ".maps". */
+#define SONDE_MAP(name, map_type, key_type, value_type, entries) \
+	struct {                                                 \
+		__uint(type, map_type);                              \
+		__type(key, key_type);                               \
+		__type(value, value_type);                           \
+		__uint(max_entries, entries);                        \
+	} name SEC(".maps")
+
+/* A hash map of up to entries key → value; every use says what key and
+ * value are, with units. */
+#define HASH_MAP(name, key_type, value_type, entries) \
+	SONDE_MAP(name, BPF_MAP_TYPE_HASH, key_type, value_type, entries)
+
 /* A per-CPU array of n u64 counters (key: counter index, u32; value: count,
  * u64, one per CPU so the hot path never contends; user space sums them). */
-#define PERCPU_COUNTERS(name, n)                  \
-	struct {                                      \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);  \
-		__type(key, __u32);                       \
-		__type(value, __u64);                     \
-		__uint(max_entries, n);                   \
-	} name SEC(".maps")
+#define PERCPU_COUNTERS(name, n) SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, n)
 
 /* Bump counter which of a PERCPU_COUNTERS map (this CPU's copy: no atomics). */
 static __always_inline void counter_inc(void *map, __u32 which)
@@ -53,5 +61,21 @@ static __always_inline void counter_inc(void *map, __u32 which)
 		__uint(type, BPF_MAP_TYPE_RINGBUF);       \
 		__uint(max_entries, size);                \
 	} name SEC(".maps")
+
+/* Submit a reserved ring record, waking user space only once a batch is
+ * waiting. A wakeup per record costs an irq_work per event (a self-IPI,
+ * several microseconds under virtualization) and a reader wakeup; the
+ * reader (bpfskel.ReadRing) also polls every 50 ms, so a quiet ring is
+ * never stale for longer than that. */
+#define SONDE_RB_NO_WAKEUP (1ULL << 0)
+#define SONDE_RB_FORCE_WAKEUP (1ULL << 1)
+#define SONDE_RB_AVAIL_DATA 0
+#define RING_WAKE_BYTES (256 << 10)
+static __always_inline void ring_submit(void *ring, void *rec)
+{
+	__u64 flags = bpf_ringbuf_query(ring, SONDE_RB_AVAIL_DATA) >= RING_WAKE_BYTES ?
+			      SONDE_RB_FORCE_WAKEUP : SONDE_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
 
 #endif

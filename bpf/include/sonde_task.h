@@ -31,4 +31,14 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___old *)t, state);
 }
 
+/* task_state reading directly from a typed (tp_btf) pointer when btf. */
+static __always_inline long task_state_btf(struct task_struct *t, const bool btf)
+{
+	if (!btf)
+		return task_state(t);
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return ((struct task_struct___old *)t)->state;
+}
+
 #endif

@@ -8,12 +8,18 @@
 #ifndef SONDE_TP_H
 #define SONDE_TP_H
 
-#define TP_BTF_OR_RAW(event, name)                                       \
-	static __always_inline int name##_body(__u64 *ctx);                  \
-	SEC("tp_btf/" #event)                                                \
-	int tp_btf_##name(__u64 *ctx) { return name##_body(ctx); }           \
-	SEC("raw_tp/" #event)                                                \
-	int raw_##name(__u64 *ctx) { return name##_body(ctx); }              \
-	static __always_inline int name##_body(__u64 *ctx)
+#define TP_BTF_OR_RAW(event, name)                                           \
+	static __always_inline int name##_body(__u64 *ctx, const bool btf);      \
+	SEC("tp_btf/" #event)                                                    \
+	int tp_btf_##name(__u64 *ctx) { return name##_body(ctx, true); }         \
+	SEC("raw_tp/" #event)                                                    \
+	int raw_##name(__u64 *ctx) { return name##_body(ctx, false); }           \
+	static __always_inline int name##_body(__u64 *ctx, const bool btf)
+
+/* A task field read directly where the program has typed (tp_btf)
+ * arguments, through bpf_probe_read_kernel where it has raw ones: btf is
+ * the body's constant, so each program keeps only its own branch. A
+ * direct load saves a helper call per field on every event. */
+#define TASK_FIELD(btf, t, field) ((btf) ? (t)->field : BPF_CORE_READ(t, field))
 
 #endif

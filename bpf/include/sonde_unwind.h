@@ -27,7 +27,6 @@ struct task_struct___unwind {
 #define UNWIND_STACKS_ENTRIES 16384
 #endif
 
-#define BPF_F_NO_PREALLOC (1U << 0)
 #define PF_KTHREAD 0x00200000
 
 /* Options set before load (internal/unwind.Consts). unwind_arch 0 turns

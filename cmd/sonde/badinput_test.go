@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -24,12 +23,8 @@ func newBadPids(t *testing.T) badPids {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := exec.Command("true")
-	if err := z.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { z.Wait() })
-	for { // a zombie once it has exited and until Wait
+	z := testutil.Start(t, "true") // reaped when the test ends
+	for {                          // a zombie once it has exited and until Wait
 		st, _ := os.ReadFile("/proc/" + strconv.Itoa(z.Process.Pid) + "/stat")
 		if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
 			break

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"cmp"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -10,9 +10,8 @@ import (
 )
 
 func newBiolatCmd() *cobra.Command {
-	l := &cli.Live{DurationArg: true}
+	l := &cli.Live{DurationArg: true, Dist: true}
 	var queued, perDisk, stages bool
-	var df cli.Dist
 	cmd := l.Command(&cobra.Command{
 		Use:   "biolat [flags] [DURATION]",
 		Short: "block I/O latency distributions per disk, with queued and device stages (BPF)",
@@ -23,17 +22,7 @@ func newBiolatCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
 	cmd.Flags().BoolVarP(&perDisk, "disks", "D", false, "one distribution per disk")
 	cmd.Flags().BoolVar(&stages, "stages", false, "split queued (insert → issue) from device (issue → complete) time")
-	df.Add(cmd.Flags())
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		do, err := df.Options()
-		if err != nil {
-			return err
-		}
-		ctx, _, stop, err := l.Start(cmd, args, "tracing block I/O latency")
-		if err != nil {
-			return err
-		}
-		defer stop()
+	cmd.RunE = l.RunE("tracing block I/O latency", func(ctx context.Context, _ string, _ []string) error {
 		list := []bio.Stage{bio.Device}
 		switch {
 		case stages:
@@ -49,8 +38,8 @@ func newBiolatCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return l.W.Final(bio.NewLatency(do, list, res))
-	}
+		return l.W.Final(bio.NewLatency(l.DistOptions, list, res))
+	})
 	return cmd
 }
 
@@ -65,33 +54,8 @@ func newBiosnoopCmd() *cobra.Command {
 		Example: "  sonde biosnoop 5\n  sonde biosnoop --comm postgres -d 10 --json",
 	}, "only I/O submitted by this process")
 	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx, _, stop, err := l.Start(cmd, args, "tracing block I/O")
-		if err != nil {
-			return err
-		}
-		defer stop()
-		// One line per request as it completes, flushed at once.
-		if !l.JSON {
-			bio.SnoopHeader(l.W)
-			l.W.Flush()
-		}
-		var werr error
-		res, err := bio.Snoop(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, func(x bio.IO) {
-			if l.JSON {
-				werr = cmp.Or(werr, x.WriteJSON(l.W))
-			} else {
-				x.WriteText(l.W)
-			}
-			werr = cmp.Or(werr, l.W.Flush())
-		})
-		if err != nil {
-			return err
-		}
-		if !l.JSON {
-			res.WriteFooter(l.W)
-		}
-		return cmp.Or(werr, l.W.Flush())
-	}
+	cmd.RunE = l.RunE("tracing block I/O", func(ctx context.Context, _ string, _ []string) error {
+		return bio.SnoopTo(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, l.W)
+	})
 	return cmd
 }

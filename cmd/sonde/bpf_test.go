@@ -23,16 +23,8 @@ import (
 )
 
 type offcpuJSON struct {
-	Stacks []struct {
-		Comm      string  `json:"comm"`
-		Pid       int     `json:"pid"`
-		BlockedNS float64 `json:"blocked_ns"`
-		Frames    []struct {
-			Sym    string `json:"sym"`
-			Kernel bool   `json:"kernel"`
-		} `json:"frames"`
-	} `json:"stacks"`
-	Total float64 `json:"total_blocked_ns"`
+	Stacks []offcpuStack `json:"stacks"`
+	Total  float64       `json:"total_blocked_ns"`
 }
 
 func freePort(t *testing.T, network string) int {
@@ -258,10 +250,17 @@ func TestFunclatKernelUnsupported(t *testing.T) {
 }
 
 func TestSyscountExact(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
-	r := testutil.MustRun(t, dir, "syscount", "-L", "--json", "--", "./syscalls", "12345")
+	dir, _ := testutil.Workload(t, "syscalls", []string{"syscalls.c"})
+	// Counted at exit without -L (exit_group by its own entry tracepoint),
+	// at entry with it: both must be exact.
+	for _, mode := range [][]string{{"-L"}, nil} {
+		syscountExact(t, dir, mode)
+	}
+}
+
+func syscountExact(t *testing.T, dir string, mode []string) {
+	args := append(append([]string{"syscount"}, mode...), "--json", "--", "./syscalls", "12345")
+	r := testutil.MustRun(t, dir, args...)
 	var s struct {
 		Syscalls []struct {
 			Name    string `json:"syscall"`
@@ -272,20 +271,26 @@ func TestSyscountExact(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
 		t.Fatalf("%v\n%s", err, r.Stdout)
 	}
-	found := false
+	found, exits := false, uint64(0)
 	for _, c := range s.Syscalls {
+		if c.Name == "exit_group" {
+			exits = c.Count
+		}
 		if c.Name == "write" {
 			found = true
 			if c.Count != 12345 {
-				t.Errorf("write counted %d, the program made 12345", c.Count)
+				t.Errorf("%v: write counted %d, the program made 12345", mode, c.Count)
 			}
-			if c.TotalNS == 0 {
+			if c.TotalNS == 0 && len(mode) > 0 {
 				t.Errorf("-L gave no latency")
 			}
 		}
 	}
 	if !found {
-		t.Errorf("no write row: %+v", s.Syscalls)
+		t.Errorf("%v: no write row: %+v", mode, s.Syscalls)
+	}
+	if exits != 1 {
+		t.Errorf("%v: exit_group counted %d times, the program made it once", mode, exits)
 	}
 }
 

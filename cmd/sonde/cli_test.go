@@ -98,11 +98,7 @@ func TestCLIHabits(t *testing.T) {
 func TestCLIRecordHabits(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	spin := exec.Command("sh", "-c", "while :; do :; done")
-	if err := spin.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { spin.Process.Kill(); spin.Wait() }()
+	spin := testutil.Start(t, "sh", "-c", "while :; do :; done")
 	pid := strconv.Itoa(spin.Process.Pid)
 
 	start := time.Now()
@@ -157,9 +153,7 @@ func TestCompletionBash(t *testing.T) {
 	if err := os.WriteFile(script, []byte(r.Stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
-		t.Fatalf("bash -n: %v\n%s", err, out)
-	}
+	testutil.Tool(t, "bash", "-n", script)
 	tmux := testutil.RequireTool(t, "tmux", "tmux")
 	sock := fmt.Sprintf("sonde-cli-test-%d", os.Getpid())
 	tm := func(args ...string) string {
@@ -210,9 +204,7 @@ func TestCompletionBash(t *testing.T) {
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
 	mk := testutil.RequireTool(t, "make", "make")
-	if out, err := exec.Command(mk, "-C", testutil.RepoRoot(), "man", "OUT="+dir).CombinedOutput(); err != nil {
-		t.Fatalf("make man: %v\n%s", err, out)
-	}
+	testutil.Tool(t, mk, "-C", testutil.RepoRoot(), "man", "OUT="+dir)
 	for _, c := range newRoot().Commands() {
 		if c.Hidden || c.Name() == "help" {
 			continue

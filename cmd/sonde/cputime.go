@@ -9,9 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/stream"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
@@ -26,12 +24,7 @@ func newCputimeCmd() *cobra.Command {
 		Long: "Account every nanosecond on CPU to its task from sched_switch and print the busiest tasks every\n" +
 			"interval, as vmstat prints (cputime 1 5: five one-second reports); --stream sends them on.",
 		Example: "  sonde cputime 1 5\n  sonde cputime --per-cpu --top 5 -d 10\n  sonde cputime --stream udp://collector:9999",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 2 {
-				return usagef("unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)", args[2])
-			}
-			return nil
-		},
+		Args:    cli.MaxArgs(2, "unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)"),
 	}
 	f := cmd.Flags()
 	durationVarP(f, &o.Interval, "interval", "i", time.Second, "report interval: seconds (1) or a duration (500ms)")
@@ -58,15 +51,10 @@ func newCputimeCmd() *cobra.Command {
 		if compare {
 			o.SampleHz = freq
 		}
-		if _, err := cli.PidTarget(o.Pid); err != nil {
+		if _, err := cli.CheckLive(o.Pid); err != nil {
 			return err
 		}
-		if err := bpfskel.CheckPrivileges(); err != nil {
-			return err
-		}
-		ctx, stop := runctl.WithSignals(context.Background())
-		defer stop()
-		return cpuusage.Watch(ctx, o, os.Stdout, os.Stderr)
+		return cli.UntilSignal(func(ctx context.Context) error { return cpuusage.Watch(ctx, o, os.Stdout, os.Stderr) })
 	}
 	return cmd
 }
@@ -76,19 +64,14 @@ func newListenCmd() *cobra.Command {
 		Use:     "listen udp://:PORT | tcp://:PORT",
 		Short:   "receive cputime streams (udp:// or tcp://) and print them tagged by sender",
 		Example: "  sonde listen udp://:9999",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("give one address: udp://:PORT or tcp://:PORT")
-			}
-			return nil
-		},
+		Args:    cli.ExactArgs(1, "give one address: udp://:PORT or tcp://:PORT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := runctl.WithSignals(context.Background())
-			defer stop()
-			return stream.Listen(args[0], os.Stdout, ctx.Done(), func(a net.Addr) {
-				if isTerminal(2) {
-					fmt.Fprintf(os.Stderr, "sonde: listening on %s\n", a)
-				}
+			return cli.UntilSignal(func(ctx context.Context) error {
+				return stream.Listen(args[0], os.Stdout, ctx.Done(), func(a net.Addr) {
+					if cli.IsTerminal(2) {
+						fmt.Fprintf(os.Stderr, "sonde: listening on %s\n", a)
+					}
+				})
 			})
 		},
 	}

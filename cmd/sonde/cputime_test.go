@@ -63,16 +63,10 @@ func at(pts []schedPoint, t uint64) float64 {
 }
 
 func TestCputimeAgainstSchedstat(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	pids := map[string]int{}
 	for _, mode := range []string{"hog", "alt", "instep"} {
-		c := exec.Command(bin, mode)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		c := testutil.Start(t, bin, mode)
 		pids[mode] = c.Process.Pid
 	}
 	stop := make(chan struct{})
@@ -198,9 +192,7 @@ func TestCputimeStream(t *testing.T) {
 }
 
 func TestTopBatch(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	hog := exec.Command(bin, "hog")
 	hog.Start()
 	defer func() { hog.Process.Kill(); hog.Wait() }()
@@ -216,10 +208,8 @@ func TestTopBatch(t *testing.T) {
 // TestTopScreen drives the full-screen view in tmux: it renders, 's'
 // changes the sort, 'f' filters, 'q' quits.
 func TestTopScreen(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	tmux := testutil.RequireTool(t, "tmux", "tmux")
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	_, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	hog := exec.Command(bin, "hog")
 	hog.Start()
 	defer func() { hog.Process.Kill(); hog.Wait() }()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -9,7 +8,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/diff"
 	"github.com/sonde-dev/sonde/internal/load"
-	"github.com/sonde-dev/sonde/internal/model"
 )
 
 func newDiffCmd() *cobra.Command {
@@ -22,12 +20,7 @@ func newDiffCmd() *cobra.Command {
 		Use:     "diff [flags] BASE NEW",
 		Short:   "compare two data files per symbol, as perf diff does",
 		Example: "  sonde diff before.data after.data\n  sonde diff before.data after.data --min 1 -s sym",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usagef("give two data files: BASE NEW")
-			}
-			return nil
-		},
+		Args:    cli.ExactArgs(2, "give two data files: BASE NEW"),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&sortKeys, "sort", "s", "dso,sym", "compare by dso, sym or both")
@@ -41,23 +34,16 @@ func newDiffCmd() *cobra.Command {
 				return usagef("-s/--sort %q: want dso, sym or dso,sym", sortKeys)
 			}
 		}
-		var profs [2]*model.Profile
-		for i := range profs {
-			p, err := load.Profile(files[i], load.Options{Group: true})
-			if err != nil {
-				return err
-			}
-			profs[i] = p
+		base, cur, err := load.ForDiff(files[0], files[1], os.Stderr)
+		if err != nil {
+			return err
 		}
-		if !load.SameEvents(profs[0].Meta.Event, profs[1].Meta.Event) {
-			fmt.Fprintf(os.Stderr, "sonde: warning: comparing different events (%s vs %s)\n", profs[0].Meta.Event, profs[1].Meta.Event)
-		}
-		rows := diff.Compare(profs[0], profs[1], diff.Options{Sort: keys, Min: minPct})
+		rows := diff.Compare(base, cur, diff.Options{Sort: keys, Min: minPct})
 		out := cli.Stdout()
 		if asJSON {
 			return out.Finish(diff.WriteJSON(out, rows))
 		}
-		diff.WriteText(out, profs[0], profs[1], rows)
+		diff.WriteText(out, base, cur, rows)
 		return out.Finish(nil)
 	}
 	return cmd

@@ -6,7 +6,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -100,10 +99,7 @@ func TestAnnotateMatmul(t *testing.T) {
 	}
 	// Source lines shown match addr2line for the hottest addresses.
 	for _, h := range hs[:min(5, len(hs))] {
-		out, err := exec.Command("addr2line", "-e", bin, "0x"+strconv.FormatUint(h.addr, 16)).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := testutil.Tool(t, "addr2line", "-e", bin, "0x"+strconv.FormatUint(h.addr, 16))
 		s := strings.TrimSpace(string(out))
 		line, _ := strconv.Atoi(strings.Fields(s[strings.LastIndexByte(s, ':')+1:])[0])
 		if line != h.line {
@@ -198,14 +194,10 @@ func TestDiffKnapsack(t *testing.T) {
 	if !strings.Contains(string(b), `"dl":[`) || !strings.Contains(string(b), "shrank") {
 		t.Errorf("diff flame graph lacks deltas")
 	}
-	if chromium, err := exec.LookPath("chromium"); err == nil {
-		out, err := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-			"--user-data-dir="+filepath.Join(dir, "cp"), "--virtual-time-budget=3000", "--dump-dom", "file://"+filepath.Join(dir, "diff.html")).Output()
-		if err != nil {
-			t.Fatalf("chromium: %v", err)
-		}
+	if chromium, ok := testutil.HaveTool("chromium"); ok {
+		out := testutil.DumpDOM(t, chromium, dir, "file://"+filepath.Join(dir, "diff.html"))
 		// prepare is fixed work: its share grew; it is drawn red.
-		if !regexp.MustCompile(`data-name="prepare"><title>[^<]*points\)</title><rect[^>]*fill="rgb\(235,`).MatchString(string(out)) {
+		if !regexp.MustCompile(`data-name="prepare"><title>[^<]*points\)</title><rect[^>]*fill="rgb\(235,`).MatchString(out) {
 			t.Errorf("prepare not drawn as grown (red)")
 		}
 	}

@@ -79,6 +79,17 @@ func checkSplit(t *testing.T, rep jsonReport, a, b string) {
 	t.Logf("%s %.2f%%  %s %.2f%%  (split %.1f/%.1f, %d samples)", a, pa, b, pb, share, 100-share, rep.Samples)
 }
 
+// reportHasChain reports whether the call graph of sym's entry in rep
+// holds parent → sym.
+func reportHasChain(rep jsonReport, parent, sym string) bool {
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == sym && hasChain(e.Graph, parent, sym) {
+			return true
+		}
+	}
+	return false
+}
+
 // hasChain reports whether a caller-ordered graph contains parent → child.
 func hasChain(n *jsonNode, parent, child string) bool {
 	if n == nil {
@@ -96,9 +107,7 @@ func hasChain(n *jsonNode, parent, child string) bool {
 }
 
 func TestRecordSplit(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "work.data", "--", "./work", "600")
 	rep := reportJSON(t, dir, "-i", "work.data", "--no-children", "--comm", "work")
 	checkSplit(t, rep, "spin_a", "spin_b")
@@ -106,13 +115,7 @@ func TestRecordSplit(t *testing.T) {
 		t.Logf("lost %d samples", rep.Meta.Lost)
 	}
 	// Call chains: main → spin_a in the caller-ordered graph of spin_a.
-	found := false
-	for _, e := range rep.Entries {
-		if e.Keys["sym"] == "spin_a" && hasChain(e.Graph, "main", "spin_a") {
-			found = true
-		}
-	}
-	if !found {
+	if !reportHasChain(rep, "main", "spin_a") {
 		t.Errorf("no main → spin_a chain in the call graph")
 	}
 	// Children mode: main carries nearly everything.
@@ -125,9 +128,7 @@ func TestRecordSplit(t *testing.T) {
 }
 
 func TestRecordSharedLibrary(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "libspin.so", []string{"libspin.c"}, "-shared", "-fPIC")
+	dir, _ := testutil.Workload(t, "libspin.so", []string{"libspin.c"}, "-shared", "-fPIC")
 	testutil.BuildC(t, dir, "libmain", []string{"libmain.c"}, "-L"+dir, "-lspin", "-Wl,-rpath,"+dir)
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "lib.data", "--", "./libmain", "600")
 	rep := reportJSON(t, dir, "-i", "lib.data", "--no-children", "--comm", "libmain")
@@ -140,9 +141,7 @@ func TestRecordSharedLibrary(t *testing.T) {
 }
 
 func TestRecordShortChildren(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// Fifty children of about 20 ms each, started by a shell script.
 	script := filepath.Join(dir, "short.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\nfor i in $(seq 50); do ./work 12; done\n"), 0o755)
@@ -152,9 +151,7 @@ func TestRecordShortChildren(t *testing.T) {
 }
 
 func TestRecordKernelFrames(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	dir, _ := testutil.Workload(t, "syscalls", []string{"syscalls.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "sys.data", "--", "./syscalls", "2000000")
 	rep := reportJSON(t, dir, "-i", "sys.data", "--no-children", "--comm", "syscalls")
 	kernel, named := 0.0, 0
@@ -180,9 +177,7 @@ func TestRecordKernelFrames(t *testing.T) {
 }
 
 func TestReportAfterBinaryDeleted(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "w.data", "--", "./work", "100")
 	before := testutil.MustRun(t, dir, "report", "-i", "w.data").Stdout
 	if err := os.Remove(bin); err != nil {
@@ -292,9 +287,7 @@ func TestUnprivilegedError(t *testing.T) {
 }
 
 func TestDataFileErrors(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "good.data", "--", "./work", "30")
 	good, _ := os.ReadFile(filepath.Join(dir, "good.data"))
 	newer := append([]byte(nil), good...)
@@ -333,10 +326,8 @@ func TestDataFileErrors(t *testing.T) {
 }
 
 func TestPprofExport(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	goBin := testutil.RequireTool(t, "go", "golang")
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "1999", "-o", "w.data", "--", "./work", "300")
 	testutil.MustRun(t, dir, "report", "-i", "w.data", "--format", "pprof", "-o", "w.pb.gz")
 	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=5", filepath.Join(dir, "w.pb.gz")).CombinedOutput()
@@ -360,9 +351,7 @@ func TestPprofExport(t *testing.T) {
 }
 
 func TestFoldedRoundTrip(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "w.data", "--", "./work", "100")
 	folded := testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "--format", "folded").Stdout
 	if !regexp.MustCompile(`(?m)^work;.*main;spin_a \d+$`).MatchString(folded) {
@@ -387,10 +376,8 @@ func TestFoldedRoundTrip(t *testing.T) {
 // and checks that frames render, search reports the right match percentage
 // and zoom widens the clicked frame to the full width.
 func TestFlamegraphInBrowser(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	chromium := testutil.RequireTool(t, "chromium", "chromium")
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "w.data", "--", "./work", "300")
 	testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "-o", "flame.html", "--title", "work")
 	testutil.MustRun(t, dir, "flamegraph", "-i", "w.data", "-o", "flame.svg")
@@ -404,17 +391,7 @@ func TestFlamegraphInBrowser(t *testing.T) {
 		}
 	}
 
-	dump := func(url string) string {
-		t.Helper()
-		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir="+filepath.Join(dir, "chrome-profile"), "--virtual-time-budget=3000", "--dump-dom", url)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("chromium %s: %v", url, err)
-		}
-		return string(out)
-	}
+	dump := func(url string) string { return testutil.DumpDOM(t, chromium, dir, url) }
 	base := "file://" + filepath.Join(dir, "flame.html")
 	page := dump(base)
 	if n := strings.Count(page, `class="frame`); n < 5 {
@@ -462,9 +439,7 @@ func TestFlamegraphInBrowser(t *testing.T) {
 }
 
 func TestRecordJIT(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "jit", []string{"jit.c"})
+	dir, _ := testutil.Workload(t, "jit", []string{"jit.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "jit.data", "--", "./jit", "400000000")
 	defer func() {
 		m, _ := filepath.Glob("/tmp/perf-*.map")
@@ -490,13 +465,7 @@ func TestRecordJIT(t *testing.T) {
 // startWork runs the workload in the background for -p/-a tests.
 func startWork(t *testing.T, dir string, rounds string) *exec.Cmd {
 	t.Helper()
-	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
-	cmd := exec.Command(bin, rounds)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
+	return testutil.Start(t, testutil.BuildC(t, dir, "work", []string{"work.c"}), rounds)
 }
 
 func TestRecordPid(t *testing.T) {
@@ -562,13 +531,7 @@ func TestProfileBPF(t *testing.T) {
 	checkSplit(t, rep, "spin_a", "spin_b")
 	// The data file feeds the usual views, with call chains.
 	rep = reportJSON(t, dir, "-i", "prof.data", "--children")
-	found := false
-	for _, e := range rep.Entries {
-		if e.Keys["sym"] == "spin_a" && hasChain(e.Graph, "main", "spin_a") {
-			found = true
-		}
-	}
-	if !found {
+	if !reportHasChain(rep, "main", "spin_a") {
 		t.Errorf("no main → spin_a chain in the BPF profile")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "prof.html")); err != nil {

@@ -21,9 +21,7 @@ import (
 // one) and an existing file under the name it was asked to write stays as
 // it was.
 func TestFullDisk(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "rec.data", "--", "./work", "30")
 	full := filepath.Join(dir, "full")
 	os.Mkdir(full, 0o755)
@@ -41,7 +39,7 @@ func TestFullDisk(t *testing.T) {
 		}
 	}
 	fill.Close()
-	before := entries(t, full)
+	before := testutil.DirEntries(t, full)
 
 	cases := []struct {
 		name   string
@@ -94,7 +92,7 @@ func TestFullDisk(t *testing.T) {
 			}
 		})
 	}
-	after := entries(t, full)
+	after := testutil.DirEntries(t, full)
 	if !slices.Equal(before, after) {
 		t.Errorf("files on the full disk changed: before %q, after %q", before, after)
 	}
@@ -103,17 +101,4 @@ func TestFullDisk(t *testing.T) {
 			t.Errorf("%s overwritten by a failed write: %d bytes", name, len(b))
 		}
 	}
-}
-
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n []string
-	for _, e := range es {
-		n = append(n, e.Name())
-	}
-	return n
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,17 +17,8 @@ import (
 func TestFunclatGoProgramUnharmed(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "goprog")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "goprog")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	want, err := exec.Command(bin, "500").Output()
-	if err != nil {
-		t.Fatalf("untraced run: %v", err)
-	}
+	bin := testutil.BuildGo(t, dir, "goprog", "goprog")
+	want := testutil.Tool(t, bin, "500")
 	calls := map[string]uint64{}
 	for _, f := range strings.Fields(string(want)) {
 		if k, v, ok := strings.Cut(f, "="); ok && k != "checksum" {

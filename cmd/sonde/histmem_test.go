@@ -50,17 +50,11 @@ func (l runqlatLine) count() uint64 {
 }
 
 func TestRunqlatMemoryFlat(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	pp := testutil.BuildC(t, dir, "pingpong", []string{"pingpong.c"}, "-O2", "-pthread")
+	_, pp := testutil.Workload(t, "pingpong", []string{"pingpong.c"}, "-O2", "-pthread")
 	sonde := testutil.Sonde(t)
 	// Two pairs of threads ping-ponging through pipes: on two CPUs this
 	// makes about a million run-queue waits a second.
-	load := exec.Command(pp, "2", "60")
-	if err := load.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { load.Process.Kill(); load.Wait() }()
+	testutil.Start(t, pp, "2", "60")
 	time.Sleep(300 * time.Millisecond)
 
 	// Part 1: a report a second, as a long-running monitor would run it.

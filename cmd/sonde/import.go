@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/load"
 	"github.com/sonde-dev/sonde/internal/perfdata"
 )
@@ -30,12 +31,7 @@ func newImportCmd() *cobra.Command {
 			"Every view also reads perf's files directly with -i; import when the file travels.",
 		Example: "  sonde import perf.data -o run.data\n  perf record -g -o - ./app | sonde import - -o app.data\n" +
 			"  sonde import --symfs /mnt/prod --buildid-dir /mnt/prod/root/.debug perf.data -o prod.data",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("give one file to import: sonde import perf.data -o FILE")
-			}
-			return nil
-		},
+		Args: cli.ExactArgs(1, "give one file to import: sonde import perf.data -o FILE"),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "sonde.data", "sonde data file to write")

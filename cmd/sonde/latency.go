@@ -10,6 +10,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/load"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/latencyview"
 )
@@ -58,20 +59,14 @@ func newLatencyCmd() *cobra.Command {
 		lo := latency.Options{Start: start, End: end, Key: splitList(key), Per: per, Events: showEvents}
 		r := latencyview.Report{Start: start, End: end, Key: lo.Key, Unit: unit, Linear: linear, Events: showEvents}
 		exit := 0
-		if input != "" {
-			// From a recording: pair the recorded samples.
-			p, err := load.Profile(input, load.Options{})
-			if err != nil {
+		if input != "" { // from a recording: pair the recorded samples
+			var meta model.Meta
+			if r.Result, meta, err = load.ForLatency(input, lo); err != nil {
 				return err
 			}
-			if r.Result, err = latency.Compute(p, lo); err != nil {
-				return usagef("%v", err)
-			}
-			r.Lost, r.Duration = p.Meta.Lost, time.Duration(p.Meta.DurationNS)
-		} else {
-			if r.Result, exit, err = cli.TraceLatency(&r, lo, tf, args, duration, filter); err != nil {
-				return err
-			}
+			r.Lost, r.Duration = meta.Lost, time.Duration(meta.DurationNS)
+		} else if r.Result, exit, err = cli.TraceLatency(&r, lo, tf, args, duration, filter); err != nil {
+			return err
 		}
 		if err := emit.New(os.Stdout, asJSON).Final(&r); err != nil {
 			return err

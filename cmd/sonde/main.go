@@ -15,6 +15,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/probe"
+	"github.com/sonde-dev/sonde/internal/remote"
 	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
@@ -35,6 +36,7 @@ var usesProbes = map[string]bool{"record": true, "stat": true, "latency": true, 
 
 // newRoot builds the whole command tree; tests and `sonde man` use it too.
 func newRoot() *cobra.Command {
+	var rc remote.Client
 	root := &cobra.Command{
 		Use:   "sonde",
 		Short: "where does the time go?",
@@ -42,14 +44,15 @@ func newRoot() *cobra.Command {
 			"traces latencies and shows them as perf-style reports and flame graphs.",
 		Version: version,
 		Args:    cobra.NoArgs,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: rc.Hook(func(cmd *cobra.Command) { // --remote: runs there, shows here
 			if usesProbes[cmd.Name()] {
 				if n := probe.CleanStale(); n > 0 {
 					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
 				}
 			}
-		},
+		}),
 	}
+	rc.AddFlags(root.PersistentFlags())
 	root.SetVersionTemplate("sonde {{.Version}}\n")
 	groups := []struct {
 		id, title string
@@ -58,7 +61,7 @@ func newRoot() *cobra.Command {
 		{"record", "Recording, counting and reports:", []*cobra.Command{newListCmd(), newRecordCmd(), newReportCmd(), newScriptCmd(),
 			newAnnotateCmd(), newDiffCmd(), newFlamegraphCmd(), newImportCmd(), newStatCmd(), newLatencyCmd(), newProbeCmd()}},
 		{"bpf", "Live BPF tools:", bpfCommands()},
-		{"setup", "Other commands:", []*cobra.Command{cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
+		{"setup", "Other commands:", []*cobra.Command{newAgentCmd(), cli.NewVersionCmd("sonde " + version), cli.NewManCmd(root, "sonde "+version)}},
 	}
 	for _, g := range groups {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,21 +40,16 @@ func newOffcpuCmd(name string) *cobra.Command {
 	f.IntVar(&vo.Top, "top", 20, "stacks to print")
 	cli.AtLeast(f, 1, "top")
 	sf.Add(f, "microseconds")
-	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
-		if err := sf.Check(); err != nil {
-			return err
-		}
+	l.Check = func([]string) (err error) {
 		if maxBlock > 0 && minBlock > maxBlock {
-			return usagef("-m/--min-block %d is above -M/--max-block %d: no block could be counted", minBlock, maxBlock)
+			return cli.Usagef("-m/--min-block %d is above -M/--max-block %d: no block could be counted", minBlock, maxBlock)
 		}
 		if o.States, err = offcpu.ParseStates(state); err != nil {
-			return usagef("--state: %v", err)
+			return cli.Usagef("--state: %v", err)
 		}
-		ctx, tgt, stop, err := l.Start(cmd, args, "tracing off-CPU time")
-		if err != nil {
-			return err
-		}
-		defer stop()
+		return nil
+	}
+	cmd.RunE = l.RunE("tracing off-CPU time", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		vo.Target, vo.Comms = tgt, sf.Comms
@@ -72,6 +68,6 @@ func newOffcpuCmd(name string) *cobra.Command {
 			return err
 		}
 		return sf.Files("sonde "+name, "blocked time in µs").Finish(l.W, res.Profile, report(res))
-	}
+	})
 	return cmd
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,26 +266,8 @@ func TestFoldScriptLikeInferno(t *testing.T) {
 func compareFoldedLines(t *testing.T, what, got, want string) {
 	t.Helper()
 	g := strings.Split(strings.TrimSpace(got), "\n")
-	w := strings.Split(strings.TrimSpace(want), "\n")
-	sort.Strings(g)
-	sort.Strings(w)
-	if strings.Join(g, "\n") == strings.Join(w, "\n") {
+	if testutil.SameLines(t, what+": folded stacks", "inferno", g, strings.Split(strings.TrimSpace(want), "\n")) {
 		t.Logf("%s: %d folded lines equal inferno's", what, len(g))
-		return
-	}
-	t.Errorf("%s: folded stacks differ from inferno's (%d lines, inferno %d)", what, len(g), len(w))
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			t.Logf("first difference:\n sonde   %s\n inferno %s", a, b)
-			return
-		}
 	}
 }
 
@@ -342,10 +323,8 @@ func TestDamagedPerfData(t *testing.T) {
 // significant delta; perf script text folded as inferno-collapse-perf --all
 // folds it.
 func TestPerfDataAgainstPerf(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// perf record fills $HOME/.debug, its build-id cache: keep it aside.
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o755); err != nil {
@@ -469,27 +448,7 @@ func compareWithPerf(t *testing.T, rep jsonReport, want perfRows) {
 		}
 		got[e.Keys["comm"]+"|"+dso+"|"+sym] += e.SelfPct
 	}
-	keys := map[string]bool{}
-	for k := range got {
-		keys[k] = true
-	}
-	for k := range want.rows {
-		keys[k] = true
-	}
-	compared := 0
-	for k := range keys {
-		g, w := got[k], 100*float64(want.rows[k])/float64(max(want.period, 1))
-		if g < 0.5 && w < 0.5 {
-			continue
-		}
-		compared++
-		if math.Abs(g-w) > 0.1 {
-			t.Errorf("%s: row %s: %.2f%%, perf report %.2f%%", want.event, k, g, w)
-		}
-	}
-	if compared == 0 {
-		t.Errorf("%s: no rows above 0.5%%: sonde %v, perf %v", want.event, got, want.rows)
-	}
+	compared := testutil.SameShares(t, want.event, "perf report", got, 100, want.rows, want.period)
 	t.Logf("%s: %d samples; %d rows above 0.5%% agree with perf report", want.event, rep.Samples, compared)
 }
 

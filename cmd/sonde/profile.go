@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -34,20 +35,15 @@ func newProfileCmd() *cobra.Command {
 	cli.Conflicting(f, "all-cpus", "pid", "choose one target")
 	f.BoolP("callchain", "g", true, "accepted for perf's habit: profile always counts whole stacks")
 	sf.Add(f, "samples")
-	cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
+	l.Check = func([]string) (err error) {
 		if cpus != "" {
 			if o.CPUs, err = perf.ParseCPUList(cpus); err != nil {
-				return usagef("-C/--cpu: %v", err)
+				return cli.Usagef("-C/--cpu: %v", err)
 			}
 		}
-		if err := sf.Check(); err != nil {
-			return err
-		}
-		ctx, tgt, stop, err := l.Start(cmd, args, "profiling")
-		if err != nil {
-			return err
-		}
-		defer stop()
+		return nil
+	}
+	cmd.RunE = l.RunE("profiling", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		report := func(r *profile.Result) emit.Report {
 			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
@@ -65,6 +61,6 @@ func newProfileCmd() *cobra.Command {
 			return err
 		}
 		return sf.Files("sonde profile", fmt.Sprintf("%d samples", len(res.Profile.Samples))).Finish(l.W, res.Profile, report(res))
-	}
+	})
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -14,9 +15,8 @@ import (
 )
 
 func newRunqlatCmd() *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true}
+	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true, Dist: true}
 	var pids, tids bool
-	var df cli.Dist
 	cmd := l.Command(&cobra.Command{
 		Use:     "runqlat [flags] [DURATION]",
 		Short:   "run-queue latency: how long runnable tasks wait for a CPU (BPF)",
@@ -26,24 +26,18 @@ func newRunqlatCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
 	cmd.Flags().BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
 	cli.Conflicting(cmd.Flags(), "pids", "tids", "choose one split")
-	df.Add(cmd.Flags())
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	l.Check = func(args []string) error {
 		if len(args) == 2 { // bcc's runqlat INTERVAL COUNT
-			iv, err1 := parseDuration(args[0])
+			iv, err1 := cli.ParseDuration(args[0])
 			n, err2 := strconv.Atoi(args[1])
 			if err1 == nil && err2 == nil && n > 0 {
-				return usagef("the argument is how long to trace; for a report every %s, %d times: -i %s -d %s", iv, n, iv, iv*time.Duration(n))
+				return cli.Usagef("the argument is how long to trace; for a report every %s, %d times: -i %s -d %s", iv, n, iv, iv*time.Duration(n))
 			}
 		}
-		do, err := df.Options()
-		if err != nil {
-			return err
-		}
-		ctx, tgt, stop, err := l.Start(cmd, args, "tracing run-queue latency")
-		if err != nil {
-			return err
-		}
-		defer stop()
+		return nil
+	}
+	cmd.RunE = l.RunE("tracing run-queue latency", func(ctx context.Context, tgt string, _ []string) error {
+		do := l.DistOptions
 		o := runqlat.Options{Pid: l.Pid, Duration: l.Duration, Interval: l.Interval}
 		split := dist.All
 		if pids {
@@ -61,6 +55,6 @@ func newRunqlatCmd() *cobra.Command {
 			return err
 		}
 		return l.W.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, l.Span(res.Elapsed)))
-	}
+	})
 	return cmd
 }

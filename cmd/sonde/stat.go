@@ -1,27 +1,15 @@
 package main
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/stat"
-	"github.com/sonde-dev/sonde/internal/view/statview"
 )
 
 func newStatCmd() *cobra.Command {
-	var (
-		tf       targetFlags
-		ev       cli.Events
-		repeat   int
-		interval time.Duration
-		sep      string
-		asJSON   bool
-		duration time.Duration
-		output   string
-	)
+	var s cli.Stat
 	cmd := acceptsCommand(&cobra.Command{
 		Use:   "stat [flags] [--] [COMMAND [ARGS…]]",
 		Short: "count events (software, hardware, tracepoints, probes) for a command, processes or the system",
@@ -32,70 +20,16 @@ func newStatCmd() *cobra.Command {
 		Example: "  sonde stat ./myprog\n  sonde stat -e 'sched:*' -a -d 2\n  sonde stat -r 5 -x, -- ./bench\n  sonde stat -p 1234 -I 1000 sleep 10",
 	})
 	f := cmd.Flags()
-	ev.Add(f, "events to count (default task-clock, context-switches, … as perf stat)")
-	tf.Add(f, "count")
-	f.IntVarP(&repeat, "repeat", "r", 1, "run the command N times and show mean ± standard error")
-	cli.MillisVarP(f, &interval, "interval-print", "I", "print counts every interval: milliseconds (1000) or a duration (1s)")
-	f.StringVarP(&sep, "field-separator", "x", "", "CSV output with this separator")
-	addJSONFlag(f, &asJSON)
-	addDurationFlag(f, &duration, "counting")
-	f.StringVarP(&output, "output", "o", "", "write the counts to this file instead of stderr")
+	s.Events.Add(f, "events to count (default task-clock, context-switches, … as perf stat)")
+	s.Target.Add(f, "count")
+	f.IntVarP(&s.Repeat, "repeat", "r", 1, "run the command N times and show mean ± standard error")
+	cli.MillisVarP(f, &s.Interval, "interval-print", "I", "print counts every interval: milliseconds (1000) or a duration (1s)")
+	f.StringVarP(&s.Sep, "field-separator", "x", "", "CSV output with this separator")
+	addJSONFlag(f, &s.JSON)
+	addDurationFlag(f, &s.Duration, "counting")
+	f.StringVarP(&s.Output, "output", "o", "", "write the counts to this file instead of stderr")
 	cli.AtLeast(f, 1, "repeat")
 	cli.AtLeast(f, 10*time.Millisecond, "interval-print")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := tf.Resolve(args)
-		if err != nil {
-			return err
-		}
-		if t.Empty() {
-			return usagef("nothing to count: give a command, -p PID, -t TID or -a")
-		}
-		if repeat < 1 || (repeat > 1 && len(t.Command) == 0) {
-			return usagef("-r/--repeat needs a command and N ≥ 1")
-		}
-		o := stat.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command, Duration: duration, Interval: interval}
-		if o.Specs, o.Filters, err = ev.Resolve(stat.DefaultEvents(o.All)); err != nil {
-			return err
-		}
-		// The file is checked (and opened) before counting starts, not
-		// discovered unwritable after it.
-		out, err := cli.CreateOr(output, cli.Stderr())
-		if err != nil {
-			return err
-		}
-		if interval > 0 {
-			iw := &statview.IntervalWriter{W: out, Sep: sep, JSON: asJSON}
-			o.OnInterval = func(el time.Duration, c []stat.Count) {
-				iw.Write(el, c)
-				out.Flush() // each interval as it ends; an error is kept for Close
-			}
-		}
-		var runs []*stat.Result
-		exit, err := t.Measure(context.Background(), func(ctx context.Context) (int, error) {
-			for range repeat {
-				res, err := stat.Run(ctx, o)
-				if err != nil {
-					return 0, err
-				}
-				runs = append(runs, res)
-			}
-			return runs[len(runs)-1].ExitCode, nil
-		})
-		if err != nil {
-			return out.Finish(err)
-		}
-		switch {
-		case asJSON && interval == 0:
-			err = statview.WriteJSON(out, runs, t.String())
-		case sep != "":
-			statview.WriteCSV(out, runs, sep)
-		case interval == 0:
-			statview.WriteText(out, runs, t.String())
-		}
-		if err := out.Finish(err); err != nil {
-			return err
-		}
-		return exitWith(exit)
-	}
+	cmd.RunE = func(_ *cobra.Command, args []string) error { return s.Run(args) }
 	return cmd
 }

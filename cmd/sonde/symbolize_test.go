@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -13,9 +12,7 @@ import (
 // view (top -b) names them with the same function as a recording does, not
 // as [vdso]+0xoffset.
 func TestVDSONamedEverywhere(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 
 	// The duration ends the endless workload with SIGTERM: exit 143 is its.
 	if r := testutil.Run(t, dir, "record", "-q", "-F", "1999", "-o", "v.data", "--duration", "1s", "--", bin, "alt"); r.Code != 143 {
@@ -37,11 +34,7 @@ func TestVDSONamedEverywhere(t *testing.T) {
 		}
 	}
 
-	w := exec.Command(bin, "alt")
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { w.Process.Kill(); w.Wait() }()
+	testutil.Start(t, bin, "alt")
 	r := testutil.MustRun(t, dir, "top", "-b", "2", "-i", "700ms", "--rows", "40")
 	live := map[string]bool{}
 	for _, l := range strings.Split(r.Stdout, "\n") {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
@@ -29,37 +31,34 @@ func newSyscountCmd() *cobra.Command {
 		if len(args) > 0 && l.Pid == 0 {
 			what = "" // the command's run is the measurement
 		}
-		ctx, tgt, stop, err := l.Start(cmd, nil, what)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		t := target{Command: args}
-		if l.Pid != 0 {
-			t = target{Alongside: args}
-		} else if len(args) > 0 {
-			tgt = t.String()
-		}
-		ctx, wait, err := t.StartAlongside(ctx)
-		if err != nil {
-			return err
-		}
-		// --comm needs per-process counts to filter on; they are merged
-		// back per syscall unless --per-process was asked for.
-		res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
-			Latency: so.Latency, Duration: l.Duration})
-		exit := wait()
-		if err != nil {
-			return err
-		}
-		if len(t.Command) > 0 {
-			exit = res.ExitCode
-		}
-		so.Target, so.Command = tgt, len(args) > 0
-		if err := l.W.Final(syscounts.New(res, so)); err != nil {
-			return err
-		}
-		return exitWith(exit)
+		return l.RunE(what, func(ctx context.Context, tgt string, args []string) error {
+			t := target{Command: args}
+			if l.Pid != 0 {
+				t = target{Alongside: args}
+			} else if len(args) > 0 {
+				tgt = t.String()
+			}
+			ctx, wait, err := t.StartAlongside(ctx)
+			if err != nil {
+				return err
+			}
+			// --comm needs per-process counts to filter on; they are merged
+			// back per syscall unless --per-process was asked for.
+			res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
+				Latency: so.Latency, Duration: l.Duration})
+			exit := wait()
+			if err != nil {
+				return err
+			}
+			if len(t.Command) > 0 {
+				exit = res.ExitCode
+			}
+			so.Target, so.Command = tgt, len(args) > 0
+			if err := l.W.Final(syscounts.New(res, so)); err != nil {
+				return err
+			}
+			return exitWith(exit)
+		})(cmd, args)
 	}
 	return cmd
 }

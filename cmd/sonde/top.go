@@ -9,7 +9,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 
@@ -21,12 +20,7 @@ func newTopCmd() *cobra.Command {
 		Long: "A full-screen view of the hottest symbols and each task's exact CPU time, refreshed every interval.\n" +
 			"Keys: q quit, s sort, f filter, p pause. Piped, or with -b N, it prints N plain-text frames.",
 		Example: "  sonde top\n  sonde top -b 3 -i 0.5 --rows 5 | less",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("top takes no arguments: for N frames, -b N; for the refresh, -i %s", args[0])
-			}
-			return nil
-		},
+		Args:    cli.MaxArgs(0, "top takes no arguments: for N frames, -b N; for the refresh, -i %s"),
 	}
 	f := cmd.Flags()
 	f.Uint64VarP(&o.Hz, "freq", "F", 997, "sampling rate for hot symbols")
@@ -44,9 +38,7 @@ func newTopCmd() *cobra.Command {
 		if o.Frames == 0 && !isTerminal(1) {
 			o.Frames = 1 // a pipe gets one frame, not a screen
 		}
-		ctx, stop := runctl.WithSignals(context.Background())
-		defer stop()
-		return top.Run(ctx, o, os.Stdout)
+		return cli.UntilSignal(func(ctx context.Context) error { return top.Run(ctx, o, os.Stdout) })
 	}
 	return cmd
 }

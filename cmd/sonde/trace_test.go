@@ -88,10 +88,8 @@ func within(t *testing.T, what string, got, want, pct float64) {
 }
 
 func TestStatAgainstPerf(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "statwork", []string{"statwork.c"})
+	dir, bin := testutil.Workload(t, "statwork", []string{"statwork.c"})
 	evs := strings.Join([]string{"task-clock", "page-faults", "context-switches"}, ",")
 	// Both tools count the same run: the workload waits until both have
 	// attached (-p), then works; both stop when it exits.
@@ -158,9 +156,7 @@ func TestStatAgainstPerf(t *testing.T) {
 }
 
 func TestStatRepeatAndInterval(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	r := testutil.MustRun(t, dir, "stat", "-r", "5", "-e", "task-clock,page-faults", "--", "./work", "20")
 	// The counts are on stderr, as perf's are.
 	if !strings.Contains(r.Stderr, "(5 runs)") || strings.Count(r.Stderr, "( +-") < 3 {
@@ -262,9 +258,7 @@ func TestRecordTracepointChainsAndScript(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big")
-	if out, err := exec.Command("dd", "if=/dev/urandom", "of="+big, "bs=1M", "count=32").CombinedOutput(); err != nil {
-		t.Fatalf("dd: %v %s", err, out)
-	}
+	testutil.Tool(t, "dd", "if=/dev/urandom", "of="+big, "bs=1M", "count=32")
 	dropCaches(t)
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-e", "block:block_rq_insert", "-a", "-o", "blk.data", "--", "sh", "-c", "cat "+big+" > /dev/null")
 	r := testutil.MustRun(t, dir, "script", "-i", "blk.data", "--json", "--fields", "comm,event,trace,sym")
@@ -395,9 +389,7 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 }
 
 func TestProbes(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "calls", []string{"calls.c"})
+	dir, _ := testutil.Workload(t, "calls", []string{"calls.c"})
 	testutil.Run(t, dir, "probe", "--del", "probe_calls:compute")
 	testutil.Run(t, dir, "probe", "--del", "probe_calls:compute__return")
 	t.Cleanup(func() {
@@ -456,9 +448,7 @@ func TestProbes(t *testing.T) {
 }
 
 func TestProbeCleanupAfterSIGKILL(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "calls", []string{"calls.c"})
+	dir, bin := testutil.Workload(t, "calls", []string{"calls.c"})
 	cmd := exec.Command(testutil.Sonde(t), "stat", "-e", "u:"+bin+":compute", "-a", "--duration", "30s")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

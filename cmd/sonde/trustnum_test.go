@@ -46,9 +46,7 @@ func schedstatSum(t *testing.T, s string) float64 {
 // it starts and before it ends, so the kernel's own figure covers the same
 // window; task-clock must agree with it.
 func TestStatPidWithCommand(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{"cpuwork.c"})
+	dir, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
 	w := exec.Command(bin, "alt") // about half a CPU
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -88,14 +86,8 @@ func TestStatPidWithCommand(t *testing.T) {
 // function called every 10 ms is seen 100 times a second of -d, however
 // long attaching took; and the run ends soon after.
 func TestFunclatDuration(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "ticker", []string{"ticker.c"})
-	w := exec.Command(bin)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { w.Process.Kill(); w.Wait() }()
+	dir, bin := testutil.Workload(t, "ticker", []string{"ticker.c"})
+	w := testutil.Start(t, bin)
 	begin := time.Now()
 	r := testutil.MustRun(t, dir, "funclat", "--json", "-d", "2s", "-p", strconv.Itoa(w.Process.Pid), bin+":tick")
 	wall := time.Since(begin)
@@ -295,14 +287,7 @@ func TestDeletedDirectory(t *testing.T) {
 	}
 	work := testutil.BuildC(t, gone, "split", []string{"work.c"})
 	ticker := testutil.BuildC(t, gone, "ticker", []string{"ticker.c"})
-	start := func(args ...string) *exec.Cmd {
-		c := exec.Command(args[0], args[1:]...)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-		return c
-	}
+	start := func(args ...string) *exec.Cmd { return testutil.Start(t, args[0], args[1:]...) }
 	w, tk := start(work, "100000"), start(ticker)
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
@@ -335,9 +320,7 @@ func TestDeletedDirectory(t *testing.T) {
 // row by its function and offset (as perf does), never as
 // [kernel.kallsyms]+0xaddress.
 func TestSrclineKernelRows(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"})
+	dir, _ := testutil.Workload(t, "syscalls", []string{"syscalls.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-o", "sys.data", "--", "./syscalls", "1000000")
 	rep := reportJSON(t, dir, "-i", "sys.data", "--sort", "srcline", "--comm", "syscalls")
 	kernel := 0
@@ -359,9 +342,7 @@ func TestSrclineKernelRows(t *testing.T) {
 // TestProfileShortLived: profile -p of a process that exits long before
 // the end still names its frames: its mappings were kept while it ran.
 func TestProfileShortLived(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
 	// sonde is built before the short workload (about 1.5 s) starts.
 	testutil.Sonde(t)
 	w := exec.Command(bin, "200")

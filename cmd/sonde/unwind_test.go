@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -61,16 +60,6 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func startBin(t *testing.T, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
-}
-
 // TestProfileUnwindsWithoutFramePointers: main → dispatch → {heavy, light}
 // split 3:1, built without frame pointers, with them, and stripped.
 // profile must give 75/25 within 3 points with the full chain, and ≥ 95%
@@ -85,15 +74,13 @@ func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
 	}
 	// strip keeps .eh_frame (and the dynamic symbols); the names come from
 	// a copy that keeps its symbols, as a debug file would give them.
-	if b, err := exec.Command("strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"]).CombinedOutput(); err != nil {
-		t.Fatalf("strip: %v\n%s", err, b)
-	}
-	if b, _ := exec.Command("readelf", "-S", builds["stripped"]).Output(); strings.Contains(string(b), ".debug_") {
+	testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"])
+	if b := testutil.Tool(t, "readelf", "-S", builds["stripped"]); strings.Contains(b, ".debug_") {
 		t.Fatalf("the stripped build still has debug sections:\n%s", b)
 	}
 	for _, name := range []string{"no-fp", "fp", "stripped"} {
 		t.Run(name, func(t *testing.T) {
-			w := startBin(t, builds[name], "6")
+			w := testutil.Start(t, builds[name], "6")
 			r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "2s", "--user", "--folded")
 			st := folded(t, r.Stdout)
 			var heavy, light uint64
@@ -176,7 +163,7 @@ func TestProfileUnwindsPython(t *testing.T) {
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := startBin(t, py, script)
+	w := testutil.Start(t, py, script)
 	pid := strconv.Itoa(w.Process.Pid)
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", pid, "-d", "2500ms", "--user", "--folded")
 	st := folded(t, r.Stdout)
@@ -184,13 +171,12 @@ func TestProfileUnwindsPython(t *testing.T) {
 	sondePct := 100 * float64(hit) / float64(total)
 
 	perfPct := -1.0
-	if perf, err := exec.LookPath("perf"); err == nil {
+	if perf, ok := testutil.HaveTool("perf"); ok {
 		data := filepath.Join(dir, "perf.data")
-		rec := exec.Command(perf, "record", "-q", "--call-graph", "dwarf", "-F", "499", "-p", pid, "-o", data, "--", "sleep", "2.5")
-		if b, err := rec.CombinedOutput(); err != nil {
-			t.Logf("perf record --call-graph dwarf: %v\n%s", err, b)
-		} else if out, err := exec.Command(perf, "script", "-i", data, "-F", "comm,pid,ip,sym").Output(); err == nil {
-			h, n := perfScriptReaching(t, string(out), "main", "Py_BytesMain")
+		if _, err := testutil.TryTool(perf, "record", "-q", "--call-graph", "dwarf", "-F", "499", "-p", pid, "-o", data, "--", "sleep", "2.5"); err != nil {
+			t.Logf("perf record --call-graph dwarf: %v", err)
+		} else if out, err := testutil.TryTool(perf, "script", "-i", data, "-F", "comm,pid,ip,sym"); err == nil {
+			h, n := perfScriptReaching(t, out, "main", "Py_BytesMain")
 			if n > 0 {
 				perfPct = 100 * float64(h) / float64(n)
 			}
@@ -207,10 +193,8 @@ func TestProfileUnwindsPython(t *testing.T) {
 
 // TestProfileSaysHowCompleteStacksAre: the text report carries the line.
 func TestProfileSaysHowCompleteStacksAre(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	w := startBin(t, bin, "4")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := testutil.Start(t, bin, "4")
 	r := testutil.MustRun(t, dir, "profile", "-F", "199", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s")
 	m := regexp.MustCompile(`# user stacks complete: ([0-9.]+)%`).FindStringSubmatch(r.Stdout)
 	if m == nil {
@@ -304,7 +288,7 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 	fp := testutil.BuildC(t, dir, "unwind-fp-only", []string{"unwind.c"}, append(noTables, "-fno-omit-frame-pointer")...)
 	none := testutil.BuildC(t, dir, "unwind-nothing", []string{"unwind.c"}, append(noTables, "-fomit-frame-pointer")...)
 	run := func(bin string) (userStacksJSON, map[string]uint64) {
-		w := startBin(t, bin, "5")
+		w := testutil.Start(t, bin, "5")
 		p := strconv.Itoa(w.Process.Pid)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
 		var j userStacksJSON
@@ -335,25 +319,30 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 // TestProfileFollowsDlopen: a library mapped after profiling started gets
 // its table on the walker's first notice, so its stacks unwind fully.
 func TestProfileFollowsDlopen(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	lib := testutil.BuildC(t, dir, "libunwindlate.so", []string{"unwind_dlopen.c"}, "-DLIB", "-shared", "-fPIC", "-O2", "-fomit-frame-pointer")
+	dir, lib := testutil.Workload(t, "libunwindlate.so", []string{"unwind_dlopen.c"}, "-DLIB", "-shared", "-fPIC", "-O2", "-fomit-frame-pointer")
 	bin := testutil.BuildC(t, dir, "unwind_dlopen", []string{"unwind_dlopen.c"}, "-O2", "-fomit-frame-pointer", "-ldl")
-	w := startBin(t, bin, lib, "0.5", "5")
+	w := testutil.Start(t, bin, lib, "0.5", "5")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "2500ms", "--user", "--folded")
-	st := folded(t, r.Stdout)
-	var chain, inLib uint64
-	for s, n := range st {
-		if strings.HasSuffix(s, ";lib_inner") || strings.HasSuffix(s, ";lib_outer") {
-			inLib += n
-			if strings.Contains(s, ";main;lib_outer") {
-				chain += n
+	inLib := func(s string) bool { return strings.HasSuffix(s, ";lib_inner") || strings.HasSuffix(s, ";lib_outer") }
+	wantThrough(t, r.Stdout, "samples in the late library", inLib, ";main;lib_outer", 300)
+}
+
+// wantThrough checks that of the folded stacks in out that in selects
+// (at least min samples), 95% or more pass through the frames through.
+func wantThrough(t *testing.T, out, what string, in func(string) bool, through string, min uint64) {
+	t.Helper()
+	var hit, total uint64
+	for s, n := range folded(t, out) {
+		if in(s) {
+			total += n
+			if strings.Contains(s, through) {
+				hit += n
 			}
 		}
 	}
-	t.Logf("%d of %d samples in the late library reach main through lib_outer", chain, inLib)
-	if inLib < 300 || float64(chain) < 0.95*float64(inLib) {
-		t.Errorf("%d of %d samples in the late library reach main, want ≥ 95%%:\n%s", chain, inLib, r.Stdout)
+	t.Logf("%d of %d %s pass through %s", hit, total, what, through)
+	if total < min || float64(hit) < 0.95*float64(total) {
+		t.Errorf("%d of %d %s pass through %s, want ≥ 95%% of at least %d:\n%s", hit, total, what, through, min, out)
 	}
 }
 
@@ -361,10 +350,8 @@ func TestProfileFollowsDlopen(t *testing.T) {
 // which exists only in memory; its table is built from the process's copy,
 // so no stack needs frame pointers there.
 func TestProfileUnwindsVDSO(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	w := startBin(t, bin, "4", "clock")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	w := testutil.Start(t, bin, "4", "clock")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
 	var j userStacksJSON
 	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
@@ -380,14 +367,12 @@ func TestProfileUnwindsVDSO(t *testing.T) {
 // TestProfileFrameLimit: stacks deeper than the walker's 128 frames are
 // cut there and counted; shallower ones are whole.
 func TestProfileFrameLimit(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	for _, c := range []struct {
 		depth   string
 		limited bool
 	}{{"100", false}, {"200", true}} {
-		w := startBin(t, bin, "4", "deep", c.depth)
+		w := testutil.Start(t, bin, "4", "deep", c.depth)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s", "--user", "--json")
 		var j struct {
 			U struct {
@@ -414,37 +399,20 @@ func TestProfileFrameLimit(t *testing.T) {
 // TestProfileUnwindsThroughSignalFrames: samples in a signal handler
 // unwind through the signal frame into the interrupted code and on to main.
 func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
-	w := startBin(t, bin, "5")
+	dir, bin := testutil.Workload(t, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
+	w := testutil.Start(t, bin, "5")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--folded")
-	st := folded(t, r.Stdout)
-	var inHandler, through uint64
-	for s, n := range st {
-		if !strings.Contains(s, ";on_signal;handler_work") {
-			continue
-		}
-		inHandler += n
-		if strings.Contains(s, ";main;outer_loop;") {
-			through += n
-		}
-	}
-	t.Logf("%d of %d samples in the handler reach main;outer_loop through the signal frame", through, inHandler)
-	if inHandler < 100 || float64(through) < 0.95*float64(inHandler) {
-		t.Errorf("%d of %d handler samples unwind through the signal frame, want ≥ 95%%:\n%s", through, inHandler, r.Stdout)
-	}
+	inHandler := func(s string) bool { return strings.Contains(s, ";on_signal;handler_work") }
+	wantThrough(t, r.Stdout, "samples in the signal handler", inHandler, ";main;outer_loop;", 100)
 }
 
 // TestProfileShortLivedChildren: system-wide, the short-lived children of
 // a shell script get their tables at exec and, after they exit, their
 // stacks are still named from the mappings the unwinder kept.
 func TestProfileShortLivedChildren(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	dir, bin := testutil.Workload(t, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	script := "sleep 1; for i in 1 2 3 4 5 6; do " + bin + " 0.3; done"
-	sh := startBin(t, "/bin/sh", "-c", script)
+	sh := testutil.Start(t, "/bin/sh", "-c", script)
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-d", "3500ms", "--user", "--folded")
 	sh.Wait()
 	var kid, chain uint64

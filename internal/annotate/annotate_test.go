@@ -3,11 +3,11 @@ package annotate
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -59,18 +59,7 @@ func TestAnnotateGolden(t *testing.T) {
 			}
 			var buf bytes.Buffer
 			WriteText(&buf, p, funcs, Options{AsmRaw: true})
-			path := filepath.Join("testdata", arch+".golden")
-			if *update {
-				os.MkdirAll("testdata", 0o755)
-				os.WriteFile(path, buf.Bytes(), 0o644)
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("annotate output differs:\n%s", buf.String())
-			}
+			testutil.Golden(t, filepath.Join("testdata", arch+".golden"), buf.Bytes(), *update)
 			if funcs[0].Insns[0].IsTarget || !hasTarget(funcs[0].Insns) {
 				t.Errorf("jump target not marked: %+v", funcs[0].Insns)
 			}

@@ -37,8 +37,6 @@ type testMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
 }
 
-func (m *testMaps) Close() error { return m.Counters.Close() }
-
 // TestKernelVerifierErrorIsLoud loads a tool whose preferred program the
 // verifier rejects: Open must fail with the verifier's error, not attach
 // the raw_tp fallback.

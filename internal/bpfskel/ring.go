@@ -3,6 +3,7 @@ package bpfskel
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -16,6 +17,9 @@ type Ring struct {
 	done chan struct{}
 }
 
+// ringPoll is how often the reader looks at a ring that has not woken it.
+const ringPoll = 50 * time.Millisecond
+
 // ReadRing starts reading m; each record's bytes go to fn, which must not
 // keep them.
 func ReadRing(m *ebpf.Map, fn func([]byte)) (*Ring, error) {
@@ -28,6 +32,10 @@ func ReadRing(m *ebpf.Map, fn func([]byte)) (*Ring, error) {
 		defer close(r.done)
 		var rec ringbuf.Record
 		for {
+			// The BPF side wakes the reader only once a batch is waiting
+			// (ring_submit in sonde_maps.h); the deadline collects
+			// the rest.
+			rd.SetDeadline(time.Now().Add(ringPoll))
 			err := rd.ReadInto(&rec)
 			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
 				return

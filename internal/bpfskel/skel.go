@@ -7,6 +7,7 @@
 package bpfskel
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,9 +34,13 @@ type Tool struct {
 	Spec func() (*ebpf.CollectionSpec, error)
 	// Consts set the object's const volatile globals before load.
 	Consts map[string]any
-	// Maps, a pointer to bpf2go's <stem>Maps struct, is filled after load
-	// and closed with the session.
-	Maps io.Closer
+	// Maps, a pointer to bpfgen's <stem>Maps struct (or any struct of
+	// *ebpf.Map fields, see AssignMaps), is filled after load; the maps
+	// stay open until the session is closed.
+	Maps any
+	// More are further structs of maps to fill like Maps: those of a part
+	// shared by tools (the unwinder's, unwind.Maps).
+	More []any
 	// Hooks are attached in order (put consumers before producers).
 	Hooks []Hook
 	// Command, when set, is started held before its exec; its pid is set
@@ -56,7 +61,6 @@ type Session struct {
 	// Choices holds the mode picked for each hook, in Tool.Hooks order.
 	Choices []Choice
 	coll    *ebpf.Collection
-	maps    io.Closer
 	links   []io.Closer
 	child   *runctl.Child
 }
@@ -118,10 +122,14 @@ func Open(t Tool) (s *Session, err error) {
 		return s, loadError(t.Name, s.Choices, err)
 	}
 	if t.Maps != nil {
-		if err := s.coll.Assign(t.Maps); err != nil {
+		if err := AssignMaps(s.coll, t.Maps); err != nil {
 			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
 		}
-		s.maps = t.Maps
+	}
+	for _, m := range t.More {
+		if err := AssignMaps(s.coll, m); err != nil {
+			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
+		}
 	}
 	if t.Loaded != nil {
 		if err := t.Loaded(); err != nil {
@@ -311,10 +319,6 @@ func (s *Session) Close() {
 		s.child.Abort()
 		s.child = nil
 	}
-	if s.maps != nil {
-		s.maps.Close()
-		s.maps = nil
-	}
 	if s.coll != nil {
 		s.coll.Close()
 		s.coll = nil
@@ -336,4 +340,13 @@ func loadError(name string, cs []Choice, err error) error {
 		return permissionError("loading the "+name+" programs", err)
 	}
 	return fmt.Errorf("loading the %s programs: %w", name, err)
+}
+
+// LoadSpec reads a tool's embedded object; bpfgen's load<Stem> calls it.
+func LoadSpec(name string, object []byte) (*ebpf.CollectionSpec, error) {
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s object: %w", name, err)
+	}
+	return spec, nil
 }

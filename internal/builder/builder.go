@@ -25,7 +25,7 @@ type Builder struct {
 	prof         model.Profile
 	procs        map[uint32]*process
 	comms        map[uint32]string // tid → current name
-	threads      map[threadKey]int32
+	threads      model.Threads
 	dsos         map[symbolize.Object]int32 // object → index into prof.DSOs
 	objs         []symbolize.Object         // what each DSO is, for the symbolize pass
 	rawLocs      map[rawLoc]int32
@@ -44,11 +44,6 @@ type Builder struct {
 	readMaps func(pid int) ([]procfs.Mapping, error)
 	tids     func(pid int) ([]int, error)
 	comm     func(pid, tid int) string
-}
-
-type threadKey struct {
-	pid, tid uint32
-	comm     string
 }
 
 type rawLoc struct {
@@ -82,7 +77,7 @@ func New() *Builder {
 	return &Builder{
 		procs:        map[uint32]*process{},
 		comms:        map[uint32]string{},
-		threads:      map[threadKey]int32{},
+		threads:      model.Threads{},
 		dsos:         map[symbolize.Object]int32{},
 		rawLocs:      map[rawLoc]int32{},
 		stacks:       map[string]int32{},
@@ -226,14 +221,7 @@ func (b *Builder) thread(pid, tid uint32) int32 {
 		}
 		b.comms[tid] = comm
 	}
-	k := threadKey{pid, tid, comm}
-	if id, ok := b.threads[k]; ok {
-		return id
-	}
-	id := int32(len(b.prof.Threads))
-	b.threads[k] = id
-	b.prof.Threads = append(b.prof.Threads, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm})
-	return id
+	return b.threads.ID(&b.prof, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm})
 }
 
 // Sample adds one sample of the first event.

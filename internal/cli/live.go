@@ -24,10 +24,14 @@ type Live struct {
 	Pid                int
 	Duration, Interval time.Duration
 	JSON               bool
-	MinInterval        time.Duration // 0: the tool has no -i
-	DurationArg        bool          // a bare argument is the duration
-	W                  *emit.Writer  // set by Start
-	lap                time.Time     // when the current interval began
+	MinInterval        time.Duration             // 0: the tool has no -i
+	DurationArg        bool                      // a bare argument is the duration
+	Dist               bool                      // the tool shows distributions: -u/--unit, --linear
+	Check              func(args []string) error // the tool's own checks, first in Start
+	W                  *emit.Writer              // set by Start
+	DistOptions        dist.Options              // with Dist, set by Start
+	dist               Dist
+	lap                time.Time // when the current interval began
 }
 
 // Command adds the shared flags to c; pidUsage says what -p does ("" for
@@ -44,23 +48,46 @@ func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
 		AtLeast(f, l.MinInterval, "interval")
 	}
 	AddJSONFlag(f, &l.JSON)
+	if l.Dist {
+		l.dist.Add(f)
+	}
 	return c
 }
 
-// Start checks the shared options and says on a terminal what runs (what,
+// RunE is a live tool's RunE: Start (what as there), then run with the
+// context that ends on Ctrl-C or SIGTERM and the target's name.
+func (l *Live) RunE(what string, run func(ctx context.Context, target string, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, target, stop, err := l.Start(cmd, args, what)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		return run(ctx, target, args)
+	}
+}
+
+// Start checks the tool's options (Check, then the shared ones) and says on a terminal what runs (what,
 // unless empty: a traced command sets the run's length itself). The
 // context ends on Ctrl-C or SIGTERM (call stop); target names what is
 // traced as the text views do.
 func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx context.Context, target string, stop func(), err error) {
+	if l.Check != nil {
+		if err := l.Check(args); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	if l.Dist {
+		if l.DistOptions, err = l.dist.Options(); err != nil {
+			return nil, "", nil, err
+		}
+	}
 	if l.DurationArg && len(args) > 0 {
 		if err := l.BareDuration(cmd, args); err != nil {
 			return nil, "", nil, err
 		}
 	}
-	if target, err = PidTarget(l.Pid); err != nil {
-		return nil, "", nil, err
-	}
-	if err := bpfskel.CheckPrivileges(); err != nil {
+	if target, err = CheckLive(l.Pid); err != nil {
 		return nil, "", nil, err
 	}
 	if what != "" && IsTerminal(2) {
@@ -109,6 +136,15 @@ func (l *Live) BareDuration(cmd *cobra.Command, args []string) error {
 	}
 	l.Duration = d
 	return nil
+}
+
+// CheckLive checks a live BPF tool's -p process (0: none) and that sonde
+// may use BPF, and names the target.
+func CheckLive(pid int) (target string, err error) {
+	if target, err = PidTarget(pid); err != nil {
+		return "", err
+	}
+	return target, bpfskel.CheckPrivileges()
 }
 
 // PidTarget checks a tool's one -p process and names the target.

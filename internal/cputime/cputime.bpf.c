@@ -29,12 +29,7 @@ struct {
  * runtime was last accounted. Slices are differences of the kernel's own
  * cumulative counter, so a switch the program is not told about loses no
  * time: the next accounted switch-out covers it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 32768);
-} base SEC(".maps");
+HASH_MAP(base, __u32, __u64, 32768);
 
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
 struct {

@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"flag"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model/modeltest"
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the fuzz seed corpus")
@@ -88,8 +86,6 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if !*update {
 		t.Skip("run with -update to rewrite testdata/fuzz/FuzzRead")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzRead")
-	os.MkdirAll(dir, 0o755)
 	var good bytes.Buffer
 	Write(&good, modeltest.Sample())
 	var chunks bytes.Buffer
@@ -102,12 +98,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"header":     []byte(Magic + "\x01\x00\x00\x00"),
 		"newer":      []byte(Magic + "\x09\x00\x00\x00"),
 	}
-	for name, data := range seeds {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteFuzzSeeds(t, "FuzzRead", seeds)
 }
 
 // FuzzSections fuzzes the section decoder below the gzip layer, where a

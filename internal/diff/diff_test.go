@@ -3,11 +3,11 @@ package diff
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model/modeltest"
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -27,18 +27,7 @@ func TestDiffGolden(t *testing.T) {
 	rows := Compare(base, cur, Options{})
 	var buf bytes.Buffer
 	WriteText(&buf, base, cur, rows)
-	path := filepath.Join("testdata", "diff.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(path, buf.Bytes(), 0o644)
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("diff output differs:\n%s", buf.String())
-	}
+	testutil.Golden(t, filepath.Join("testdata", "diff.golden"), buf.Bytes(), *update)
 	for _, r := range rows {
 		if r.Sym == "spin_a" && r.Delta >= 0 {
 			t.Errorf("spin_a share did not fall: %+v", r)

@@ -115,30 +115,15 @@ struct inflight {
 /* key: tid (u32); value: struct inflight, the call it is in. Deleted at
  * the exit; a thread killed inside a call leaves its entry until the tid
  * is reused (then overwritten). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct inflight);
-	__uint(max_entries, 32768);
-} inflight SEC(".maps");
+HASH_MAP(inflight, __u32, struct inflight, 32768);
 
 /* key: struct files_key (pid, dev, ino); value: struct files_stats, calls
  * and bytes since the last interval (user space empties it). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct files_key);
-	__type(value, struct files_stats);
-	__uint(max_entries, 16384);
-} stats SEC(".maps");
+HASH_MAP(stats, struct files_key, struct files_stats, 16384);
 
 /* key: struct files_key with pid 0 (dev, ino); value: unused (u8). Files
  * whose path was sent on the ring; LRU, so a file evicted is sent again. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct files_key);
-	__type(value, __u8);
-	__uint(max_entries, 16384);
-} known SEC(".maps");
+SONDE_MAP(known, BPF_MAP_TYPE_LRU_HASH, struct files_key, __u8, 16384);
 
 /* Paths (struct files_path) and slow calls (struct files_slow). */
 RINGBUF(events, 1 << 20);
@@ -149,12 +134,7 @@ PERCPU_COUNTERS(counters, FILES_NCOUNTERS);
 /* key: pid (u32) of a descendant of target_pid; value: unused (u8). A
  * traced command's children are traced too (a shell script's work is in
  * its children). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 8192);
-} children SEC(".maps");
+HASH_MAP(children, __u32, __u8, 8192);
 
 static __always_inline bool traced(__u32 pid)
 {
@@ -250,12 +230,7 @@ static __always_inline bool identify(struct file *f, struct ident *id)
 }
 
 /* key: 0; value: a path being walked (too big for the stack), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct files_path);
-	__uint(max_entries, 1);
-} scratch SEC(".maps");
+SONDE_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct files_path, 1);
 
 /* Send a file's path once per (dev, ino): its names up to the root of the
  * process's view of the tree, crossing mount points. A global function, so
@@ -307,7 +282,9 @@ __attribute__((noinline)) int send_path(__u64 file, __u64 inode, __u32 dev, __u6
 		d = up;
 	}
 	p->depth = n;
-	if (bpf_ringbuf_output(&events, p, sizeof(*p), 0)) {
+	/* No wakeup: the reader polls, and the slow record that follows (or
+	 * the end of the run) brings the path along. */
+	if (bpf_ringbuf_output(&events, p, sizeof(*p), SONDE_RB_NO_WAKEUP)) {
 		counter_inc(&counters, FILES_LOST_RING);
 		return 0;
 	}
@@ -384,7 +361,7 @@ static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, 
 	e->write = write;
 	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	ring_submit(&events, e);
 }
 
 /* The exit of every traced syscall. Calls that failed are not counted. */

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -40,17 +39,7 @@ func TestPrunedGraphInBrowser(t *testing.T) {
 	}
 	f.Close()
 
-	dump := func(query string) string {
-		t.Helper()
-		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir="+filepath.Join(dir, "chrome-profile"), "--virtual-time-budget=3000", "--dump-dom", "file://"+path+query)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("chromium: %v", err)
-		}
-		return string(out)
-	}
+	dump := func(query string) string { return testutil.DumpDOM(t, chromium, dir, "file://"+path+query) }
 	page := dump("")
 	// 0.1 px of 1180 is 8.6 samples: the 2000 callees of cold go.
 	m := regexp.MustCompile(`<text id="pruned" x="10" y="(\d+)"[^>]*>([^<]*)</text>`).FindStringSubmatch(page)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model/modeltest"
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 func TestFoldedFromProfile(t *testing.T) {
@@ -335,19 +336,7 @@ func TestSmallGolden(t *testing.T) {
 
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n%s\nwant:\n%s", path, got, want)
-	}
+	testutil.Golden(t, path, []byte(got), *update)
 }
 
 func TestDiffTree(t *testing.T) {

@@ -2,7 +2,6 @@ package funcexit
 
 import (
 	"bufio"
-	"bytes"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -43,13 +42,10 @@ func openELF(t *testing.T, path string) *elf.File {
 func gnuRets(t *testing.T, bin, fn string, start uint64) []uint64 {
 	t.Helper()
 	testutil.RequireTool(t, "objdump", "binutils")
-	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", "--disassemble="+fn, bin).Output()
-	if err != nil {
-		t.Fatalf("objdump: %v", err)
-	}
+	out := testutil.Tool(t, "objdump", "-d", "--no-show-raw-insn", "--disassemble="+fn, bin)
 	re := regexp.MustCompile(`^\s*([0-9a-f]+):\s+ret`)
 	var offs []uint64
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
 			a, _ := strconv.ParseUint(m[1], 16, 64)
@@ -63,10 +59,7 @@ func gnuRets(t *testing.T, bin, fn string, start uint64) []uint64 {
 // binaries on any host).
 func goRets(t *testing.T, bin, fn string, start uint64) []uint64 {
 	t.Helper()
-	out, err := exec.Command("go", "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin).Output()
-	if err != nil {
-		t.Fatalf("go tool objdump: %v", err)
-	}
+	out := testutil.Tool(t, "go", "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin)
 	var offs []uint64
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
@@ -146,9 +139,7 @@ int main(int c, char **v) { return two(c) + tail(c); }
 `), 0o644)
 	bin := filepath.Join(dir, "exits")
 	testutil.RequireTool(t, "gcc", "gcc")
-	if b, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, b)
-	}
+	testutil.Tool(t, "gcc", "-O2", "-fomit-frame-pointer", "-o", bin, src)
 	f := openELF(t, bin)
 	for _, fn := range []string{"leaf", "two", "main"} {
 		ex, err := Find(f, fn)

@@ -2,8 +2,11 @@
 
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* funclat: latency of functions. An entry probe stores the time per
- * (thread, function); the return probe sends the elapsed time to user space
- * through a ring buffer, so percentiles are exact. The function index comes
+ * (thread, function); the return probe adds the elapsed time to the
+ * function's histogram in the kernel, in internal/histogram's buckets
+ * (percentiles within 1/256; count, sum, min and max exact), so no event
+ * crosses to user space: a ring buffer record per call cost more than
+ * the probe's own work (bench -cost). The function index comes
  * from the attach cookie, so one program serves many functions. User
  * functions use uprobes; kernel functions fentry/fexit, else kprobes. */
 #include "sonde.h"
@@ -14,64 +17,113 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(struct funclat_event, funclat_event);
+KEEP_TYPE(struct funclat_sums, funclat_sums);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 
-struct key {
-	__u32 tid;
-	__u32 fn;
+/* Entry times of the functions a thread is in, by function index (the
+ * attach cookie), 0 when not in it. */
+struct starts_val {
+	__u64 ts[MAX_FUNCS];
 };
 
-/* key: (tid, function); value: entry time (u64 ns). */
+/* key: the task (task storage); value: struct starts_val (ns). Task
+ * storage hangs off the task: one pointer away, where a hash keyed by
+ * (tid, function) costs a hashed update per entry and a lookup and a
+ * delete per return. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct starts_val);
 } starts SEC(".maps");
 
-/* Completed calls (struct funclat_event), 4 MiB. */
-RINGBUF(events, 4 << 20);
+/* key: function index × HIST_SLOTS + slot (u32); value: calls (u64).
+ * max_entries is set at load to the functions traced × HIST_SLOTS (59 KiB
+ * each). Shared by the CPUs (atomic adds: per-CPU copies would multiply
+ * the memory by the CPUs) and mmapable: user space reads it in one copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, HIST_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} hist SEC(".maps");
 
-/* key: 0; value: calls lost because the ring buffer was full (u64), per CPU. */
+/* key: function index (u32); value: struct funclat_sums, per CPU (no
+ * atomics on the hot path; user space merges the CPUs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct funclat_sums);
+	__uint(max_entries, MAX_FUNCS);
+} sums SEC(".maps");
+
+/* key: 0; value: calls not counted (a slot outside the map), per CPU. */
 PERCPU_COUNTERS(drops, 1);
+
+/* The flat histogram slot of v (internal/histogram's Slot). */
+static __always_inline __u32 hist_slot(__u64 v)
+{
+	if (v < (1 << HIST_SUB_BITS))
+		return v;
+	__u32 msb = 0;
+	__u64 x = v;
+	if (x >> 32) { x >>= 32; msb += 32; }
+	if (x >> 16) { x >>= 16; msb += 16; }
+	if (x >> 8) { x >>= 8; msb += 8; }
+	if (x >> 4) { x >>= 4; msb += 4; }
+	if (x >> 2) { x >>= 2; msb += 2; }
+	if (x >> 1) { msb += 1; }
+	__u32 oct = msb - HIST_SUB_BITS + 1;
+	__u32 sub = (__u32)(v >> (msb - HIST_SUB_BITS)) - (1 << HIST_SUB_BITS);
+	return (oct << HIST_SUB_BITS) + sub;
+}
+
+/* Count one completed call of fn that started at ts. */
+static __always_inline void record(__u64 ts, __u32 fn)
+{
+	__u64 d = bpf_ktime_get_ns() - ts;
+	if (fn >= MAX_FUNCS)
+		return;
+	__u32 k = fn * HIST_SLOTS + hist_slot(d);
+	__u64 *c = bpf_map_lookup_elem(&hist, &k);
+	if (!c) {
+		counter_inc(&drops, 0);
+		return;
+	}
+	__sync_fetch_and_add(c, 1);
+	struct funclat_sums *s = bpf_map_lookup_elem(&sums, &fn);
+	if (!s)
+		return;
+	s->count++;
+	s->sum_ns += d;
+	if (~d > s->min_inv)
+		s->min_inv = ~d;
+	if (d > s->max_ns)
+		s->max_ns = d;
+}
 
 static __always_inline int entry(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	if (target_pid && (id >> 32) != target_pid)
 		return 0;
-	struct key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&starts, &k, &now, BPF_ANY);
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	struct starts_val *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (s && fn < MAX_FUNCS)
+		s->ts[fn] = bpf_ktime_get_ns();
 	return 0;
-}
-
-/* Send one completed call that started at *ts, or count it as dropped. */
-static __always_inline void submit(__u64 ts, __u32 fn, __u64 id)
-{
-	struct funclat_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&drops, 0);
-		return;
-	}
-	e->latency_ns = bpf_ktime_get_ns() - ts;
-	e->fn = fn;
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
-	bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline int ret(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
-	__u64 *ts = bpf_map_lookup_elem(&starts, &k);
-	if (!ts)
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	struct starts_val *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	if (!s || fn >= MAX_FUNCS || !s->ts[fn])
 		return 0;
-	submit(*ts, k.fn, id);
-	bpf_map_delete_elem(&starts, &k);
+	record(s->ts[fn], fn);
+	s->ts[fn] = 0;
 	return 0;
 }
 
@@ -178,7 +230,7 @@ int uprobe_go_return(void *ctx)
 		counter_inc(&untimed, k.fn);
 		return 0;
 	}
-	submit(*ts, k.fn, id);
+	record(*ts, k.fn);
 	bpf_map_delete_elem(&gostarts, &k);
 	return 0;
 }

@@ -9,8 +9,10 @@ import (
 	"bufio"
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path"
@@ -18,9 +20,9 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/funcexit"
@@ -49,6 +51,19 @@ func (f Func) String() string {
 		return f.Name
 	}
 	return filepath.Base(f.Binary) + ":" + f.Name
+}
+
+// Names are how reports name fs; each Note (which clone or call site
+// stands for a name) goes to notes as a "sonde: " line.
+func Names(fs []Func, notes io.Writer) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.String()
+		if f.Note != "" {
+			fmt.Fprintln(notes, "sonde: "+f.Note)
+		}
+	}
+	return names
 }
 
 // Resolve expands patterns into functions: "/path/bin:glob", "lib:glob"
@@ -338,50 +353,46 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	var maps funclatMaps
+	spec := func() (*ebpf.CollectionSpec, error) {
+		spec, err := loadFunclat()
+		if err != nil {
+			return nil, err
+		}
+		// One histogram per traced function.
+		spec.Maps["hist"].MaxEntries = uint32(len(o.Funcs) * histogram.Slots)
+		return spec, nil
+	}
 	s, err := bpfskel.Open(bpfskel.Tool{
-		Name: "function latency", Spec: loadFunclat, Maps: &maps, Hooks: hooks,
+		Name: "function latency", Spec: spec, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{funclatVarTargetPid: uint32(o.Pid)},
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	newHists := func() []*histogram.Hist {
-		h := make([]*histogram.Hist, len(o.Funcs))
-		for i := range h {
-			h[i] = &histogram.Hist{}
-		}
-		return h
-	}
-	res := &Result{Hists: newHists(), Attach: s.Mode()}
+	res := &Result{Attach: s.Mode()}
 	if goFuncs > 0 {
 		res.Attach += " (Go: entry and return instructions, no uretprobes)"
 	}
-	var mu sync.Mutex // the reader adds while an interval swaps
-	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[funclatFunclatEvent](raw)
-		if e == nil || int(e.Fn) >= len(o.Funcs) {
-			return
-		}
-		mu.Lock()
-		res.Hists[e.Fn].Add(e.LatencyNs)
-		mu.Unlock()
-	})
+	hist, err := newKernelHists(&maps, len(o.Funcs))
 	if err != nil {
 		return nil, err
 	}
+	defer hist.close()
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
-		mu.Lock()
-		cur := res.Hists
-		res.Hists = newHists()
-		mu.Unlock()
+		h, err := hist.read(false)
+		if err != nil {
+			return err
+		}
 		if o.OnInterval != nil {
-			o.OnInterval(cur)
+			o.OnInterval(h)
 		}
 		return nil
 	}})
-	ring.Stop()
 	if err != nil {
+		return nil, err
+	}
+	if res.Hists, err = hist.read(o.Interval == 0); err != nil {
 		return nil, err
 	}
 	res.Drops = bpfmaps.SumPerCPU(maps.Drops, 0)
@@ -393,4 +404,71 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Elapsed = run.Elapsed
 	return res, nil
+}
+
+// kernelHists reads the histograms the programs keep in the kernel: each
+// read returns what was added since the last one (the kernel's counts only
+// grow; user space keeps the previous snapshot), so no call made between
+// a read and a reset is lost.
+type kernelHists struct {
+	maps  *funclatMaps
+	mem   *ebpf.Memory
+	n     int
+	buf   []byte
+	prev  []uint64
+	sums  []funclatFunclatSums // previous per-function totals
+	first bool
+}
+
+func newKernelHists(maps *funclatMaps, n int) (*kernelHists, error) {
+	mem, err := maps.Hist.Memory()
+	if err != nil {
+		return nil, fmt.Errorf("mapping the latency histograms: %w", err)
+	}
+	return &kernelHists{maps: maps, mem: mem, n: n, buf: make([]byte, n*histogram.Slots*8),
+		prev: make([]uint64, n*histogram.Slots), sums: make([]funclatFunclatSums, n), first: true}, nil
+}
+
+func (k *kernelHists) close() {}
+
+// read returns the calls since the last read, one histogram per function.
+// whole: this read covers the whole run, so the kernel's exact minimum and
+// maximum apply (an interval's come from its buckets, within 1/256).
+func (k *kernelHists) read(whole bool) ([]*histogram.Hist, error) {
+	if _, err := k.mem.ReadAt(k.buf, 0); err != nil {
+		return nil, fmt.Errorf("reading the latency histograms: %w", err)
+	}
+	out := make([]*histogram.Hist, k.n)
+	counts := make([]uint64, histogram.Slots)
+	for f := range k.n {
+		out[f] = &histogram.Hist{}
+		var per []funclatFunclatSums
+		if err := k.maps.Sums.Lookup(uint32(f), &per); err != nil {
+			return nil, fmt.Errorf("reading the latency sums: %w", err)
+		}
+		var tot funclatFunclatSums
+		for _, c := range per {
+			tot.Count += c.Count
+			tot.SumNs += c.SumNs
+			tot.MinInv = max(tot.MinInv, c.MinInv)
+			tot.MaxNs = max(tot.MaxNs, c.MaxNs)
+		}
+		lo, hi := uint64(math.MaxUint64), uint64(0)
+		for i := range counts {
+			j := f*histogram.Slots + i
+			cur := binary.NativeEndian.Uint64(k.buf[j*8:])
+			counts[i] = cur - k.prev[j]
+			k.prev[j] = cur
+			if counts[i] > 0 {
+				b := histogram.SlotBounds(i)
+				lo, hi = min(lo, b[0]), max(hi, b[1])
+			}
+		}
+		if whole {
+			lo, hi = ^tot.MinInv, tot.MaxNs
+		}
+		out[f].AddSlots(counts, tot.SumNs-k.sums[f].SumNs, lo, hi)
+		k.sums[f] = tot
+	}
+	return out, nil
 }

@@ -1,4 +1,7 @@
 package funclat
 
 // No program reads registers: one little-endian object for every architecture.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type funclat_event funclat funclat.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type funclat_sums funclat funclat.bpf.c

@@ -370,3 +370,53 @@ func WriteSummary(w io.Writer, s Stats, u Unit) {
 	fmt.Fprintf(w, "count %d  mean %s  p50 %s  p90 %s  p99 %s  max %s  (%s)\n",
 		s.Count, f(s.Mean), f(float64(s.P50)), f(float64(s.P90)), f(float64(s.P99)), f(float64(s.Max)), u.Name)
 }
+
+// Slots is the number of buckets in the flat layout in-kernel histograms
+// use: slot = octave × 128 + sub-bucket, the same buckets a Hist keeps, so
+// counts a BPF program made carry the same 1/256 bound (Slot says where a
+// value goes; funclat.bpf.c computes the same).
+const Slots = octaves * subCount
+
+// Slot is the flat bucket of v.
+func Slot(v uint64) int {
+	o, s := index(v)
+	return o*subCount + s
+}
+
+// SlotBounds are the smallest and largest value of a flat slot.
+func SlotBounds(i int) [2]uint64 {
+	lo, hi := bounds(i/subCount, i%subCount)
+	return [2]uint64{lo, hi}
+}
+
+// AddSlots adds counts kept in the flat layout (counts[i] values in slot
+// i) with the exact count-independent figures the kernel kept beside
+// them: their sum, smallest and largest value.
+func (h *Hist) AddSlots(counts []uint64, sum, lo, hi uint64) {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return
+	}
+	if h.n == 0 || lo < h.min {
+		h.min = lo
+	}
+	h.max = max(h.max, hi)
+	var c uint64
+	h.sumLo, c = bits.Add64(h.sumLo, sum, 0)
+	h.sumHi += c
+	h.n += n
+	h.bucketize()
+	for i, k := range counts {
+		if k == 0 || i >= Slots {
+			continue
+		}
+		o, s := i/subCount, i%subCount
+		if h.oct[o] == nil {
+			h.oct[o] = new([subCount]uint64)
+		}
+		h.oct[o][s] += k
+	}
+}

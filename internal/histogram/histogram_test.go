@@ -296,3 +296,22 @@ func TestMemoryFlat(t *testing.T) {
 		t.Errorf("heap grew from %d to %d bytes (%d allocated) over %d values", base, peak, alloc-baseAlloc, total)
 	}
 }
+
+// AddSlots of the flat layout gives the same percentiles as adding the
+// values one by one (past the exact limit both are bucketed).
+func TestAddSlots(t *testing.T) {
+	var direct, slots Hist
+	counts := make([]uint64, Slots)
+	var sum, lo, hi uint64 = 0, ^uint64(0), 0
+	for i := uint64(0); i < 100000; i++ {
+		v := 50 + i*i%9_000_000
+		direct.Add(v)
+		counts[Slot(v)]++
+		sum += v
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	slots.AddSlots(counts, sum, lo, hi)
+	if direct.Stats() != slots.Stats() {
+		t.Errorf("direct %+v\nslots  %+v", direct.Stats(), slots.Stats())
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/latency"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perfdata"
 	"github.com/sonde-dev/sonde/internal/report"
@@ -330,6 +331,37 @@ func FlameDiff(base, cur string) (*flamegraph.Node, map[*flamegraph.Node]float64
 		return nil, nil, "", err
 	}
 	return root, flamegraph.DiffTree(b, root), "change from " + base + " to " + cur + " (" + sub + ")", nil
+}
+
+// ForLatency pairs a recording's samples as o says (latency -i); a pairing
+// the recording cannot give (no such event or field) is a usage error.
+func ForLatency(path string, o latency.Options) (*latency.Result, model.Meta, error) {
+	p, err := Profile(path, Options{})
+	if err != nil {
+		return nil, model.Meta{}, err
+	}
+	r, err := latency.Compute(p, o)
+	if err != nil {
+		return nil, model.Meta{}, cli.Usagef("%v", err)
+	}
+	return r, p.Meta, nil
+}
+
+// ForDiff opens the two recordings diff compares, samples grouped, and
+// warns on warn when they count different events.
+func ForDiff(base, cur string, warn io.Writer) (*model.Profile, *model.Profile, error) {
+	var ps [2]*model.Profile
+	for i, path := range []string{base, cur} {
+		p, err := Profile(path, Options{Group: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		ps[i] = p
+	}
+	if !SameEvents(ps[0].Meta.Event, ps[1].Meta.Event) {
+		fmt.Fprintf(warn, "sonde: warning: comparing different events (%s vs %s)\n", ps[0].Meta.Event, ps[1].Meta.Event)
+	}
+	return ps[0], ps[1], nil
 }
 
 // ForReport opens path for report sorted by keys: samples grouped, with the

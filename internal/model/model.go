@@ -92,6 +92,26 @@ type Thread struct {
 	Comm     string
 }
 
+// Intern is key's index in *table: the one ids remembers, or, the first
+// time key is seen, the index of value appended to the table.
+func Intern[K comparable, V any](ids map[K]int32, table *[]V, key K, value V) int32 {
+	if id, ok := ids[key]; ok {
+		return id
+	}
+	id := int32(len(*table))
+	ids[key] = id
+	*table = append(*table, value)
+	return id
+}
+
+// Threads interns threads into a profile's Threads table.
+type Threads map[Thread]int32
+
+// ID is t's index in p.Threads, appending t the first time it is seen.
+func (ts Threads) ID(p *Profile, t Thread) int32 {
+	return Intern(ts, &p.Threads, t, t)
+}
+
 // DSO is a loaded object.
 type DSO struct {
 	Name    string // path, or [kernel.kallsyms], [module], [vdso], [jit]

@@ -3,4 +3,7 @@ package offcpu
 // No program reads registers directly (the unwinder reads pt_regs at
 // offsets set before load), so one little-endian object serves every
 // architecture (bpfel: amd64, arm64, arm, ...).
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type offcpu_key -type offcpu_error offcpu offcpu.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type offcpu_key -type offcpu_error offcpu offcpu.bpf.c

@@ -38,12 +38,7 @@ struct start {
 };
 
 /* key: tid (u32); value: when it left the CPU and its bucket so far. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct start);
-	__uint(max_entries, 32768);
-} starts SEC(".maps");
+HASH_MAP(starts, __u32, struct start, 32768);
 
 struct waker {
 	__u64 user_stack; /* key in unwind_stacks, 0: none */
@@ -53,23 +48,13 @@ struct waker {
 };
 
 /* key: woken tid (u32); value: who woke it, from which stacks. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct waker);
-	__uint(max_entries, 32768);
-} wakers SEC(".maps");
+HASH_MAP(wakers, __u32, struct waker, 32768);
 
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
 
 /* key: struct offcpu_key; value: blocked time (u64 ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct offcpu_key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
-} blocked SEC(".maps");
+HASH_MAP(blocked, struct offcpu_key, __u64, 65536);
 
 /* key: enum offcpu_error; value: count (u64), per CPU. */
 PERCPU_COUNTERS(errors, OFFCPU_ERR_MAX);
@@ -81,22 +66,25 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 	return !target_pid || pid == target_pid;
 }
 
-static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next, const bool btf)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 ppid = BPF_CORE_READ(prev, tgid), ptid = BPF_CORE_READ(prev, pid);
-	__u32 ntid = BPF_CORE_READ(next, pid);
+	__u32 ppid = TASK_FIELD(btf, prev, tgid), ptid = TASK_FIELD(btf, prev, pid);
+	__u32 ntid = TASK_FIELD(btf, next, pid);
 
 	/* The task leaving: remember when and where. ctx is prev's context,
 	 * so the stack walks see prev's stacks. */
 	if (wanted(ppid, ptid)) {
-		long st = task_state(prev);
+		long st = task_state_btf(prev, btf);
 		if (!state_mask || (st == 0 ? (state_mask & 0x100) : (state_mask & st))) {
 			struct start s = {};
 			s.ts = now;
 			s.key.pid = ppid;
 			s.key.tid = per_thread ? ptid : 0;
-			BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
+			if (btf)
+				__builtin_memcpy(&s.key.comm, prev->comm, sizeof(s.key.comm));
+			else
+				BPF_CORE_READ_STR_INTO(&s.key.comm, prev, comm);
 			if (take_stacks_unwind(ctx, &stacks, user_stacks, kernel_stacks, &s.key.user_stack, &s.key.kernel_stack))
 				counter_inc(&errors, OFFCPU_ERR_STACK);
 			if (bpf_map_update_elem(&starts, &ptid, &s, BPF_ANY) != 0)
@@ -131,11 +119,16 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	return 0;
 }
 
-static __always_inline int on_waking(void *ctx, struct task_struct *p)
+static __always_inline int on_waking(void *ctx, struct task_struct *p, const bool btf)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 tid = TASK_FIELD(btf, p, pid);
+	__u32 pid = TASK_FIELD(btf, p, tgid);
 	if (!track_wakers || !wanted(pid, tid))
+		return 0;
+	/* Only a task whose block is being timed needs its waker: the stack
+	 * walks are most of the cost, so skip them for every other wakeup
+	 * (a new task, one preempted and woken, one filtered out at switch). */
+	if (!bpf_map_lookup_elem(&starts, &tid))
 		return 0;
 	struct waker w = {};
 	w.pid = bpf_get_current_pid_tgid() >> 32;
@@ -148,11 +141,11 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 /* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 TP_BTF_OR_RAW(sched_switch, sched_switch)
 {
-	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
+	return on_switch(ctx, (struct task_struct *)ctx[1], (struct task_struct *)ctx[2], btf);
 }
 
 /* sched_waking(struct task_struct *p) */
 TP_BTF_OR_RAW(sched_waking, sched_waking)
 {
-	return on_waking(ctx, (struct task_struct *)ctx[0]);
+	return on_waking(ctx, (struct task_struct *)ctx[0], btf);
 }

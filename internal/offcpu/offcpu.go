@@ -106,10 +106,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Wakers {
 		only = 0
 	}
-	ld := unwind.Wire(&t, o.Pid, func() unwind.Maps {
-		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
-			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
-	})
+	ld := unwind.Wire(&t, o.Pid, nil)
 	ld.Only = only
 	s, err := bpfskel.Open(t)
 	if err != nil {

@@ -7,21 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// entries lists dir, so a test sees a temporary file left behind.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n []string
-	for _, e := range es {
-		n = append(n, e.Name())
-	}
-	return n
-}
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
 
 func TestWriteCommits(t *testing.T) {
 	dir := t.TempDir()
@@ -34,7 +22,7 @@ func TestWriteCommits(t *testing.T) {
 	if string(b) != "hello\n" || st.Mode().Perm() != Mode {
 		t.Errorf("content %q, mode %v", b, st.Mode())
 	}
-	if e := entries(t, dir); len(e) != 1 {
+	if e := testutil.DirEntries(t, dir); len(e) != 1 {
 		t.Errorf("files left: %q", e)
 	}
 }
@@ -54,7 +42,7 @@ func TestFailedWriteKeepsTheOldFile(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "old" {
 		t.Errorf("old file now %d bytes", len(b))
 	}
-	if e := entries(t, dir); len(e) != 1 {
+	if e := testutil.DirEntries(t, dir); len(e) != 1 {
 		t.Errorf("files left: %q", e)
 	}
 }

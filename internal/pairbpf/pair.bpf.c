@@ -35,6 +35,7 @@ const volatile __u32 aux_off = 0;
 const volatile __u32 aux_size = 0; /* 0: no aux field */
 const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile __u32 has_mid = 0;    /* 1: a chain, on_mid is attached */
+const volatile bool want_comm = true; /* false: no view shows the task's name */
 const volatile __u32 mid_off[PAIR_MAX_KEYS] = {};
 const volatile __u32 mid_size[PAIR_MAX_KEYS] = {};
 const volatile __u32 mid_group_off = 0;
@@ -54,12 +55,7 @@ struct start_val {
 
 /* key: struct pair_key; value: struct start_val (start and mid times in
  * ns, who). A hash map: keys are sparse (dev, sector) or thread ids. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct pair_key);
-	__type(value, struct start_val);
-	__uint(max_entries, 65536);
-} starts SEC(".maps");
+HASH_MAP(starts, struct pair_key, struct start_val, 65536);
 
 /* Matched pairs (struct pair_event), 4 MiB. */
 RINGBUF(events, 4 << 20);
@@ -118,7 +114,8 @@ int on_start(void *ctx)
 		s.group = read_field(ctx, group_off, group_size);
 	if (aux_size)
 		s.aux = read_field(ctx, aux_off, aux_size);
-	bpf_get_current_comm(&s.comm, sizeof(s.comm));
+	if (want_comm)
+		bpf_get_current_comm(&s.comm, sizeof(s.comm));
 	if (bpf_map_update_elem(&starts, &k, &s, BPF_ANY) != 0)
 		counter_inc(&counters, PAIR_FULL);
 	return 0;
@@ -150,7 +147,8 @@ int on_mid(void *ctx)
 		n.group = read_field(ctx, mid_group_off, mid_group_size);
 	if (mid_aux_size)
 		n.aux = read_field(ctx, mid_aux_off, mid_aux_size);
-	bpf_get_current_comm(&n.comm, sizeof(n.comm));
+	if (want_comm)
+		bpf_get_current_comm(&n.comm, sizeof(n.comm));
 	if (bpf_map_update_elem(&starts, &k, &n, BPF_ANY) != 0)
 		counter_inc(&counters, PAIR_FULL);
 	return 0;
@@ -199,7 +197,7 @@ int on_end(void *ctx)
 	e->pid = s->pid;
 	e->tid = s->tid;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	ring_submit(&events, e);
 	bpf_map_delete_elem(&starts, &k);
 	return 0;
 }

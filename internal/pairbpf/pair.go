@@ -153,6 +153,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			pairVarGroupOff: uint32(groupField.Offset), pairVarGroupSize: readSize(groupField), pairVarTargetPid: uint32(o.Pid),
 			pairVarAuxOff: uint32(auxField.Offset), pairVarAuxSize: readSize(auxField),
 			pairVarHasMid: hasMid, pairVarMidOff: mo, pairVarMidSize: ms,
+			// The name costs a copy per event: read it only for a view that shows it.
+			pairVarWantComm:    o.Per == "comm" || o.Per == "pid" || o.Events || o.OnPair != nil,
 			pairVarMidGroupOff: uint32(midGroup.Offset), pairVarMidGroupSize: readSize(midGroup),
 			pairVarMidAuxOff: uint32(midAux.Offset), pairVarMidAuxSize: readSize(midAux),
 		},

@@ -85,7 +85,7 @@ type converter struct {
 	prof     model.Profile
 	procs    map[uint32]*process
 	comms    map[uint32]string
-	threads  map[threadKey]int32
+	threads  model.Threads
 	dsos     map[string]int32
 	dsoInfo  []dsoInfo
 	rawLocs  map[rawLoc]int32
@@ -106,11 +106,6 @@ type ksym struct {
 	start, end uint64
 	loc        int32 // a location per program; samples in it share it
 	name       string
-}
-
-type threadKey struct {
-	pid, tid uint32
-	comm     string
 }
 
 type rawLoc struct {
@@ -137,7 +132,7 @@ type process struct {
 
 func newConverter() *converter {
 	return &converter{
-		procs: map[uint32]*process{}, comms: map[uint32]string{}, threads: map[threadKey]int32{},
+		procs: map[uint32]*process{}, comms: map[uint32]string{}, threads: model.Threads{},
 		dsos: map[string]int32{}, rawLocs: map[rawLoc]int32{}, stacks: map[string]int32{},
 		kernel: -1, attrHits: map[int]uint64{},
 	}
@@ -309,14 +304,7 @@ func (c *converter) thread(pid, tid uint32) int32 {
 		}
 		c.comms[tid] = comm
 	}
-	k := threadKey{pid, tid, comm}
-	if id, ok := c.threads[k]; ok {
-		return id
-	}
-	id := int32(len(c.prof.Threads))
-	c.threads[k] = id
-	c.prof.Threads = append(c.prof.Threads, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm})
-	return id
+	return c.threads.ID(&c.prof, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm})
 }
 
 // frame modes while walking a callchain.

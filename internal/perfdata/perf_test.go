@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,10 +21,8 @@ import (
 // import agrees with perf report on the same file: every comm/dso/symbol
 // row above 0.5% within 0.1 points, the same sample, period and lost totals.
 func TestAgainstPerfReport(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	dir := t.TempDir()
-	work := testutil.BuildC(t, dir, "work", []string{"work.c"})
+	dir, work := testutil.Workload(t, "work", []string{"work.c"})
 	// A copy deleted after recording: only perf's build-id cache has it then.
 	gone := testutil.BuildC(t, dir, "gone", []string{"work.c"})
 
@@ -188,24 +185,8 @@ func compareFold(t *testing.T, perfBin, inferno string, env []string, file strin
 			wantLines[i] = fmt.Sprintf("%s %d", l[:j], n*scale)
 		}
 	}
-	sort.Strings(wantLines)
 	gotLines := strings.Split(strings.TrimSpace(got.String()), "\n")
-	if strings.Join(gotLines, "\n") != strings.Join(wantLines, "\n") {
-		t.Errorf("perf script %v: folded stacks differ from inferno's (%d lines, inferno %d)", fields, len(gotLines), len(wantLines))
-		for i := 0; i < len(gotLines) || i < len(wantLines); i++ {
-			var g, w string
-			if i < len(gotLines) {
-				g = gotLines[i]
-			}
-			if i < len(wantLines) {
-				w = wantLines[i]
-			}
-			if g != w {
-				t.Logf("first difference:\n sonde   %s\n inferno %s", g, w)
-				break
-			}
-		}
-	}
+	testutil.SameLines(t, fmt.Sprintf("perf script %v: folded stacks", fields), "inferno", gotLines, wantLines)
 	t.Logf("perf script %v: %d folded lines agree with inferno", fields, len(gotLines))
 }
 
@@ -419,33 +400,7 @@ func compareReport(t *testing.T, p *model.Profile, want *perfReport) {
 		if total != w.period {
 			t.Errorf("%s: total period %d, perf report %d", ev.Name, total, w.period)
 		}
-		keys := map[string]bool{}
-		for k := range rows {
-			keys[k] = true
-		}
-		for k := range w.rows {
-			keys[k] = true
-		}
-		var sorted []string
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		compared := 0
-		for _, k := range sorted {
-			got := 100 * float64(rows[k]) / float64(max(total, 1))
-			exp := 100 * float64(w.rows[k]) / float64(max(w.period, 1))
-			if got < 0.5 && exp < 0.5 {
-				continue
-			}
-			compared++
-			if math.Abs(got-exp) > 0.1 {
-				t.Errorf("%s: row %s: %.2f%%, perf report %.2f%%", ev.Name, k, got, exp)
-			}
-		}
-		if compared == 0 {
-			t.Errorf("%s: no rows above 0.5%% to compare", ev.Name)
-		}
+		compared := testutil.SameShares(t, ev.Name, "perf report", rows, total, w.rows, w.period)
 		t.Logf("%s: %d samples, %d rows above 0.5%% agree with perf report", ev.Name, samples, compared)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/fuzz seeds")
@@ -313,10 +315,6 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if !*update {
 		t.Skip("run with -update to rewrite testdata/fuzz/FuzzRead")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzRead")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	pipe := readFixture(t, "tiny-pipe.data")
 	good := readFixture(t, "tiny.data")
 	dataOff := binary.LittleEndian.Uint64(good[40:])
@@ -326,12 +324,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"pipe_header": []byte("PERFILE2\x10\x00\x00\x00\x00\x00\x00\x00"),
 		"synthetic":   pipeStream(10, 2, 0, 20, 5, 0, 1, 0),
 	}
-	for name, data := range seeds {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteFuzzSeeds(t, "FuzzRead", seeds)
 }
 
 // TestBuildIDCachePathForm finds the object in the cache's other layout,

@@ -376,7 +376,7 @@ func WriteFolded(w io.Writer, folded map[string]uint64) error {
 // paths; nothing is symbolized again.
 func ScriptProfile(r io.Reader) (*model.Profile, error) {
 	p := &model.Profile{}
-	threads := map[model.Thread]int32{}
+	threads := model.Threads{}
 	dsos := map[string]int32{}
 	funcs := map[[2]string]int32{}
 	locs := map[[3]string]int32{}
@@ -454,12 +454,7 @@ func ScriptProfile(r io.Reader) (*model.Profile, error) {
 		if t.Pid < 0 {
 			t.Pid = t.Tid
 		}
-		th, ok := threads[t]
-		if !ok {
-			th = int32(len(p.Threads))
-			threads[t] = th
-			p.Threads = append(p.Threads, t)
-		}
+		th := threads.ID(p, t)
 		period := s.Period
 		if period == 0 {
 			period = 1

@@ -83,22 +83,10 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 	files := map[string]int32{}
 	addFunc := func(dso int32, fr symbolize.Frame) int32 {
 		key := fmt.Sprintf("%d\x00%x\x00%s", dso, fr.FuncStart, fr.Func)
-		if id, ok := funcs[key]; ok {
-			return id
-		}
-		id := int32(len(p.Funcs))
-		funcs[key] = id
-		p.Funcs = append(p.Funcs, model.Func{Name: fr.Func, DSO: dso, Start: fr.FuncStart, Size: fr.FuncSize})
-		return id
+		return model.Intern(funcs, &p.Funcs, key, model.Func{Name: fr.Func, DSO: dso, Start: fr.FuncStart, Size: fr.FuncSize})
 	}
 	addFile := func(name string) int32 {
-		if id, ok := files[name]; ok {
-			return id
-		}
-		id := int32(len(p.Files))
-		files[name] = id
-		p.Files = append(p.Files, name)
-		return id
+		return model.Intern(files, &p.Files, name, name)
 	}
 	byDSO := map[int32][]int32{}
 	for i, l := range p.Locs {

@@ -3,7 +3,6 @@ package probe
 import (
 	"bytes"
 	"debug/elf"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -49,10 +48,7 @@ func buildClones(t *testing.T) (string, map[string]uint64) {
 	t.Helper()
 	bin := testutil.BuildC(t, t.TempDir(), "clones", []string{"clones.c"}, "-O2", "-fipa-cp-clone")
 	nm := testutil.RequireTool(t, "nm", "binutils")
-	out, err := exec.Command(nm, bin).Output()
-	if err != nil {
-		t.Fatalf("nm %s: %v", bin, err)
-	}
+	out := testutil.Tool(t, nm, bin)
 	syms := map[string]uint64{}
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.Fields(l)

@@ -2,4 +2,7 @@ package profile
 
 // No program reads registers (stacks come from sonde_stack.h): one
 // little-endian object for every architecture.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type profile_key -type profile_error profile profile.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type profile_key -type profile_error profile profile.bpf.c

@@ -31,12 +31,7 @@ STACK_MAP(stacks, 16384);
 /* key: struct profile_key; value: samples (u64 count). A plain hash: the
  * per-key counter is bumped atomically, and per-CPU values would double the
  * memory for no gain at these rates. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct profile_key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
-} counts SEC(".maps");
+HASH_MAP(counts, struct profile_key, __u64, 65536);
 
 /* key: enum profile_error (u32); value: occurrences (u64), per CPU. */
 PERCPU_COUNTERS(errors, ERR_MAX);

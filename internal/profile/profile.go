@@ -108,8 +108,6 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop f
 		defer close(finished)
 		tk := time.NewTicker(100 * time.Millisecond)
 		defer tk.Stop()
-		var key profileProfileKey
-		var count uint64
 		for {
 			select {
 			case <-done:
@@ -119,12 +117,11 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop f
 			if target != 0 {
 				keeper.Keep(target)
 			}
-			it := maps.Counts.Iterate()
-			for it.Next(&key, &count) {
+			bpfmaps.Each(maps.Counts, func(key profileProfileKey, _ uint64) {
 				if p := int(key.Pid); p != 0 && p != target && !keeper.Kept(p) {
 					keeper.Keep(p)
 				}
-			}
+			})
 		}
 	}()
 	return func() { close(done); <-finished }
@@ -161,15 +158,11 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts m
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
 		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
 	}
-	m := func() unwind.Maps {
-		return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
-			Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
-	}
 	var ld *unwind.Loader
 	if leaf {
-		ld = unwind.WireLeaf(&t, m)
+		ld = unwind.WireLeaf(&t, nil)
 	} else {
-		ld = unwind.Wire(&t, pid, m)
+		ld = unwind.Wire(&t, pid, nil)
 	}
 	s, err := bpfskel.Open(t)
 	if err != nil {

@@ -1,4 +1,7 @@
 package runqlat
 
 // No program reads registers: one little-endian object for every architecture.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type runqlat_key -type runqlat_split -type runqlat_counter runqlat runqlat.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type runqlat_key -type runqlat_split -type runqlat_counter runqlat runqlat.bpf.c

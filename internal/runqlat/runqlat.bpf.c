@@ -24,20 +24,10 @@ const volatile __u32 target_pid = 0;
 const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */
 
 /* key: tid (u32); value: when it became runnable (u64 ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 32768);
-} starts SEC(".maps");
+HASH_MAP(starts, __u32, __u64, 32768);
 
 /* key: struct runqlat_key; value: waits in that slot (u64 count). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct runqlat_key);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
-} hist SEC(".maps");
+HASH_MAP(hist, struct runqlat_key, __u64, 65536);
 
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
 PERCPU_COUNTERS(switches, RUNQLAT_NCOUNTERS);

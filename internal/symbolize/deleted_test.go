@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 // TestELFFilesDeleted: a running binary whose directory was removed is
@@ -42,11 +43,7 @@ func TestELFFilesDeleted(t *testing.T) {
 	}
 	in.Close()
 	out.Close()
-	cmd := exec.Command(bin, "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	cmd := testutil.Start(t, bin, "30")
 	pid := cmd.Process.Pid
 	// Wait for the exec to be done: the mapping names the binary.
 	for end := time.Now().Add(5 * time.Second); ; {

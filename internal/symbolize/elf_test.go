@@ -2,7 +2,6 @@ package symbolize
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,10 +13,7 @@ import (
 // symAddr returns a symbol's address from nm, the reference we compare to.
 func symAddr(t *testing.T, bin, name string) uint64 {
 	t.Helper()
-	out, err := exec.Command("nm", bin).Output()
-	if err != nil {
-		t.Fatalf("nm: %v", err)
-	}
+	out := testutil.Tool(t, "nm", bin)
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.Fields(l)
 		if len(f) == 3 && f[2] == name {
@@ -31,10 +27,7 @@ func symAddr(t *testing.T, bin, name string) uint64 {
 
 func addr2line(t *testing.T, bin string, addr uint64) (string, int) {
 	t.Helper()
-	out, err := exec.Command("addr2line", "-e", bin, "0x"+strconv.FormatUint(addr, 16)).Output()
-	if err != nil {
-		t.Fatalf("addr2line: %v", err)
-	}
+	out := testutil.Tool(t, "addr2line", "-e", bin, "0x"+strconv.FormatUint(addr, 16))
 	s := strings.TrimSpace(string(out))
 	i := strings.LastIndexByte(s, ':')
 	line, _ := strconv.Atoi(strings.Fields(s[i+1:])[0])
@@ -80,9 +73,7 @@ func TestSeparateDebugFile(t *testing.T) {
 	dbgDir := filepath.Join(dir, "debug", ".build-id", id[:2])
 	os.MkdirAll(dbgDir, 0o755)
 	run := func(args ...string) {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v %s", args, err, out)
-		}
+		testutil.Tool(t, args[0], args[1:]...)
 	}
 	run("objcopy", "--only-keep-debug", bin, filepath.Join(dbgDir, id[2:]+".debug"))
 	run("strip", "--strip-all", bin)
@@ -107,9 +98,7 @@ func TestCPlusPlusNames(t *testing.T) {
 	src := filepath.Join(dir, "w.cc")
 	os.WriteFile(src, []byte("namespace ns { struct Worker { __attribute__((noinline)) static unsigned long spin(unsigned long n) { volatile unsigned long x = 0; for (unsigned long i = 0; i < n; i++) x += i; return x; } }; }\nint main() { return ns::Worker::spin(10) == 1; }\n"), 0o644)
 	bin := filepath.Join(dir, "w")
-	if out, err := exec.Command("g++", "-O1", "-g", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v %s", err, out)
-	}
+	testutil.Tool(t, "g++", "-O1", "-g", "-o", bin, src)
 	e, err := OpenELF(bin, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -34,26 +34,44 @@ struct start {
 };
 
 /* key: struct syscount_key; value: struct syscount_val (counts, ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct syscount_key);
-	__type(value, struct syscount_val);
-	__uint(max_entries, 16384);
-} counts SEC(".maps");
+HASH_MAP(counts, struct syscount_key, struct syscount_val, 16384);
 
-/* key: tid (u32); value: when its current syscall began. */
+/* Counts per syscall when not split by process. key: syscall number (u32,
+ * below NR_SLOTS); value: struct syscount_val (counts, ns), one per CPU: an
+ * array lookup is inlined and a per-CPU slot needs no atomics, so the hot
+ * path is a few instructions (a hash lookup and a locked add cost several
+ * times more per syscall). User space sums the CPUs (max: the largest). */
+#define NR_SLOTS 1024
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
+	__type(value, struct syscount_val);
+	__uint(max_entries, NR_SLOTS);
+} by_nr SEC(".maps");
+
+/* key: the task (task storage); value: when its current syscall began.
+ * Task storage hangs off the task itself: one pointer away, where a hash
+ * keyed by tid costs a hashed update at entry and a lookup and a delete at
+ * exit (with -L that was most of sonde's cost per syscall, bench -cost). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct start);
-	__uint(max_entries, 32768);
 } starts SEC(".maps");
 
 /* key: 0; value: syscalls lost to a full map (u64), per CPU. */
 PERCPU_COUNTERS(lost, 1);
 
-static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr)
+/* The counts of syscall nr (of pid when per process) and whether they are
+ * this CPU's own (no atomics needed). */
+static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr, bool *percpu)
 {
+	*percpu = false;
+	if (!per_process && nr < NR_SLOTS) {
+		*percpu = true;
+		return bpf_map_lookup_elem(&by_nr, &nr);
+	}
 	struct syscount_key k = {.pid = per_process ? pid : 0, .nr = nr};
 	struct syscount_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (v)
@@ -77,6 +95,31 @@ static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
 	return !target_pid || *pid == target_pid;
 }
 
+/* A syscall's own entry tracepoint (syscalls/sys_enter_NAME): the number
+ * follows the common fields. */
+struct nr_args {
+	__u64 common;
+	int nr;
+};
+
+/* Without -L every syscall is counted at its exit (one program per
+ * syscall, with its result for the error count) except exit and
+ * exit_group, which never return: their own entry tracepoints (which fire
+ * for them alone) count those. */
+SEC("tracepoint/syscalls/sys_enter_exit")
+int noreturn_enter(struct nr_args *ctx)
+{
+	__u32 pid, tid;
+	if (!current_ids(&pid, &tid))
+		return 0;
+	bool own;
+	struct syscount_val *v = slot(pid, (__u32)ctx->nr, &own);
+	if (v)
+		__sync_fetch_and_add(&v->count, 1);
+	return 0;
+}
+
+/* With -L: counted and timed from entry (exit and exit_group included). */
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter(struct enter_args *ctx)
 {
@@ -84,13 +127,20 @@ int sys_enter(struct enter_args *ctx)
 	if (!current_ids(&pid, &tid))
 		return 0;
 	__u32 nr = (__u32)ctx->id;
-	/* Counted at entry: exit and exit_group never return. */
-	struct syscount_val *v = slot(pid, nr);
-	if (v)
-		__sync_fetch_and_add(&v->count, 1);
+	bool own;
+	struct syscount_val *v = slot(pid, nr, &own);
+	if (v) {
+		if (own)
+			v->count++;
+		else
+			__sync_fetch_and_add(&v->count, 1);
+	}
 	if (latency) {
-		struct start s = {.ts = bpf_ktime_get_ns(), .nr = nr};
-		bpf_map_update_elem(&starts, &tid, &s, BPF_ANY);
+		struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (s) {
+			s->ts = bpf_ktime_get_ns();
+			s->nr = nr;
+		}
 	}
 	return 0;
 }
@@ -102,25 +152,38 @@ int sys_exit(struct exit_args *ctx)
 	if (!current_ids(&pid, &tid))
 		return 0;
 	if (!latency) {
-		if (ctx->ret < 0) {
-			struct syscount_val *v = slot(pid, (__u32)ctx->id);
-			if (v)
+		bool own;
+		struct syscount_val *v = slot(pid, (__u32)ctx->id, &own);
+		if (v && own) {
+			v->count++;
+			if (ctx->ret < 0)
+				v->errors++;
+		} else if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+			if (ctx->ret < 0)
 				__sync_fetch_and_add(&v->errors, 1);
 		}
 		return 0;
 	}
-	struct start *s = bpf_map_lookup_elem(&starts, &tid);
-	if (!s)
+	struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !s->ts)
 		return 0;
 	__u64 d = bpf_ktime_get_ns() - s->ts;
-	struct syscount_val *v = slot(pid, s->nr);
-	if (v) {
+	bool own;
+	struct syscount_val *v = slot(pid, s->nr, &own);
+	if (v && own) {
+		v->total_ns += d;
+		if (d > v->max_ns)
+			v->max_ns = d;
+		if (ctx->ret < 0)
+			v->errors++;
+	} else if (v) {
 		__sync_fetch_and_add(&v->total_ns, d);
 		if (d > v->max_ns)
 			v->max_ns = d;
 		if (ctx->ret < 0)
 			__sync_fetch_and_add(&v->errors, 1);
 	}
-	bpf_map_delete_elem(&starts, &tid);
+	s->ts = 0;
 	return 0;
 }

@@ -28,6 +28,12 @@ func RequirePrivileged(t testing.TB) {
 	t.Skip("needs root (perf_event_open system-wide, kallsyms); run as root or set SONDE_REQUIRE_PRIVILEGED=1 in CI")
 }
 
+// HaveTool finds an outside program a test can do without.
+func HaveTool(name string) (string, bool) {
+	p, err := exec.LookPath(name)
+	return p, err == nil
+}
+
 // RequireTool skips (or fails under SONDE_REQUIRE_PRIVILEGED=1) when an
 // external program the test compares against is missing.
 func RequireTool(t testing.TB, name, pkg string) string {
@@ -68,6 +74,20 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 		t.Fatalf("gcc %v: %v\n%s", args, err, b)
 	}
 	return dst
+}
+
+// BuildGo builds the Go program in testdata/src (a package, or a module
+// of its own) into dir/out.
+func BuildGo(t testing.TB, dir, out, src string) string {
+	t.Helper()
+	bin := filepath.Join(dir, out)
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(RepoRoot(), "testdata", src)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/%s: %v\n%s", src, err, b)
+	}
+	return bin
 }
 
 var (
@@ -142,4 +162,14 @@ func PerfEventsUsable() bool {
 	}
 	unix.Close(fd)
 	return true
+}
+
+// Workload is the start of most end-to-end tests: it skips (or fails)
+// without privileges, then builds testdata's srcs into out in a fresh
+// temporary directory, and returns the directory and the binary.
+func Workload(t testing.TB, out string, srcs []string, extra ...string) (dir, bin string) {
+	t.Helper()
+	RequirePrivileged(t)
+	dir = t.TempDir()
+	return dir, BuildC(t, dir, out, srcs, extra...)
 }

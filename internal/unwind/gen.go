@@ -2,4 +2,7 @@ package unwind
 
 // The walker reads registers at offsets set before load (Consts), so one
 // little-endian object serves amd64 and arm64.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type unwind_counter -type unwind_end -type unwind_flag -type unwind_notice_kind -type unwind_notice walker walker.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type unwind_counter -type unwind_end -type unwind_flag -type unwind_notice_kind -type unwind_notice -type unwind_row -type unwind_rule -type unwind_proc -type unwind_stack walker walker.bpf.c

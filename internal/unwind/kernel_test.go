@@ -2,9 +2,7 @@ package unwind
 
 import (
 	"os"
-	"os/exec"
 	"strings"
-	"structs"
 	"testing"
 	"time"
 
@@ -12,17 +10,16 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/unwindtable"
 )
 
-// walkTarget loads the walker's own object, samples pid's CPU time at hz
-// for d with the walker, and returns the stacks' counts, the walker's
-// counters and the program's mean run time (bpf_stats: the walk and the
-// stack map insert, per sample).
-func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) (map[uint64]uint64, Counters, time.Duration, *Loader) {
+// loadTestWalker loads the walker's object with room for 1 M rows, its
+// options set from consts and only program prog (none when empty).
+func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Collection, walkerMaps) {
 	t.Helper()
 	if err := rlimit.RemoveMemlock(); err != nil {
 		t.Fatal(err)
@@ -34,8 +31,6 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	if err := Configure(spec, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	consts := Consts()
-	consts["target_pid"] = uint32(pid)
 	for k, v := range consts {
 		if err := spec.Variables[k].Set(v); err != nil {
 			t.Fatalf("setting %s: %v", k, err)
@@ -46,26 +41,48 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 			delete(spec.Programs, name)
 		}
 	}
-	var objs struct {
-		walkerMaps
-		WalkSample *ebpf.Program
-	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		t.Fatalf("loading the walker: %+v", err)
 	}
-	defer coll.Close()
-	if err := coll.Assign(&objs.walkerMaps); err != nil {
+	var m walkerMaps
+	if err := bpfskel.AssignMaps(coll, &m); err != nil {
+		coll.Close()
 		t.Fatal(err)
 	}
-	objs.WalkSample = coll.Programs[prog]
+	return coll, m
+}
+
+// walkerMapsOf is the walker's maps in coll, as a tool's session gets them.
+func walkerMapsOf(t *testing.T, coll *ebpf.Collection) Maps {
+	t.Helper()
+	var m Maps
+	if err := bpfskel.AssignMaps(coll, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// walkTarget loads the walker's own object, samples pid's CPU time at hz
+// for d with the walker, and returns the stacks' counts, the walker's
+// counters and the program's mean run time (bpf_stats: the walk and the
+// stack map insert, per sample).
+func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) (map[uint64]uint64, Counters, time.Duration, *Loader) {
+	t.Helper()
+	consts := Consts()
+	consts["target_pid"] = uint32(pid)
+	coll, maps := loadTestWalker(t, consts, prog)
+	defer coll.Close()
+	objs := struct {
+		walkerMaps
+		WalkSample *ebpf.Program
+	}{maps, coll.Programs[prog]}
 	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
 		t.Fatalf("enabling BPF run-time stats: %v", err)
 	}
 	defer stats.Close()
-	l := New(Maps{Rules: objs.UnwindRules, Rows: objs.UnwindRows, Procs: objs.UnwindProcs, Stacks: objs.UnwindStacks,
-		Counters: objs.UnwindCounters, Notices: objs.UnwindNotices}, 1<<20)
+	l := New(walkerMapsOf(t, coll), 1<<20)
 	l.Only = pid
 	if err := l.Load(pid); err != nil {
 		t.Fatal(err)
@@ -124,9 +141,7 @@ var walked = map[string]map[uint64]Stack{}
 // python3 completely, and its cost per sample is logged (for
 // docs/unwinding.md).
 func TestWalkerKernel(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	script := dir + "/loop.py"
 	if err := os.WriteFile(script, []byte("import time\ndef f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\nend = time.time() + 6\nwhile time.time() < end:\n    f(10000)\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -142,11 +157,7 @@ func TestWalkerKernel(t *testing.T) {
 			if _, err := os.Stat(c.cmd[0]); err != nil {
 				t.Skip(err)
 			}
-			cmd := exec.Command(c.cmd[0], c.cmd[1:]...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			cmd := testutil.Start(t, c.cmd[0], c.cmd[1:]...)
 			time.Sleep(200 * time.Millisecond) // past the dynamic loader
 			_, _, fpPer, _ := walkTarget(t, cmd.Process.Pid, 999, time.Second, walkerProgFpSample)
 			counts, ctr, per, l := walkTarget(t, cmd.Process.Pid, 999, 2*time.Second, walkerProgWalkSample)
@@ -184,29 +195,11 @@ func TestProbe(t *testing.T) {
 // the rule unwindtable.Table.Lookup gives.
 func TestLoaderMapsAgreeWithTables(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := loadWalker()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Configure(spec, 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	var m walkerMaps
-	if err := spec.LoadAndAssign(&m, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	l := New(Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs, Stacks: m.UnwindStacks,
-		Counters: m.UnwindCounters, Notices: m.UnwindNotices}, 1<<20)
+	coll, m := loadTestWalker(t, nil, "")
+	defer coll.Close()
+	l := New(walkerMapsOf(t, coll), 1<<20)
 	// A dynamically linked process (the test binary has no libc).
-	sleep := exec.Command("sleep", "10")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	sleep := testutil.Start(t, "sleep", "10")
 	time.Sleep(100 * time.Millisecond) // past the dynamic loader
 	pid := sleep.Process.Pid
 	if err := l.Load(pid); err != nil {
@@ -229,22 +222,16 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e *struct {
-			_        structs.HostLayout
-			Start    uint64
-			End      uint64
-			Bias     uint64
-			RowFirst uint32
-			RowCount uint32
-		}
+		found := -1
 		for i := 0; i < int(pv.Count); i++ {
 			if pv.M[i].Start == mp.Start {
-				e = &pv.M[i]
+				found = i
 			}
 		}
-		if e == nil || e.RowCount == 0 {
-			t.Fatalf("libc mapping %#x has no rows in the walker's view: %+v", mp.Start, e)
+		if found < 0 || pv.M[found].RowCount == 0 {
+			t.Fatalf("libc mapping %#x has no rows in the walker's view", mp.Start)
 		}
+		e := &pv.M[found]
 		for pc := mp.Start; pc < mp.End; pc += 97 {
 			// The walker's search, over the map.
 			rel := pc - e.Bias

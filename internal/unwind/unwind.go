@@ -38,10 +38,15 @@ const MaxFrames = len(stackValue{}.Pcs)
 // walker's view (struct unwind_proc).
 const maxMappings = len(procValue{}.M)
 
-// Maps are the walker's maps in a tool's object (bpf2go names them
-// UnwindRules, UnwindRows, …; see sonde_unwind.h for key, value, units).
+// Maps are the walker's maps in a tool's object (see sonde_unwind.h for
+// key, value, units); bpfskel.AssignMaps fills them by these names.
 type Maps struct {
-	Rules, Rows, Procs, Stacks, Counters, Notices *ebpf.Map
+	Rules    *ebpf.Map `ebpf:"unwind_rules"`
+	Rows     *ebpf.Map `ebpf:"unwind_rows"`
+	Procs    *ebpf.Map `ebpf:"unwind_procs"`
+	Stacks   *ebpf.Map `ebpf:"unwind_stacks"`
+	Counters *ebpf.Map `ebpf:"unwind_counters"`
+	Notices  *ebpf.Map `ebpf:"unwind_notices"`
 }
 
 // Supported says whether the walker runs on this architecture; elsewhere
@@ -90,7 +95,8 @@ func Hooks() []bpfskel.Hook {
 // Wire adds the walker to a tool: its options, its exec/exit hooks, room
 // for rows, and a Loaded step that loads pid's tables (0: none up front,
 // every process as the walker meets it) before any program runs, then
-// starts following notices. maps returns the walker's maps once loaded.
+// starts following notices. maps returns the walker's maps once loaded;
+// nil takes them from the object by name (Tool.More).
 // The caller stops the returned loader after the session's Run (or Close).
 func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
 	return wire(t, pid, maps, false)
@@ -136,6 +142,9 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 			return s, err
 		}
 	}
+	if maps == nil {
+		t.More = append(t.More, &l.m)
+	}
 	prev := t.Loaded
 	t.Loaded = func() error {
 		if prev != nil {
@@ -143,7 +152,9 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 				return err
 			}
 		}
-		l.m = maps()
+		if maps != nil {
+			l.m = maps()
+		}
 		if leaf {
 			return nil
 		}

@@ -23,12 +23,7 @@ KEEP_TYPE(struct unwind_notice, unwind_notice);
 const volatile __u32 target_pid = 0;
 
 /* key: user stack key (u64, see unwind_stacks); value: samples (u64). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u64);
-	__type(value, __u64);
-	__uint(max_entries, 16384);
-} counts SEC(".maps");
+HASH_MAP(counts, __u64, __u64, 16384);
 
 SEC("perf_event")
 int walk_sample(void *ctx)

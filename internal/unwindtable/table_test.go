@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 const libcX86 = "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -232,9 +234,7 @@ func TestStripped(t *testing.T) {
 	dir := t.TempDir()
 	bin := gcc(t, dir, "prog", "-O2", "-fomit-frame-pointer")
 	stripped := filepath.Join(dir, "prog.stripped")
-	if o, err := exec.Command("strip", "-o", stripped, bin).CombinedOutput(); err != nil {
-		t.Fatalf("strip: %v\n%s", err, o)
-	}
+	testutil.Tool(t, "strip", "-o", stripped, bin)
 	full, str := buildFile(t, bin), buildFile(t, stripped)
 	if len(str.Rows) < 4 || !slices.Equal(full.Rows, str.Rows) {
 		t.Fatalf("stripped binary: %d rows, unstripped %d; want the same non-empty table", len(str.Rows), len(full.Rows))
@@ -255,9 +255,7 @@ func TestDebugFrameOnly(t *testing.T) {
 	dir := t.TempDir()
 	bin := gcc(t, dir, "prog", "-O2", "-g", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-exceptions")
 	only := filepath.Join(dir, "prog.debugframe")
-	if o, err := exec.Command("objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", bin, only).CombinedOutput(); err != nil {
-		t.Fatalf("objcopy: %v\n%s", err, o)
-	}
+	testutil.Tool(t, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", bin, only)
 	if f := openELF(t, only); f.Section(".eh_frame") != nil || f.Section(".debug_frame") == nil {
 		t.Fatal("objcopy did not leave .debug_frame only")
 	}
@@ -283,9 +281,7 @@ func TestNoUnwindInfo(t *testing.T) {
 	dir := t.TempDir()
 	bin := gcc(t, dir, "prog", "-O2", "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-nostartfiles", "-Wl,-e,main", "-Wl,--no-eh-frame-hdr")
 	bare := filepath.Join(dir, "prog.bare")
-	if o, err := exec.Command("objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame", bin, bare).CombinedOutput(); err != nil {
-		t.Fatalf("objcopy: %v\n%s", err, o)
-	}
+	testutil.Tool(t, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame", bin, bare)
 	f, err := os.Open(bare)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ type Functions struct {
 	jsonout.Run
 	Unit      string     `json:"unit"`
 	Functions []Function `json:"functions"`
-	Lost      uint64     `json:"lost"`             // calls dropped with the ring buffer full
+	Lost      uint64     `json:"lost"`             // calls not counted (no histogram slot for them)
 	Attach    string     `json:"attach,omitempty"` // how the functions were probed
 	unit      histogram.Unit
 }
@@ -62,7 +62,7 @@ func (r *Functions) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "# %d functions, %s, %d calls lost (ring buffer full)\n\n",
+	fmt.Fprintf(w, "# %d functions, %s, %d calls lost\n\n",
 		len(r.Functions), time.Duration(r.DurationNS).Round(time.Millisecond), r.Lost)
 }
 

@@ -93,6 +93,27 @@ var Vocabulary = map[string]string{
 	"return":     "probe: whether the probe fires on return",
 	"definition": "probe: the line written to tracefs to create it",
 
+	// deadlock
+	"inversions":       "deadlock: one lock-order cycle each: pid, locks, edges",
+	"locks":            "deadlock: an inversion's locks, named M1, M2, … (name, addr, symbol)",
+	"edges":            "deadlock: an inversion's edges, each a lock acquired while another was held",
+	"symbol":           "the global or static variable at an address (ELF symbol, +offset inside it)",
+	"held":             "deadlock: the lock an edge's thread held: lock, mode, frames where it was taken",
+	"acquired":         "deadlock: the lock an edge's thread acquired while holding the other: lock, mode, frames",
+	"lock":             "deadlock: a lock's name within its inversion (M1)",
+	"mode":             "deadlock: how a lock was taken: mutex, read or write",
+	"locks_in_graph":   "deadlock: locks in the lock-order graph (taken while holding another, or held while another was taken)",
+	"edges_in_graph":   "deadlock: ordered pairs of locks in the graph, per process and modes",
+	"lock_events":      "deadlock: what the BPF program counted: acquisitions, releases, try_failed, recursive, unknown_releases, and what it dropped",
+	"acquisitions":     "deadlock: lock acquisitions seen (successful try-locks included)",
+	"releases":         "deadlock: releases of locks seen taken",
+	"try_failed":       "deadlock: try-locks that found the lock busy (nothing taken)",
+	"recursive":        "deadlock: re-locks of a lock its thread already held (no order)",
+	"unknown_releases": "deadlock: releases of locks taken before tracing began",
+	"too_many_held":    "deadlock: acquisitions not tracked because the thread held 16 locks already",
+	"stacks_reused":    "deadlock: acquisitions whose stack was the one walked before at the same place (same two innermost frames)",
+	"threads_map_full": "deadlock: acquisitions not tracked because the per-thread map was full",
+
 	// list
 	"usable": "whether the event can be opened on this machine",
 

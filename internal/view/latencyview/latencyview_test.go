@@ -1,14 +1,13 @@
 package latencyview
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/latency"
+	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
@@ -27,11 +26,9 @@ func report() *Report {
 }
 
 func TestText(t *testing.T) {
-	var b bytes.Buffer
 	r := report()
 	r.Events = true
-	r.WriteText(&b)
-	out := b.String()
+	out := testutil.Text(r)
 	for _, want := range []string{
 		"block:block_rq_issue → block:block_rq_complete by dev,sector: 4 pairs, 1 ends without a start, 2 starts still open, 3 lost, 1.5s",
 		"8,0\n", "8,16\n", "usecs", "dd", "100.000",
@@ -46,14 +43,8 @@ func TestText(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
-	var b bytes.Buffer
-	if err := report().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
 	var d Doc
-	if err := json.Unmarshal(b.Bytes(), &d); err != nil {
-		t.Fatal(err)
-	}
+	raw := testutil.DecodeView(t, report(), &d)
 	if d.Command != "latency" || d.DurationNS != 1500e6 || d.Unit != "usecs" || d.UnmatchedEnds != 1 || d.OpenStarts != 2 || d.Lost != 3 {
 		t.Errorf("header %+v", d)
 	}
@@ -63,8 +54,8 @@ func TestJSON(t *testing.T) {
 	if len(d.Pairs) != 1 || d.Pairs[0].Latency != 100e3 {
 		t.Errorf("pairs %+v", d.Pairs)
 	}
-	if !strings.Contains(b.String(), `"duration_ns": 100000`) {
-		t.Errorf("a pair's latency is not duration_ns:\n%s", b.String())
+	if !strings.Contains(raw, `"duration_ns": 100000`) {
+		t.Errorf("a pair's latency is not duration_ns:\n%s", raw)
 	}
 	if bad := jsonout.Undocumented(d); len(bad) > 0 {
 		t.Errorf("undocumented keys %v", bad)

@@ -1,0 +1,402 @@
+package main
+
+// The cost table (issue 12): every BPF tool beside its peer on a workload
+// that stresses its events, measured by the kernel itself. With
+// kernel.bpf_stats_enabled=1 the kernel times every run of every BPF
+// program; the bench reads the run count and run time of the programs the
+// tool process holds (found through /proc/PID/fdinfo, so BPF programs of
+// other processes on the machine never count) before and after the
+// workload. Wall-clock slowdowns on this 2-vCPU VM swing by ±20%, which
+// would hide the differences measured here.
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+var (
+	onlyCost = flag.Bool("cost", false, "run only the BPF cost table (kernel-measured, sonde vs peers)")
+	costReps = flag.Int("cost-reps", 3, "interleaved repetitions per tool in the cost table")
+	costOnly = flag.String("cost-tools", "", "comma-separated tools of the cost table to run (default all)")
+)
+
+// costCase is one row: a sonde command, its peer and the workload whose
+// events both trace.
+type costCase struct {
+	tool     string
+	sonde    []string // arguments after the sonde binary
+	peerName string
+	peer     []string // nil: no peer (the row states an absolute goal)
+	// work runs the workload once and returns how many of the traced
+	// events it made and their name.
+	work func() (uint64, string)
+}
+
+// toolCost is what one tool run cost.
+type toolCost struct {
+	runs    uint64        // BPF program runs during the workload
+	bpf     time.Duration // BPF run time during the workload
+	cpu     time.Duration // the tool process's own CPU time during the workload
+	events  uint64        // the workload's events
+	evName  string
+	progs   int
+	failure string
+}
+
+func costTable(dir string) {
+	old, _ := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled")
+	if err := os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0); err != nil {
+		fail("cost: cannot enable kernel.bpf_stats_enabled: " + err.Error())
+	}
+	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", old, 0)
+
+	build := func(name string, flags ...string) string {
+		_, self, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(self), "..", "testdata", name+".c")
+		out := filepath.Join(dir, name)
+		args := append([]string{"-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out, src}, flags...)
+		if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			fail(fmt.Sprintf("gcc %s: %v %s", name, err, b))
+		}
+		return out
+	}
+	pingpong := build("pingpong")
+	calls := build("calls")
+	syscallsBin := build("syscalls")
+	spin := filepath.Join(dir, "spin")
+	if _, err := os.Stat(spin); err != nil {
+		_, self, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(self), "testdata", "spin.c")
+		if b, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", spin, src).CombinedOutput(); err != nil {
+			fail(fmt.Sprintf("gcc spin: %v %s", err, b))
+		}
+	}
+	ioFile := filepath.Join(dir, "io.bin")
+
+	// Workloads. Context switches are counted system-wide (/proc/stat):
+	// both tools trace every switch of the machine.
+	switches := func() (uint64, string) {
+		c0 := ctxt()
+		mustRun(pingpong, "2", "2")
+		return ctxt() - c0, "context switches"
+	}
+	nCalls := 300000
+	callsWork := func() (uint64, string) {
+		mustRun(calls, strconv.Itoa(nCalls))
+		return uint64(nCalls), "calls"
+	}
+	nSys := 1000000
+	sysWork := func() (uint64, string) {
+		mustRun(syscallsBin, strconv.Itoa(nSys))
+		return uint64(nSys), "write syscalls"
+	}
+	nIO := 2000
+	ioWork := func() (uint64, string) {
+		mustRun("dd", "if=/dev/zero", "of="+ioFile, "bs=4k", "count="+strconv.Itoa(nIO), "oflag=direct", "status=none")
+		return uint64(nIO), "block I/Os"
+	}
+	spinWork := func() (uint64, string) {
+		start := time.Now()
+		mustRun(spin, "4000000")
+		// 999 Hz on every CPU: the samples the profile programs took.
+		return uint64(time.Since(start).Seconds() * 999 * float64(runtime.NumCPU())), "samples (999 Hz × CPUs × s)"
+	}
+
+	cases := []costCase{
+		{tool: "offcpu", sonde: []string{"offcpu"}, peerName: "offcputime", peer: []string{"offcputime"}, work: switches},
+		// wakeuptime keeps the waker's kernel stack only; sonde wakeup -K
+		// keeps the blocked task's kernel stack as well (offwaketime's
+		// chain). The default (user stacks walked too) has no peer here.
+		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
+		// The same work on both sides: kernel stacks only (no user walk).
+		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, peerName: "offcputime -k", peer: []string{"offcputime", "-k"}, work: switches},
+		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: switches},
+		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
+		// blocked and the waker's user and kernel stacks): bpftrace does
+		// the same work (frame-pointer user stacks).
+		{tool: "wakeup", sonde: []string{"wakeup"}, peerName: "bpftrace offwake", peer: []string{"bpftrace", "-e", offwaketimeBT}, work: switches},
+		{tool: "runqlat", sonde: []string{"runqlat"}, peerName: "runqlat", peer: []string{"runqlat"}, work: switches},
+		{tool: "syscount", sonde: []string{"syscount"}, peerName: "syscount", peer: []string{"syscount"}, work: sysWork},
+		{tool: "syscount -L", sonde: []string{"syscount", "-L"}, peerName: "syscount -L", peer: []string{"syscount", "-L"}, work: sysWork},
+		{tool: "biolat", sonde: []string{"biolat"}, peerName: "biolatency", peer: []string{"biolatency"}, work: ioWork},
+		// libbpf-tools' biosnoop (and biosnoop.bt) need kprobes, which this
+		// kernel lacks: bpftrace does the same per-I/O work on the block
+		// tracepoints instead (issue, complete, one line printed per I/O).
+		{tool: "biosnoop", sonde: []string{"biosnoop"}, peerName: "bpftrace biosnoop", peer: []string{"bpftrace", "-e",
+			"tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; @who[args->dev, args->sector] = (pid, comm); }\n" +
+				"tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ { $w = @who[args->dev, args->sector]; " +
+				"printf(\"%d %s %d %d %d\\n\", $w.0, $w.1, args->sector, args->nr_sector, (nsecs - @start[args->dev, args->sector]) / 1000); " +
+				"delete(@start[args->dev, args->sector]); delete(@who[args->dev, args->sector]); }"}, work: ioWork},
+		{tool: "funclat", sonde: []string{"funclat", calls + ":compute"}, peerName: "funclatency", peer: []string{"funclatency", calls + ":compute"}, work: callsWork},
+		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
+			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: spinWork},
+		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: switches},
+		lockCostCase(build),
+	}
+	cases = append(cases, fileCostCases(dir, build)...)
+	if *costOnly != "" {
+		keep := map[string]bool{}
+		for _, t := range strings.Split(*costOnly, ",") {
+			keep[strings.TrimSpace(t)] = true
+		}
+		var sel []costCase
+		for _, c := range cases {
+			if keep[c.tool] {
+				sel = append(sel, c)
+			}
+		}
+		cases = sel
+	}
+
+	fmt.Printf("6. BPF cost per event, measured by the kernel (bpf_stats: run count and run time of each tool's\n")
+	fmt.Printf("   own programs during the workload; tool CPU = the tool process's utime+stime over the same span;\n")
+	fmt.Printf("   %d interleaved repetitions, medians)\n\n", *costReps)
+	fmt.Printf("   %-12s %-17s %10s %9s %10s %9s %10s | %-16s %10s %9s %10s %9s %10s | %6s %6s\n",
+		"tool", "events", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "peer", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "BPF", "+CPU")
+	for _, c := range cases {
+		var sonde, peer []toolCost
+		for r := 0; r < *costReps; r++ {
+			order := []bool{true, false}
+			if r%2 == 1 {
+				order = []bool{false, true}
+			}
+			for _, isSonde := range order {
+				if isSonde {
+					sonde = append(sonde, measureTool(append([]string{*sondeBin}, c.sonde...), c.work))
+				} else if c.peer != nil {
+					peer = append(peer, measureTool(c.peer, c.work))
+				}
+			}
+			fmt.Fprintf(os.Stderr, "\rcost %s: repetition %d/%d   ", c.tool, r+1, *costReps)
+		}
+		fmt.Fprintln(os.Stderr)
+		s := medianCost(sonde)
+		line := fmt.Sprintf("   %-12s %-17s %s", c.tool, trunc(s.evName, 17), s.row())
+		if c.peer != nil {
+			p := medianCost(peer)
+			line += fmt.Sprintf(" | %-16s %s | %6s %6s", c.peerName, p.row(), ratio(s.perEvent(s.bpf), p.perEvent(p.bpf)), ratio(s.perEvent(s.bpf+s.cpu), p.perEvent(p.bpf+p.cpu)))
+		} else {
+			line += fmt.Sprintf(" | %-16s", "(no peer)")
+		}
+		fmt.Println(line)
+		for _, t := range append(sonde, peer...) {
+			if t.failure != "" {
+				fmt.Printf("     note: %s\n", t.failure)
+			}
+		}
+		if c.tool == "cputime" && s.events > 0 {
+			perSwitch := float64(s.bpf.Nanoseconds()) / float64(s.events)
+			secs := 1.0 // one second of the seed's rate
+			pct := 100 * perSwitch * 60798 * secs / 1e9
+			fmt.Printf("     cputime: %.0f ns of BPF per context switch (goal ≤ 150); at seed 002's 60,798 switches/s that is %.2f%% of one CPU (goal < 1%%)\n", perSwitch, pct)
+		}
+	}
+}
+
+// offwaketimeBT is bcc's offwaketime in bpftrace: the blocked task's
+// stacks at switch-out, the waker's at sched_waking, summed per pair when
+// the blocked task runs again.
+const offwaketimeBT = `tracepoint:sched:sched_switch {
+	@start[args->prev_pid] = nsecs; @bk[args->prev_pid] = kstack; @bu[args->prev_pid] = ustack; @bc[args->prev_pid] = comm;
+	$s = @start[args->next_pid];
+	if ($s) {
+		$n = args->next_pid;
+		@blocked[@wk[$n], @wu[$n], @wc[$n], @bk[$n], @bu[$n], @bc[$n]] = sum(nsecs - $s);
+		delete(@start[$n]); delete(@wk[$n]); delete(@wu[$n]); delete(@wc[$n]);
+	}
+}
+tracepoint:sched:sched_waking /@start[args->pid]/ { @wk[args->pid] = kstack; @wu[args->pid] = ustack; @wc[args->pid] = comm; }`
+
+// offwaketimeKernelBT is offwaketimeBT with kernel stacks only.
+var offwaketimeKernelBT = strings.NewReplacer("@bu[args->prev_pid] = ustack; ", "", "@wu[$n], ", "", "@bu[$n], ", "",
+	" delete(@wu[$n]);", "", "@wu[args->pid] = ustack; ", "").Replace(offwaketimeBT)
+
+func (t toolCost) row() string {
+	if t.failure != "" && t.runs == 0 {
+		return fmt.Sprintf("%10s %9s %10s %9s %10s", "failed", "-", "-", "-", "-")
+	}
+	perRun, perEv := 0.0, 0.0
+	if t.runs > 0 {
+		perRun = float64(t.bpf.Nanoseconds()) / float64(t.runs)
+	}
+	if t.events > 0 {
+		perEv = float64(t.bpf.Nanoseconds()) / float64(t.events)
+	}
+	return fmt.Sprintf("%10.1f %9.0f %10d %9.0f %8.0fms", float64(t.bpf.Microseconds())/1000, perRun, t.runs, perEv, float64(t.cpu.Microseconds())/1000)
+}
+
+// perEvent is a duration per workload event: runs differ in how many
+// events the workload made, so tools are compared per event.
+func (t toolCost) perEvent(d time.Duration) float64 {
+	if t.events == 0 {
+		return 0
+	}
+	return float64(d) / float64(t.events)
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// medianCost takes the median of each figure separately.
+func medianCost(v []toolCost) toolCost {
+	var out toolCost
+	var runs, bpf, cpu, ev []float64
+	for _, t := range v {
+		if t.evName != "" {
+			out.evName = t.evName
+		}
+		if t.failure != "" && t.runs == 0 {
+			out.failure = t.failure
+			continue
+		}
+		runs = append(runs, float64(t.runs))
+		bpf = append(bpf, float64(t.bpf))
+		cpu = append(cpu, float64(t.cpu))
+		ev = append(ev, float64(t.events))
+	}
+	if len(runs) == 0 {
+		return out
+	}
+	out.failure = ""
+	out.runs, out.bpf, out.cpu, out.events = uint64(median(runs)), time.Duration(median(bpf)), time.Duration(median(cpu)), uint64(median(ev))
+	return out
+}
+
+// measureTool starts a tool, waits until its BPF programs are loaded and
+// their count settles, then runs the workload between two readings of the
+// programs' statistics and of the tool's CPU time.
+func measureTool(args []string, work func() (uint64, string)) toolCost {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		return toolCost{failure: fmt.Sprintf("%s: %v", args[0], err)}
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	pid := cmd.Process.Pid
+	var ids []uint32
+	stable, last := 0, -1
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ids = progIDs(pid)
+		if len(ids) > 0 && len(ids) == last {
+			stable++
+			if stable >= 15 { // 1.5 s: sonde probes features with short-lived programs first
+				break
+			}
+		} else {
+			stable = 0
+		}
+		last = len(ids)
+	}
+	if len(ids) == 0 {
+		return toolCost{failure: fmt.Sprintf("%s loaded no BPF programs within 20 s", strings.Join(args, " "))}
+	}
+	r0, t0 := progStats(ids)
+	c0 := procCPU(pid)
+	events, name := work()
+	r1, t1 := progStats(ids)
+	if late := progIDs(pid); len(late) != len(ids) {
+		// Programs loaded during the workload count from their load.
+		r1, t1 = progStats(late)
+	}
+	c1 := procCPU(pid)
+	return toolCost{runs: r1 - r0, bpf: t1 - t0, cpu: c1 - c0, events: events, evName: name, progs: len(ids)}
+}
+
+// progIDs lists the BPF programs a process holds: program fds and links
+// both say prog_id in their fdinfo.
+func progIDs(pid int) []uint32 {
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, _ := os.ReadDir(dir)
+	seen := map[uint32]bool{}
+	for _, e := range ents {
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "prog_id:"); ok {
+				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+					seen[uint32(id)] = true
+				}
+			}
+		}
+		f.Close()
+	}
+	ids := make([]uint32, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// progStats sums run count and run time over programs, as the kernel
+// counts them (bpf_stats).
+func progStats(ids []uint32) (uint64, time.Duration) {
+	var runs uint64
+	var rt time.Duration
+	for _, id := range ids {
+		p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+		if err != nil {
+			continue
+		}
+		if st, err := p.Stats(); err == nil {
+			runs += st.RunCount
+			rt += st.Runtime
+		}
+		p.Close()
+	}
+	return runs, rt
+}
+
+// procCPU is a process's CPU time so far, summed over its threads from
+// schedstat (nanoseconds; the tick-based utime/stime are too coarse here).
+func procCPU(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
+}

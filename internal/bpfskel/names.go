@@ -1,0 +1,75 @@
+package bpfskel
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode"
+
+	"github.com/cilium/ebpf"
+)
+
+// GoName turns a C name into the exported Go name bpfgen gives it, as
+// bpf2go does: an underscore after a lower-case letter or digit is dropped
+// and the next letter capitalised (tp_btf_switch → TpBtfSwitch);
+// underscores between capitals stay (RUNQLAT_SWITCHES).
+func GoName(c string) string {
+	var b strings.Builder
+	start := true // at the start of a word: the next letter is capitalised
+	var prev rune
+	for _, r := range c {
+		switch {
+		case r == '_' && (start || unicode.IsDigit(prev) || unicode.IsLower(prev)):
+			start = true
+			continue
+		case unicode.IsLetter(r) && start:
+			r = unicode.ToUpper(r)
+		case r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			continue
+		}
+		start = false
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
+}
+
+var mapType = reflect.TypeFor[*ebpf.Map]()
+
+// AssignMaps fills the *ebpf.Map fields of the struct dst points to (and
+// of structs it embeds) from coll: a field takes the map its `ebpf` tag
+// names, or else the map whose GoName is the field's name (bpfgen's
+// <stem>Maps). coll keeps owning the maps; every field must find one.
+func AssignMaps(coll *ebpf.Collection, dst any) error {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("assigning maps: %T is not a pointer to a struct", dst)
+	}
+	byGo := map[string]*ebpf.Map{}
+	for name, m := range coll.Maps {
+		byGo[GoName(name)] = m
+	}
+	return assignMaps(v.Elem(), coll, byGo)
+}
+
+func assignMaps(v reflect.Value, coll *ebpf.Collection, byGo map[string]*ebpf.Map) error {
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		switch {
+		case f.Anonymous && f.Type.Kind() == reflect.Struct:
+			if err := assignMaps(v.Field(i), coll, byGo); err != nil {
+				return err
+			}
+		case f.Type == mapType:
+			m := byGo[f.Name]
+			if tag := f.Tag.Get("ebpf"); tag != "" {
+				m = coll.Maps[tag]
+			}
+			if m == nil {
+				return fmt.Errorf("assigning maps: the object has no map for field %s", f.Name)
+			}
+			v.Field(i).Set(reflect.ValueOf(m))
+		}
+	}
+	return nil
+}
