@@ -111,7 +111,7 @@ func costTable(dir string) {
 		start := time.Now()
 		mustRun(spin, "4000000")
 		// 999 Hz on every CPU: the samples the profile programs took.
-		return uint64(time.Since(start).Seconds() * 999 * float64(runtime.NumCPU())), "samples (999 Hz × CPUs × s)"
+		return uint64(time.Since(start).Seconds() * 999 * float64(runtime.NumCPU())), "samples (999 Hz)"
 	}
 
 	cases := []costCase{
@@ -121,7 +121,9 @@ func costTable(dir string) {
 		// chain). The default (user stacks walked too) has no peer here.
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
 		// The same work on both sides: kernel stacks only (no user walk).
-		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, peerName: "offcputime -k", peer: []string{"offcputime", "-k"}, work: switches},
+		// (offcputime has no kernel-stacks-only mode: its -k means kernel
+		// threads only.)
+		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, work: switches},
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: switches},
 		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
 		// blocked and the waker's user and kernel stacks): bpftrace does
@@ -161,7 +163,7 @@ func costTable(dir string) {
 	}
 
 	fmt.Printf("6. BPF cost per event, measured by the kernel (bpf_stats: run count and run time of each tool's\n")
-	fmt.Printf("   own programs during the workload; tool CPU = the tool process's utime+stime over the same span;\n")
+	fmt.Printf("   own programs during the workload; tool CPU = the tool process's CPU time (schedstat) over the same span;\n")
 	fmt.Printf("   %d interleaved repetitions, medians)\n\n", *costReps)
 	fmt.Printf("   %-12s %-17s %10s %9s %10s %9s %10s | %-16s %10s %9s %10s %9s %10s | %6s %6s\n",
 		"tool", "events", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "peer", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "BPF", "+CPU")
@@ -254,8 +256,8 @@ func ratio(a, b float64) string {
 }
 
 func trunc(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
 	}
 	return s
 }

@@ -13,6 +13,8 @@
 //     (bpf_stats; -cost runs only this, see cost.go).
 //  7. cost per lock operation of sonde deadlock and of bpftrace doing the
 //     same uprobes, on a lock loop (-deadlock runs only this).
+//  8. record's call-graph modes on code without frame pointers (-unwind
+//     runs only this; see unwind.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -87,6 +89,10 @@ func main() {
 		seed002()
 		return
 	}
+	if *onlyUnwind {
+		unwindBench(dir)
+		return
+	}
 	if *onlyAgent {
 		agentOverhead(dir, spin)
 		return
@@ -131,6 +137,7 @@ func main() {
 	costTable(dir)
 	deadlockCost(dir)
 	agentOverhead(dir, spin)
+	unwindBench(dir)
 	if *skipBig {
 		return
 	}
@@ -142,7 +149,7 @@ func main() {
 	perfData := filepath.Join(dir, "big.perf.data")
 	sondeData := filepath.Join(dir, "big.sonde.data")
 	mustRun(*perfBin, "record", "-q", "-g", "-F", strconv.Itoa(*bigFreq), "-o", perfData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
-	mustRun(*sondeBin, "record", "-q", "-g", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
+	mustRun(*sondeBin, "record", "-q", "--call-graph", "fp", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
 	np, ns := perfSamples(perfData), sondeSamples(sondeData)
 	fmt.Printf("\n3. Reports from big recordings (perf: %d samples, sonde: %d samples; 3 interleaved runs, medians)\n", np, ns)
 	type job struct {
@@ -184,7 +191,9 @@ func runUnder(c, dir, spin string) (float64, float64) {
 	case "perf":
 		rec = exec.Command(*perfBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
 	case "sonde":
-		rec = exec.Command(*sondeBin, "record", "-q", "-a", "-g", "-F", "999", "-o", out)
+		// perf -g walks frame pointers: so does sonde here (section 8
+		// measures the unwinder).
+		rec = exec.Command(*sondeBin, "record", "-q", "-a", "--call-graph", "fp", "-F", "999", "-o", out)
 	case "profile":
 		rec = exec.Command(*sondeBin, "profile", "-a", "-F", "999", "-o", out)
 	}

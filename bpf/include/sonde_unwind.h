@@ -443,6 +443,10 @@ TP_BTF_OR_RAW(sched_process_exec, unwind_exec)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_map_delete_elem(&unwind_procs, &pid);
 	unwind_notice(pid, UNWIND_NOTICE_EXEC, 0, false);
+	/* No rate limit on the first notice after exec: the dynamic loader
+	 * maps the libraries after this one is read, and the first sample in
+	 * one of them should ask for it at once, not 50 ms later. */
+	bpf_map_delete_elem(&unwind_noticed, &pid);
 	return 0;
 }
 

@@ -27,14 +27,15 @@ func TestFunclatGoProgramUnharmed(t *testing.T) {
 		}
 	}
 
-	// The program waits 1 s before working, so funclat attaches first.
-	prog := exec.Command(bin, "500", "1s")
+	// The program waits 3 s before working, so funclat attaches first
+	// even on a loaded machine (it refuses a pid that has already exited).
+	prog := exec.Command(bin, "500", "3s")
 	var progOut strings.Builder
 	prog.Stdout = &progOut
 	if err := prog.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := testutil.MustRun(t, dir, "funclat", "--json", "-p", strconv.Itoa(prog.Process.Pid), "-d", "5",
+	r := testutil.MustRun(t, dir, "funclat", "--json", "-p", strconv.Itoa(prog.Process.Pid), "-d", "7",
 		bin+":main.work", bin+":main.deep")
 	if err := prog.Wait(); err != nil {
 		t.Fatalf("the traced Go program failed: %v\n%s", err, progOut.String())

@@ -255,6 +255,10 @@ func (s *Session) attachPerf(p *ebpf.Program, h Hook) error {
 	return nil
 }
 
+// Program is the loaded program name (nil when no hook kept it), for a
+// tool that attaches it itself.
+func (s *Session) Program(name string) *ebpf.Program { return s.coll.Programs[name] }
+
 // Mode names the attach modes chosen, for verbose and JSON output:
 // "tp_btf", "raw_tp", "uprobe", or several joined by "+".
 func (s *Session) Mode() string {

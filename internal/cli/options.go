@@ -18,23 +18,31 @@ type CallGraph struct {
 
 // Add defines -g and --call-graph MODE (perf's spelling).
 func (c *CallGraph) Add(fs *pflag.FlagSet) {
-	fs.BoolVarP(&c.g, "callchain", "g", false, "record call chains (same as --call-graph fp)")
-	fs.StringVar(&c.mode, "call-graph", "", "record call chains walked this way: fp (frame pointers); dwarf comes with the unwinder (issue 11)")
+	fs.BoolVarP(&c.g, "callchain", "g", false, "record call chains (same as --call-graph auto)")
+	fs.StringVar(&c.mode, "call-graph", "", "record call chains walked this way: auto (user stacks by sonde's BPF unwinder from "+
+		".eh_frame tables, frame pointers where a mapping has none; dwarf is the same), fp (the kernel's frame-pointer walk), no")
 }
 
-// Enabled says whether stacks are wanted, refusing modes not built yet.
-func (c CallGraph) Enabled() (bool, error) {
+// Mode says how stacks are wanted: "" none, "fp" or "auto" (-g, and
+// perf's dwarf: sonde walks the DWARF call-frame tables in the kernel
+// instead of copying stacks).
+func (c CallGraph) Mode() (string, error) {
 	switch c.mode {
 	case "":
-		return c.g, nil
-	case "fp":
-		return true, nil
+		if c.g {
+			return "auto", nil
+		}
+		return "", nil
+	case "fp", "auto":
+		return c.mode, nil
+	case "dwarf":
+		return "auto", nil
 	case "no", "none":
-		return false, nil
-	case "dwarf", "lbr", "auto":
-		return false, Usagef("--call-graph %s: not available yet, sonde walks frame pointers; use --call-graph fp (dwarf comes with the unwinder, issue 11)", c.mode)
+		return "", nil
+	case "lbr":
+		return "", Usagef("--call-graph lbr: needs a hardware PMU's last-branch records, which sonde does not read; use auto or fp")
 	}
-	return false, Usagef("--call-graph %q: want fp", c.mode)
+	return "", Usagef("--call-graph %q: want auto, fp, dwarf or no", c.mode)
 }
 
 // DefaultFreq is a prime near 1 kHz: a prime rate does not fall into

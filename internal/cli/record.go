@@ -41,9 +41,10 @@ func (r *Record) Run(args []string) error {
 	if o.Freq, o.Period, err = r.Sampling.Resolve(); err != nil {
 		return err
 	}
-	if o.Callchain, err = r.CallGraph.Enabled(); err != nil {
+	if o.CallGraph, err = r.CallGraph.Mode(); err != nil {
 		return err
 	}
+	o.Callchain = o.CallGraph != ""
 	if r.Pages <= 0 || r.Pages&(r.Pages-1) != 0 {
 		return Usagef("-m/--mmap-pages %d: want a power of two", r.Pages)
 	}
@@ -53,7 +54,8 @@ func (r *Record) Run(args []string) error {
 	}
 	var res *record.Result
 	// Ctrl-C, SIGTERM and SIGHUP end it (Measure), and it is then written.
-	exit, err := t.Measure(context.Background(), func(ctx context.Context) (code int, err error) {
+	exit, err := t.MeasureReady(context.Background(), func(ctx context.Context, ready func() error) (code int, err error) {
+		o.Ready = ready // -p PID sleep N: sleep starts once the events are open
 		if res, err = record.Record(ctx, o); err != nil {
 			return 0, err
 		}

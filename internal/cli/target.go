@@ -174,13 +174,40 @@ func (t Target) StartAlongside(ctx context.Context) (_ context.Context, wait fun
 // measure returns it) when there is one, else the Alongside command's.
 // Ctrl-C, SIGTERM and SIGHUP end the measurement (runctl.WithSignals).
 func (t Target) Measure(ctx context.Context, measure func(context.Context) (int, error)) (int, error) {
+	return t.MeasureReady(ctx, func(ctx context.Context, ready func() error) (int, error) {
+		if err := ready(); err != nil {
+			return 0, err
+		}
+		return measure(ctx)
+	})
+}
+
+// MeasureReady is Measure for a measurement that takes a while to set up
+// (loading BPF programs): the Alongside command starts only when measure
+// calls ready, once its events are open, as perf starts `sleep N` after
+// its own setup, so the measurement covers the whole of it. The context
+// ends when the Alongside command exits.
+func (t Target) MeasureReady(ctx context.Context, measure func(ctx context.Context, ready func() error) (int, error)) (int, error) {
 	ctx, stop := runctl.WithSignals(ctx)
 	defer stop()
-	ctx, wait, err := t.StartAlongside(ctx)
-	if err != nil {
-		return 0, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wait := func() int { return 0 }
+	started := false
+	ready := func() error {
+		if started {
+			return nil
+		}
+		started = true
+		actx, w, err := t.StartAlongside(ctx)
+		if err != nil {
+			return err
+		}
+		wait = w
+		context.AfterFunc(actx, cancel)
+		return nil
 	}
-	code, err := measure(ctx)
+	code, err := measure(ctx, ready)
 	if alongside := wait(); len(t.Command) == 0 {
 		code = alongside
 	}

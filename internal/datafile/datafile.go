@@ -17,10 +17,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/outfile"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 	"golang.org/x/sys/unix"
 )
@@ -440,6 +442,23 @@ func encodeMeta(e *enc, m *model.Meta) {
 		}
 	}
 	e.bool(m.Unsymbolized)
+	// Since the unwinder (readers before it stop at Unsymbolized).
+	e.bool(m.UserStacks != nil)
+	if c := m.UserStacks; c != nil {
+		for _, v := range []uint64{c.Total, c.Complete, c.NoUnwind, c.FrameLimit, c.BadRead, c.Unsupported, c.NotLoaded, c.Lost, c.FPFallback} {
+			e.uvarint(v)
+		}
+		files := make([]string, 0, len(c.NoUnwindFiles))
+		for f := range c.NoUnwindFiles {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		e.uvarint(uint64(len(files)))
+		for _, f := range files {
+			e.str(f)
+			e.uvarint(c.NoUnwindFiles[f])
+		}
+	}
 }
 
 func decodeMeta(d *dec, m *model.Meta) {
@@ -487,6 +506,21 @@ func decodeMeta(d *dec, m *model.Meta) {
 	}
 	if len(d.b) > 0 { // not in version 1
 		m.Unsymbolized = d.bool()
+	}
+	if len(d.b) > 0 && d.bool() { // not before the unwinder
+		c := &stackstat.Completeness{}
+		for _, v := range []*uint64{&c.Total, &c.Complete, &c.NoUnwind, &c.FrameLimit, &c.BadRead, &c.Unsupported, &c.NotLoaded, &c.Lost, &c.FPFallback} {
+			*v = d.uvarint()
+		}
+		n := d.count(2)
+		for i := 0; i < n && d.err == nil; i++ {
+			if c.NoUnwindFiles == nil {
+				c.NoUnwindFiles = map[string]uint64{}
+			}
+			f := d.str()
+			c.NoUnwindFiles[f] = d.uvarint()
+		}
+		m.UserStacks = c
 	}
 }
 

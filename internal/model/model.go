@@ -4,7 +4,11 @@
 // data file stores it, and every view reads it.
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sonde-dev/sonde/internal/stackstat"
+)
 
 // DSOKind says what kind of object a DSO is; views colour and mark frames by it.
 type DSOKind uint8
@@ -80,6 +84,9 @@ type Meta struct {
 	// Unit of sample periods when they are not event counts: "ns" for
 	// blocked time (offcpu, wakeup). Views weigh stacks by period then.
 	Unit string
+	// UserStacks says how complete the user stacks sonde's BPF unwinder
+	// walked are (nil: frame pointers, or no stacks).
+	UserStacks *stackstat.Completeness
 	// Unsymbolized marks a recording cut before its final chunk: locations
 	// still hold recorded addresses (file offsets for mapped files) and
 	// objects are named by path and build-id only.

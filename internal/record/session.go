@@ -32,6 +32,11 @@ type Options struct {
 	Freq      uint64
 	Period    uint64
 	Callchain bool
+	// CallGraph is how user stacks are taken with Callchain: CallGraphFP
+	// (or "") the kernel's frame-pointer walk, CallGraphAuto sonde's BPF
+	// unwinder, falling back to CallGraphFP (said in Result.CallGraphNote)
+	// where it cannot run.
+	CallGraph string
 	All       bool
 	Pids      []int
 	Tids      []int
@@ -45,6 +50,10 @@ type Options struct {
 	// last chunk. Without it the whole profile is returned in memory.
 	Output     string
 	ChunkEvery time.Duration // default 100 ms
+	// Ready, when set, is called once the events are open, just before
+	// the recording starts (cli.Target.MeasureReady starts `-p PID
+	// sleep N`'s command then).
+	Ready func() error
 	// Progress, when set, is called about once a second.
 	Progress func(samples int, lost uint64, elapsed time.Duration)
 	Version  string
@@ -59,6 +68,11 @@ type Result struct {
 	ExitCode int // the command's, when one ran
 	// Old is where an existing file at Options.Output was moved.
 	Old string
+	// CallGraph is the mode that ran ("" without stacks), CallGraphNote
+	// why auto fell back to fp.
+	CallGraph, CallGraphNote string
+	// Walk says how complete the walked user stacks are (auto only).
+	Walk *WalkStats
 }
 
 type pending struct {
@@ -66,6 +80,10 @@ type pending struct {
 	typ  uint32
 	misc uint16
 	data []byte
+	// A sample's user stack walked by the BPF unwinder (auto mode):
+	// its key, and whether its record came.
+	key    uint64
+	walked bool
 }
 
 // Record runs a recording until the command exits, the duration passes or
@@ -91,6 +109,32 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		ev, _ := perf.ParseEvent("cpu-clock")
 		o.Events = []events.Spec{{Event: ev}}
 	}
+	res := &Result{}
+	var w *walker
+	if o.Callchain {
+		res.CallGraph = CallGraphFP
+		walked := false
+		for _, e := range o.Events {
+			walked = walked || walks(e)
+		}
+		if o.CallGraph == CallGraphAuto && !walked {
+			res.CallGraphNote = "tracepoints are not walked by the unwinder yet"
+		}
+		if o.CallGraph == CallGraphAuto && walked {
+			pid := 0
+			if len(o.Pids) == 1 && len(o.Command) == 0 {
+				pid = o.Pids[0]
+			}
+			var err error
+			if w, err = openWalker(pid, o.Events); err != nil {
+				// perf's fp mode needs no BPF: record still runs, and says so.
+				res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
+			} else {
+				res.CallGraph = CallGraphAuto
+				defer w.close()
+			}
+		}
+	}
 	raw := false
 	var names []string
 	for _, e := range o.Events {
@@ -100,6 +144,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	meta := model.Meta{
 		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
 		Command: o.Command, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
+	}
+	if w != nil {
+		meta.Unwinder = UnwinderName
 	}
 	host.Fill(&meta)
 
@@ -124,10 +171,16 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// first event only, so each mmap and comm arrives once.
 	mkAttr := func(i int, inherit, onExec bool) unix.PerfEventAttr {
 		info := meta.Events[i]
-		return perf.NewAttr(perf.AttrOptions{
+		a := perf.NewAttr(perf.AttrOptions{
 			Event: o.Events[i].Event, Freq: info.Freq, Period: info.Period, Callchain: o.Callchain,
 			SideBand: i == 0, BuildID: true, Raw: raw, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec,
 		})
+		if w != nil && walks(o.Events[i]) {
+			// The kernel's chain stops at the user boundary: the walker
+			// adds the user part.
+			a.Bits |= unix.PerfBitExcludeCallchainUser
+		}
+		return a
 	}
 	idToEvent := map[uint64]uint16{}
 	rings := map[int]*perf.Ring{} // cpu → ring
@@ -151,6 +204,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return fmt.Errorf("reading event id: %w", err)
 		}
 		idToEvent[id] = uint16(ev)
+		if w != nil && walks(o.Events[ev]) {
+			if err := w.attach(fd, o.Events[ev]); err != nil {
+				unix.Close(fd)
+				return err
+			}
+		}
 		if f := o.Filters[ev]; f != "" {
 			if err := perf.SetFilter(fd, f); err != nil {
 				unix.Close(fd)
@@ -268,6 +327,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("nothing to record: give a command, -p PID, -t TID or -a")
 	}
 	defer cleanup()
+	if w != nil {
+		if err := w.outputs(rings); err != nil {
+			if child != nil {
+				child.Abort()
+			}
+			return nil, err
+		}
+	}
 
 	var start time.Time
 	var out *datafile.File
@@ -314,6 +381,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// …but within a bound: samples go to disk as they come, so the live
 	// heap is the tables, and garbage must not pile up 8× over them.
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(32 << 20))
+	if o.Ready != nil {
+		if err := o.Ready(); err != nil {
+			if child != nil {
+				child.Abort()
+			}
+			return nil, err
+		}
+	}
 	start = time.Now()
 	meta.StartUnixNS = start.UnixNano()
 	var childDone <-chan struct{}
@@ -347,9 +422,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		first := len(queue)
 		for _, r := range ringList {
 			r.Read(func(typ uint32, misc uint16, body []byte) {
+				p := pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc}
+				if w != nil && typ == perf.RecordSample && w.take(r.CPU, body, &p) {
+					return
+				}
 				off := len(arena)
 				arena = append(arena, body...)
-				queue = append(queue, pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc, data: arena[off:len(arena):len(arena)]})
+				p.data = arena[off:len(arena):len(arena)]
+				queue = append(queue, p)
 			})
 		}
 		// The arena may have moved while growing: re-slice this round's records.
@@ -370,6 +450,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			switch rec.typ {
 			case perf.RecordSample:
 				if perf.ParseSampleRaw(rec.data, o.Callchain, raw, &sample) == nil {
+					if w != nil && walks(o.Events[idToEvent[sample.ID]]) {
+						w.user(&sample, rec.key, rec.walked)
+					}
 					b.SampleEvent(&sample, rec.misc, idToEvent[sample.ID])
 				}
 			case perf.RecordMmap, perf.RecordMmap2:
@@ -389,6 +472,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			case perf.RecordThrottle:
 				meta.Throttled++
 			}
+		}
+		if w != nil {
+			w.round()
 		}
 		queue = append(queue[:0], queue[n:]...)
 		for i := range queue {
@@ -463,7 +549,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		// What was written reads back as a cut recording.
 		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, kept.Round(time.Millisecond))
 	}
-	res := &Result{Samples: b.SampleCount(), ExitCode: exit}
+	res.Samples, res.ExitCode = b.SampleCount(), exit
+	if w != nil {
+		res.Walk = w.finish()
+		meta.UserStacks = &res.Walk.Stacks // report says it too
+	}
+	if res.CallGraphNote != "" {
+		meta.Warnings = append(meta.Warnings, "call graph: frame pointers, "+res.CallGraphNote)
+	}
 	// Naming opens every object once, line tables and all: garbage from
 	// one object must be collected before the next is read.
 	debug.SetGCPercent(gcPercent)

@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -22,7 +23,19 @@ func Summarize(w io.Writer, res *Result, path, size string) {
 	p := res.Profile
 	fmt.Fprintf(w, "sonde: %d samples (%d lost) in %s written to %s (%s)\n",
 		res.Samples, p.Meta.Lost, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), path, size)
+	if res.CallGraph != "" {
+		fmt.Fprintf(w, "sonde: call graph: %s\n", describe(res.CallGraph, res.CallGraphNote))
+	}
+	if res.Walk != nil {
+		fmt.Fprintf(w, "sonde: user %s\n", &res.Walk.Stacks)
+		if res.Walk.Unpaired > 0 || res.Walk.OutputErrors > 0 {
+			fmt.Fprintf(w, "sonde: warning: %d samples without their walked stack (%d the kernel could not write)\n", res.Walk.Unpaired, res.Walk.OutputErrors)
+		}
+	}
 	for _, warn := range p.Meta.Warnings {
+		if res.CallGraphNote != "" && strings.HasPrefix(warn, "call graph:") {
+			continue // just said
+		}
 		fmt.Fprintf(w, "sonde: warning: %s\n", warn)
 	}
 }

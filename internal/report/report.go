@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 )
 
 // Keys sonde can sort (group) by.
@@ -85,13 +86,15 @@ type Recording struct {
 	Unwinder    string   `json:"unwinder,omitempty"`
 	Unit        string   `json:"unit,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// UserStacks: how complete the walked user stacks are (unwinder only).
+	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
 }
 
 func recordingOf(m model.Meta) Recording {
 	return Recording{Event: m.Event, FreqHz: m.Freq, Period: m.Period, Callchain: m.Callchain, Target: m.Target,
 		Argv: m.Command, Hostname: m.Hostname, Release: m.Kernel, Arch: m.Arch, StartUnixNS: m.StartUnixNS,
 		DurationNS: m.DurationNS, Lost: m.Lost, Throttled: m.Throttled, Version: m.SondeVersion,
-		ExitCode: m.ExitCode, Unwinder: m.Unwinder, Unit: m.Unit, Warnings: m.Warnings}
+		ExitCode: m.ExitCode, Unwinder: m.Unwinder, Unit: m.Unit, Warnings: m.Warnings, UserStacks: m.UserStacks}
 }
 
 // ParseSort validates a --sort list of built-in keys; tracepoint field
@@ -466,6 +469,9 @@ func header(w io.Writer, m model.Meta, samples int, total uint64) {
 	fmt.Fprintf(w, "# Target: %s  Host: %s  Kernel: %s  Arch: %s  Call graph: %v\n", m.Target, m.Hostname, m.Kernel, m.Arch, callgraphName(m))
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "# Warning: %s\n", warn)
+	}
+	if m.UserStacks != nil {
+		fmt.Fprintf(w, "# user %s\n", m.UserStacks)
 	}
 	fmt.Fprintln(w, "#")
 }
