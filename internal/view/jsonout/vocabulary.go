@@ -215,4 +215,13 @@ var Vocabulary = map[string]string{
 	"tables":                    "`serve` API: recorded tracepoint events, one table per event",
 	"columns":                   "`serve` API: a table's column names",
 	"rows":                      "`serve` API: a table's rows of values",
+	"files":                     "filetop: one row per process and file, in the order asked for",
+	"path":                      "a file's path as the process sees it (pipe:[ino], socket:[ino] for those)",
+	"dev":                       "the device of a file's filesystem, major:minor",
+	"ino":                       "a file's inode number",
+	"reads":                     "read calls that succeeded (read, pread64, readv, ...; the input of sendfile, splice, copy_file_range)",
+	"writes":                    "write calls that succeeded (write, pwrite64, writev, ...; the output of sendfile, splice, copy_file_range)",
+	"read_bytes":                "bytes the read calls returned",
+	"write_bytes":               "bytes the write calls returned",
+	"direction":                 "fileslower: whether the call read or wrote the file (read, write)",
 }
