@@ -147,6 +147,7 @@ func costTable(dir string) {
 		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: switches},
 		lockCostCase(build),
 	}
+	cases = append(cases, fileCostCases(dir, build)...)
 	if *costOnly != "" {
 		keep := map[string]bool{}
 		for _, t := range strings.Split(*costOnly, ",") {

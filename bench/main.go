@@ -12,11 +12,13 @@
 //  6. the BPF cost of every BPF tool beside its peer, timed by the kernel
 //     (bpf_stats; -cost runs only this, see cost.go).
 //  7. cost per lock operation of sonde deadlock and of bpftrace doing the
-//     same uprobes, on a lock loop (-deadlock runs only this).
+//     same uprobes, on a lock loop (-deadlock runs only this);
 //  8. record's call-graph modes on code without frame pointers (-unwind
 //     runs only this; see unwind.go);
 //  9. sonde serve on a 1 M-sample recording in Chromium (-web runs only this);
-//  10. per-call cost of function-graph tracing: uftrace, sonde ftrace
+//  10. sonde memleak's cost per allocation beside bpftrace doing the same
+//     uprobes (-memleak runs only this);
+//  11. per-call cost of function-graph tracing: uftrace, sonde ftrace
 //     in-process and through uprobes, and the bare uprobe floor (-ftrace
 //     runs only this).
 //
@@ -93,6 +95,10 @@ func main() {
 		fail(fmt.Sprintf("gcc: %v %s", err, out))
 	}
 	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
+	if *onlyMemleak {
+		memleakCost(dir)
+		return
+	}
 	if *onlyDeadlock {
 		deadlockCost(dir)
 		return
@@ -150,6 +156,7 @@ func main() {
 
 	seed002()
 	ftraceBench(dir)
+	memleakCost(dir)
 	flameScale(dir)
 	costTable(dir)
 	deadlockCost(dir)

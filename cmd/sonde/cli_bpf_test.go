@@ -10,6 +10,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bio"
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/files"
 	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
@@ -179,6 +180,8 @@ func TestBPFJSONVocabulary(t *testing.T) {
 		"biosnoop":        bio.IO{},
 		"syscount":        syscounts.Report{},
 		"cputime":         cpuusage.Report{},
+		"filetop":         files.TopReport{},
+		"fileslower":      files.Slow{},
 		"profile (shell)": jsonout.Run{},
 	}
 	for name, v := range docs {

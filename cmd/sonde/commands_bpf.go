@@ -10,6 +10,6 @@ func bpfCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newProfileCmd(), newOffcpuCmd("offcpu"), newOffcpuCmd("wakeup"), newFunclatCmd(), newSyscountCmd(),
 		newRunqlatCmd(), newBiolatCmd(), newBiosnoopCmd(), newCputimeCmd(), newListenCmd(), newTopCmd(),
-		newDeadlockCmd(),
+		newDeadlockCmd(), newMemleakCmd(), newFiletopCmd(), newFileslowerCmd(),
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -213,23 +212,14 @@ func findLib(lib string, pid int) (string, error) {
 		return filepath.Abs(lib)
 	}
 	if pid > 0 {
-		ms, err := procfs.ReadMaps(pid)
-		if err != nil {
-			return "", fmt.Errorf("reading the mappings of process %d: %w", pid, err)
+		p, err := procfs.LibcOf(pid)
+		if err == nil && p == "" {
+			p = fmt.Sprintf("/proc/%d/exe", pid)
 		}
-		for _, m := range ms {
-			if strings.HasPrefix(filepath.Base(m.Path), "libc.so") || strings.HasPrefix(filepath.Base(m.Path), "libc-") {
-				return fmt.Sprintf("/proc/%d/root%s", pid, m.Path), nil
-			}
-		}
-		return fmt.Sprintf("/proc/%d/exe", pid), nil
+		return p, err
 	}
-	for _, dir := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-		"/usr/lib/aarch64-linux-gnu", "/lib/arm-linux-gnueabihf", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
-		p := filepath.Join(dir, "libc.so.6")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
+	if p := procfs.SystemLibc(); p != "" {
+		return p, nil
 	}
 	return "", errors.New("no libc.so.6 found: give the library or binary that has the pthread functions with --lib")
 }

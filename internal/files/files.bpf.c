@@ -1,0 +1,396 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* files: reads and writes of files per process (filetop) and each slow one
+ * (fileslower), from the syscall tracepoints, so no kprobe is needed. The
+ * entry of read, write, pread64, ... remembers the thread's fd(s) and the
+ * time; the exit resolves each fd to its file through the task's file
+ * table (CO-RE) and counts the bytes the call returned, or reports the
+ * call when it took at least min_ns. A file's path is walked in the kernel
+ * once per file (dev, ino) and sent on the ring buffer, so user space can
+ * name files of processes that have already exited. */
+#include "sonde.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "sonde_maps.h"
+#include "sonde_task.h"
+#include "sonde_tp.h"
+#include "files.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+KEEP_TYPE(struct files_path, files_path);
+KEEP_TYPE(struct files_slow, files_slow);
+KEEP_TYPE(enum files_counter, files_counter);
+KEEP_TYPE(enum files_rec_type, files_rec_type);
+
+const volatile __u32 target_pid = 0; /* 0: every process */
+const volatile bool follow_children = false; /* also target_pid's descendants */
+const volatile bool all_files = false; /* false: regular files only */
+const volatile bool slow_mode = false; /* false: count (filetop); true: report slow calls */
+const volatile __u64 min_ns = 10000000; /* slow_mode: report calls at least this long */
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+
+/* The kernel structures read, relocated by CO-RE (only these fields). */
+struct qstr {
+	const unsigned char *name;
+} __attribute__((preserve_access_index));
+
+struct super_block {
+	unsigned int s_dev;
+	unsigned long s_magic;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned short i_mode;
+	unsigned long i_ino;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct qstr d_name;
+	struct dentry *d_parent;
+} __attribute__((preserve_access_index));
+
+struct vfsmount {
+	struct dentry *mnt_root;
+} __attribute__((preserve_access_index));
+
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+	struct path f_path;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_struct___files {
+	struct files_struct *files;
+} __attribute__((preserve_access_index));
+
+/* The syscalls tracepoints' records (stable layout: 8 bytes of common
+ * fields, the syscall number, then each argument or the return value in 8
+ * bytes). */
+struct sys_enter_rec {
+	__u64 common;
+	int nr;
+	int pad;
+	unsigned long args[6];
+};
+
+struct sys_exit_rec {
+	__u64 common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+/* A call between its entry and exit. */
+struct inflight {
+	__u64 ts;  /* CLOCK_MONOTONIC ns at the entry */
+	int fd_in; /* the fd read from, -1 none */
+	int fd_out; /* the fd written to, -1 none */
+	__u32 nr;
+};
+
+/* key: tid (u32); value: struct inflight, the call it is in. Deleted at
+ * the exit; a thread killed inside a call leaves its entry until the tid
+ * is reused (then overwritten). */
+HASH_MAP(inflight, __u32, struct inflight, 32768);
+
+/* key: struct files_key (pid, dev, ino); value: struct files_stats, calls
+ * and bytes since the last interval (user space empties it). */
+HASH_MAP(stats, struct files_key, struct files_stats, 16384);
+
+/* key: struct files_key with pid 0 (dev, ino); value: unused (u8). Files
+ * whose path was sent on the ring; LRU, so a file evicted is sent again. */
+SONDE_MAP(known, BPF_MAP_TYPE_LRU_HASH, struct files_key, __u8, 16384);
+
+/* Paths (struct files_path) and slow calls (struct files_slow). */
+RINGBUF(events, 1 << 20);
+
+/* key: enum files_counter; value: count (u64), per CPU. */
+PERCPU_COUNTERS(counters, FILES_NCOUNTERS);
+
+/* key: pid (u32) of a descendant of target_pid; value: unused (u8). A
+ * traced command's children are traced too (a shell script's work is in
+ * its children). */
+HASH_MAP(children, __u32, __u8, 8192);
+
+static __always_inline bool traced(__u32 pid)
+{
+	if (!target_pid || pid == target_pid)
+		return true;
+	return follow_children && bpf_map_lookup_elem(&children, &pid);
+}
+
+/* sched_process_fork(struct task_struct *parent, struct task_struct *child) */
+TP_BTF_OR_RAW(sched_process_fork, fork)
+{
+	struct task_struct *parent = (void *)ctx[0], *child = (void *)ctx[1];
+	__u32 ppid = BPF_CORE_READ(parent, tgid), cpid = BPF_CORE_READ(child, tgid);
+	if (cpid == ppid || !traced(ppid))
+		return 0;
+	__u8 one = 1;
+	bpf_map_update_elem(&children, &cpid, &one, BPF_ANY);
+	return 0;
+}
+
+/* sched_process_exit(struct task_struct *p, ...): a process's pid may be
+ * reused by one outside the tree. */
+TP_BTF_OR_RAW(sched_process_exit, exit)
+{
+	struct task_struct *t = (void *)ctx[0];
+	__u32 pid = BPF_CORE_READ(t, pid), tgid = BPF_CORE_READ(t, tgid);
+	if (pid == tgid)
+		bpf_map_delete_elem(&children, &tgid);
+	return 0;
+}
+
+static __always_inline int enter(struct sys_enter_rec *ctx, int fd_in, int fd_out)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!traced(id >> 32))
+		return 0;
+	__u32 tid = (__u32)id;
+	struct inflight f = {.ts = bpf_ktime_get_ns(), .fd_in = fd_in, .fd_out = fd_out, .nr = ctx->nr};
+	if (bpf_map_update_elem(&inflight, &tid, &f, BPF_ANY))
+		counter_inc(&counters, FILES_LOST_INFLIGHT);
+	return 0;
+}
+
+/* read, pread64, readv, preadv, preadv2: fd is the first argument. */
+SEC("tracepoint/syscalls/sys_enter_read")
+int enter_read(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[0], -1); }
+
+/* write, pwrite64, writev, pwritev, pwritev2. */
+SEC("tracepoint/syscalls/sys_enter_write")
+int enter_write(struct sys_enter_rec *ctx) { return enter(ctx, -1, (int)ctx->args[0]); }
+
+/* sendfile(out_fd, in_fd, ...). */
+SEC("tracepoint/syscalls/sys_enter_sendfile64")
+int enter_sendfile(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[1], (int)ctx->args[0]); }
+
+/* splice and copy_file_range(fd_in, off_in, fd_out, ...). */
+SEC("tracepoint/syscalls/sys_enter_splice")
+int enter_splice(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[0], (int)ctx->args[2]); }
+
+/* The open file behind fd in the current task's table; NULL when none. */
+static __always_inline struct file *fd_file(int fd)
+{
+	struct task_struct___files *t = (void *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), fds + fd);
+	return f;
+}
+
+struct ident {
+	struct inode *inode;
+	struct files_key key; /* pid 0 */
+	__u32 mode;
+};
+
+/* The file's identity; false when it is not one to report. */
+static __always_inline bool identify(struct file *f, struct ident *id)
+{
+	/* Through a local: BPF_CORE_READ would relocate id->inode too. */
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	if (!inode)
+		return false;
+	id->inode = inode;
+	id->mode = BPF_CORE_READ(inode, i_mode);
+	if (!all_files && (id->mode & S_IFMT) != S_IFREG)
+		return false;
+	id->key.ino = BPF_CORE_READ_BITFIELD_PROBED(inode, i_ino);
+	id->key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	return true;
+}
+
+/* key: 0; value: a path being walked (too big for the stack), per CPU. */
+SONDE_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct files_path, 1);
+
+/* Send a file's path once per (dev, ino): its names up to the root of the
+ * process's view of the tree, crossing mount points. A global function, so
+ * the verifier checks the walk once rather than at every call site (the
+ * arguments are kernel pointers as integers). */
+__attribute__((noinline)) int send_path(__u64 file, __u64 inode, __u32 dev, __u64 ino, __u32 mode)
+{
+	struct files_key key = {.dev = dev, .ino = ino};
+	if (bpf_map_lookup_elem(&known, &key))
+		return 0;
+	__u32 zero = 0;
+	struct files_path *p = bpf_map_lookup_elem(&scratch, &zero);
+	if (!p)
+		return 0;
+	struct file *f = (void *)file;
+	struct inode *in = (void *)inode;
+	struct super_block *sb = BPF_CORE_READ(in, i_sb);
+	p->type = FILES_REC_PATH;
+	p->dev = dev;
+	p->ino = ino;
+	p->mode = mode;
+	p->magic = BPF_CORE_READ_BITFIELD_PROBED(sb, s_magic);
+	p->truncated = 1;
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
+	struct mount *m = (void *)vm - bpf_core_field_offset(struct mount, mnt);
+	__u32 n = 0;
+	for (int i = 0; i < FILES_PATH_DEPTH + 8; i++) {
+		if (d == BPF_CORE_READ(vm, mnt_root)) {
+			struct mount *parent = BPF_CORE_READ(m, mnt_parent);
+			if (parent == m) { /* the root of the namespace */
+				p->truncated = 0;
+				break;
+			}
+			d = BPF_CORE_READ(m, mnt_mountpoint);
+			m = parent;
+			vm = (void *)m + bpf_core_field_offset(struct mount, mnt);
+			continue;
+		}
+		struct dentry *up = BPF_CORE_READ(d, d_parent);
+		if (up == d) { /* a filesystem's root outside any mount: pipes, sockets */
+			p->truncated = 0;
+			break;
+		}
+		if (n >= FILES_PATH_DEPTH)
+			break;
+		bpf_probe_read_kernel_str(p->names[n], FILES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+		n++;
+		d = up;
+	}
+	p->depth = n;
+	/* No wakeup: the reader polls, and the slow record that follows (or
+	 * the end of the run) brings the path along. */
+	if (bpf_ringbuf_output(&events, p, sizeof(*p), SONDE_RB_NO_WAKEUP)) {
+		counter_inc(&counters, FILES_LOST_RING);
+		return 0;
+	}
+	__u8 one = 1;
+	bpf_map_update_elem(&known, &key, &one, BPF_ANY);
+	return 0;
+}
+
+static __always_inline void path_once(struct file *f, struct ident *id)
+{
+	send_path((__u64)f, (__u64)id->inode, id->key.dev, id->key.ino, id->mode);
+}
+
+/* filetop: count one call's bytes on the file behind fd. */
+static __always_inline void count(__u64 pidtgid, int fd, bool write, long ret)
+{
+	struct file *f = fd_file(fd);
+	if (!f) {
+		counter_inc(&counters, FILES_NO_FILE);
+		return;
+	}
+	struct ident id = {};
+	if (!identify(f, &id))
+		return;
+	struct files_key k = id.key;
+	k.pid = pidtgid >> 32;
+	struct files_stats *s = bpf_map_lookup_elem(&stats, &k);
+	if (!s) {
+		struct files_stats zero = {.tid = (__u32)pidtgid, .mode = id.mode};
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		s = lookup_or_init(&stats, &k, &zero);
+		if (!s) {
+			counter_inc(&counters, FILES_LOST_STATS);
+			return;
+		}
+		path_once(f, &id);
+	}
+	if (write) {
+		__sync_fetch_and_add(&s->writes, 1);
+		__sync_fetch_and_add(&s->write_bytes, ret);
+	} else {
+		__sync_fetch_and_add(&s->reads, 1);
+		__sync_fetch_and_add(&s->read_bytes, ret);
+	}
+}
+
+/* fileslower: report one slow call on the file behind fd. */
+static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, struct inflight *in, __u64 d)
+{
+	struct file *f = fd_file(fd);
+	if (!f) {
+		counter_inc(&counters, FILES_NO_FILE);
+		return;
+	}
+	struct ident id = {};
+	if (!identify(f, &id))
+		return;
+	path_once(f, &id);
+	struct files_slow *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		counter_inc(&counters, FILES_LOST_RING);
+		return;
+	}
+	e->type = FILES_REC_SLOW;
+	e->pid = pidtgid >> 32;
+	e->tid = (__u32)pidtgid;
+	e->nr = in->nr;
+	e->ino = id.key.ino;
+	e->dev = id.key.dev;
+	e->mode = id.mode;
+	e->start_ns = in->ts;
+	e->latency_ns = d;
+	e->bytes = ret;
+	e->write = write;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	ring_submit(&events, e);
+}
+
+/* The exit of every traced syscall. Calls that failed are not counted. */
+SEC("tracepoint/syscalls/sys_exit_read")
+int exit_io(struct sys_exit_rec *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
+	if (!p)
+		return 0;
+	struct inflight in = *p;
+	bpf_map_delete_elem(&inflight, &tid);
+	long ret = ctx->ret;
+	if (ret < 0)
+		return 0;
+	if (slow_mode) {
+		__u64 d = bpf_ktime_get_ns() - in.ts;
+		if (d < min_ns)
+			return 0;
+		if (in.fd_in >= 0)
+			report(id, in.fd_in, false, ret, &in, d);
+		if (in.fd_out >= 0)
+			report(id, in.fd_out, true, ret, &in, d);
+		return 0;
+	}
+	if (in.fd_in >= 0)
+		count(id, in.fd_in, false, ret);
+	if (in.fd_out >= 0)
+		count(id, in.fd_out, true, ret);
+	return 0;
+}
