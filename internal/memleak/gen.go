@@ -2,4 +2,7 @@ package memleak
 
 // Registers are read through CO-RE (pt_regs of amd64 or arm64): one
 // little-endian object for every architecture.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type memleak_stack -type memleak_total -type memleak_alloc -type memleak_fn -type memleak_counter memleak memleak.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type memleak_stack -type memleak_total -type memleak_alloc -type memleak_fn -type memleak_counter memleak memleak.bpf.c

@@ -2,4 +2,7 @@ package record
 
 // The walker reads registers at offsets set before load, so one
 // little-endian object serves amd64 and arm64.
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type walk_error walk record.bpf.c -- -I../../bpf/include
+//
+// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
+// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
+//go:generate go tool bpfgen -type walk_error walk record.bpf.c
