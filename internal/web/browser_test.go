@@ -168,15 +168,22 @@ func (b *browser) frames(graph string) []frameRect {
 	return out
 }
 
+// frame is the widest frame named name: a function can stand at several
+// paths (a few samples taken before a process's unwind tables were loaded
+// end at a shorter root), and the one a user looks at is the main one.
 func (b *browser) frame(graph, name string) frameRect {
 	b.t.Helper()
+	var best frameRect
+	found := false
 	for _, f := range b.frames(graph) {
-		if f.Name == name {
-			return f
+		if f.Name == name && (!found || f.W > best.W) {
+			best, found = f, true
 		}
 	}
-	b.t.Fatalf("no frame %q in the %s graph", name, graph)
-	return frameRect{}
+	if !found {
+		b.t.Fatalf("no frame %q in the %s graph", name, graph)
+	}
+	return best
 }
 
 // clickFrame scrolls a frame into view and clicks its middle.
