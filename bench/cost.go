@@ -51,7 +51,6 @@ type toolCost struct {
 	cpu     time.Duration // the tool process's own CPU time during the workload
 	events  uint64        // the workload's events
 	evName  string
-	progs   int
 	failure string
 }
 
@@ -334,7 +333,7 @@ func measureTool(args []string, work func() (uint64, string)) toolCost {
 		r1, t1 = progStats(late)
 	}
 	c1 := procCPU(pid)
-	return toolCost{runs: r1 - r0, bpf: t1 - t0, cpu: c1 - c0, events: events, evName: name, progs: len(ids)}
+	return toolCost{runs: r1 - r0, bpf: t1 - t0, cpu: c1 - c0, events: events, evName: name}
 }
 
 // progIDs lists the BPF programs a process holds: program fds and links

@@ -378,7 +378,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer hist.close()
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
 		h, err := hist.read(false)
 		if err != nil {
@@ -411,13 +410,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // grow; user space keeps the previous snapshot), so no call made between
 // a read and a reset is lost.
 type kernelHists struct {
-	maps  *funclatMaps
-	mem   *ebpf.Memory
-	n     int
-	buf   []byte
-	prev  []uint64
-	sums  []funclatFunclatSums // previous per-function totals
-	first bool
+	maps *funclatMaps
+	mem  *ebpf.Memory
+	n    int
+	buf  []byte
+	prev []uint64
+	sums []funclatFunclatSums // previous per-function totals
 }
 
 func newKernelHists(maps *funclatMaps, n int) (*kernelHists, error) {
@@ -426,10 +424,8 @@ func newKernelHists(maps *funclatMaps, n int) (*kernelHists, error) {
 		return nil, fmt.Errorf("mapping the latency histograms: %w", err)
 	}
 	return &kernelHists{maps: maps, mem: mem, n: n, buf: make([]byte, n*histogram.Slots*8),
-		prev: make([]uint64, n*histogram.Slots), sums: make([]funclatFunclatSums, n), first: true}, nil
+		prev: make([]uint64, n*histogram.Slots), sums: make([]funclatFunclatSums, n)}, nil
 }
-
-func (k *kernelHists) close() {}
 
 // read returns the calls since the last read, one histogram per function.
 // whole: this read covers the whole run, so the kernel's exact minimum and
