@@ -54,6 +54,13 @@ type Tool struct {
 	// hook is attached: it fills maps the programs need from their first
 	// event (the unwinder's tables).
 	Loaded func() error
+	// Gate, when set, names a writable __u32 global of the object: the
+	// skeleton sets it to 1 once every hook is attached and back to 0
+	// before any is detached. Hooks are attached one by one (and a
+	// multi-place link registers its places one by one), so a tool whose
+	// programs only make sense together (a function's callers and callees,
+	// entries and returns) has its programs do nothing outside the gate.
+	Gate string
 }
 
 // Session is a loaded and attached tool.
@@ -62,6 +69,7 @@ type Session struct {
 	Choices []Choice
 	coll    *ebpf.Collection
 	links   []io.Closer
+	gate    *ebpf.Variable
 	child   *runctl.Child
 }
 
@@ -139,6 +147,14 @@ func Open(t Tool) (s *Session, err error) {
 	for _, c := range s.Choices {
 		if err := s.attach(c); err != nil {
 			return s, err
+		}
+	}
+	if t.Gate != "" {
+		if s.gate = s.coll.Variables[t.Gate]; s.gate == nil {
+			return s, fmt.Errorf("opening the gate of the %s object: no global %s", t.Name, t.Gate)
+		}
+		if err := s.gate.Set(uint32(1)); err != nil {
+			return s, fmt.Errorf("opening the gate of the %s object: %w", t.Name, err)
 		}
 	}
 	return s, nil
@@ -315,6 +331,11 @@ func (s *Session) Run(ctx context.Context, o runctl.Options) (runctl.Result, err
 
 // Detach stops the programs (links and perf events); maps stay readable.
 func (s *Session) Detach() {
+	if s.gate != nil {
+		// Closed first: no program starts anything once a hook is out.
+		s.gate.Set(uint32(0))
+		s.gate = nil
+	}
 	for i := len(s.links) - 1; i >= 0; i-- {
 		s.links[i].Close()
 	}

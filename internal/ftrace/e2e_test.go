@@ -29,7 +29,9 @@ func uftraceRun(t *testing.T, dir, bin string) (map[string]int, []string) {
 	t.Helper()
 	testutil.RequireTool(t, "uftrace", "uftrace")
 	data := filepath.Join(dir, "uftrace.data")
-	if b, err := exec.Command("uftrace", "record", "-d", data, bin).CombinedOutput(); err != nil {
+	rec := exec.Command("uftrace", "record", "-d", data, bin)
+	rec.Dir = dir // a -pg binary writes gmon.out where it runs
+	if b, err := rec.CombinedOutput(); err != nil {
 		t.Fatalf("uftrace record: %v\n%s", err, b)
 	}
 	rep, err := exec.Command("uftrace", "report", "-d", data).Output()
@@ -189,7 +191,10 @@ func TestAttachPid(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
-	w := exec.Command(bin, "60") // 60 rounds of ~26 ms
+	// sonde is built before the workload starts, so the half second
+	// recorded lies inside the workload's life even on a loaded machine.
+	testutil.Sonde(t)
+	w := exec.Command(bin, "400") // 400 rounds of ~26 ms, killed when done
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,10 @@ KEEP_TYPE(struct ftrace_frame, ftrace_frame);
 const volatile __u32 target_pid = 0;  /* 0: every process */
 const volatile __u32 max_depth = 0;   /* 0: no limit; else calls at depth >= max_depth are not sent */
 const volatile __u64 min_duration = 0; /* ns; shorter calls are not sent */
+/* 1 while every probe is in (the skeleton's gate): entries before that,
+ * or after the probes start coming out, would see some functions probed
+ * and others not, and make callers without their callees. */
+volatile __u32 armed = 0;
 
 /* key: thread id, or goroutine (g) for Go; value: its calls in progress.
  * Preallocated: the entry probe must not fail on allocation. */
@@ -89,6 +93,8 @@ static __always_inline bool go_restart(struct ftrace_shadow *s, __u32 fn, __u64 
 
 static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid, bool go)
 {
+	if (!armed)
+		return 0;
 	struct ftrace_shadow *s = bpf_map_lookup_elem(&shadows, &key);
 	if (!s) {
 		__u32 z = 0;

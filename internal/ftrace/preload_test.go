@@ -27,6 +27,7 @@ func TestPreloadRecorder(t *testing.T) {
 	if runtime.GOARCH == "amd64" {
 		// -pg: mcount, with returns caught by swapping return addresses.
 		pg := testutil.BuildC(t, dir, "calltree-pg", []string{"calltree.c"}, "-pg")
+		t.Chdir(dir) // the -pg binary writes gmon.out where it runs
 		if Instrumented(pg) != "-pg" {
 			t.Fatal("a -pg build not recognised")
 		}

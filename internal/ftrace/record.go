@@ -289,7 +289,7 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 			}
 			return s, err
 		},
-		Maps: &maps, Hooks: hs,
+		Maps: &maps, Hooks: hs, Gate: ftraceVarArmed,
 		Consts: map[string]any{ftraceVarTargetPid: uint32(o.Pid), ftraceVarMaxDepth: uint32(o.Depth),
 			ftraceVarMinDuration: uint64(o.MinDuration.Nanoseconds())},
 		Loaded: func() error { return fillConfig(maps.Fncfg, fs) },
