@@ -14,10 +14,7 @@ import (
 	"time"
 )
 
-var (
-	onlyFlame   = flag.Bool("flamegraph", false, "run only the flame-graph scale case (needs no root)")
-	flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
-)
+var flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
 
 // Targets of issue 10 for a million distinct stacks.
 const (
@@ -148,16 +145,13 @@ func gcd(a, b int) int {
 	return a
 }
 
-var onlyWeb = flag.Bool("web", false, "run only the web view's scale case (needs no root)")
-
 // webScale runs internal/web's TestWebScale: sonde serve on a 1 M-sample
 // recording in headless Chromium, first paint ≤ 1 s, zoom ≤ 100 ms,
 // server peak RSS ≤ 2× the model (issue 16's targets). It is a test so the
 // browser driver stays out of the bench binary.
 func webScale() bool {
-	_, self, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestWebScale$", "./internal/web")
-	cmd.Dir = filepath.Dir(filepath.Dir(self))
+	cmd.Dir = repoPath(".")
 	cmd.Env = append(os.Environ(), "SONDE_WEB_SCALE=1")
 	out, err := cmd.CombinedOutput()
 	fmt.Printf("\n9. Web view of a 1 M-sample recording (sonde serve in headless Chromium)\n")
