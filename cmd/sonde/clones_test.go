@@ -6,9 +6,7 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,10 +15,8 @@ import (
 )
 
 func TestClonedFunctionCalls(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
 	// -fipa-cp-clone (an -O3 pass) keeps mix beside mix.constprop.0.
-	bin := testutil.BuildC(t, dir, "clones", []string{"clones.c"}, "-O2", "-fipa-cp-clone")
+	dir, bin := testutil.Workload(t, "clones", []string{"clones.c"}, "-O2", "-fipa-cp-clone")
 	const n = 2000
 	// Known calls (testdata/clones.c): scale_first.isra.0 n, mix and
 	// mix.constprop.0 together n+1, slow_path.part.0 n, square inlined
@@ -28,10 +24,7 @@ func TestClonedFunctionCalls(t *testing.T) {
 
 	// stat -e u:BIN:FUNC counts the entries of every clone and inlined copy.
 	r := testutil.MustRun(t, dir, "stat", "--json", "-o", "stat.json", "-e", "u:"+bin+":mix", "-e", "u:"+bin+":square", "--", bin, strconv.Itoa(n))
-	var s statJSON
-	if b, err := os.ReadFile(filepath.Join(dir, "stat.json")); err != nil || json.Unmarshal(b, &s) != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, b)
-	}
+	s := readStat(t, dir, "stat.json")
 	got := map[string]float64{}
 	for _, c := range s.Counts {
 		for _, fn := range []string{"mix", "square"} {

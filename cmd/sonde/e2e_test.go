@@ -404,12 +404,7 @@ func TestFlamegraphInBrowser(t *testing.T) {
 	}
 	// Search: the matched percentage is spin_a's share of samples.
 	page = dump(base + "?s=" + "%5Espin_a%24")
-	m := regexp.MustCompile(`data-percent="([0-9.]+)"`).FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no match percentage after search")
-	}
-	got, _ := strconv.ParseFloat(m[1], 64)
-	if math.Abs(got-wantA) > 0.01 {
+	if got := testutil.SearchPercent(t, page); math.Abs(got-wantA) > 0.01 {
 		t.Errorf("search matched %.2f%%, report says spin_a is %.2f%%", got, wantA)
 	}
 	if !strings.Contains(page, "rgb(230,0,230)") {
@@ -420,17 +415,7 @@ func TestFlamegraphInBrowser(t *testing.T) {
 	if !strings.Contains(page, `data-zoom="spin_b"`) {
 		t.Fatalf("zoom did not happen")
 	}
-	re := regexp.MustCompile(`data-name="spin_b"><title>[^<]*</title><rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"`)
-	z := re.FindStringSubmatch(page)
-	if z == nil {
-		t.Fatalf("spin_b frame not found after zoom")
-	}
-	if w, _ := strconv.ParseFloat(z[2], 64); w < 1170 {
-		t.Errorf("zoomed spin_b width %.1f, want the full 1180", w)
-	}
-	if strings.Contains(page, `data-name="spin_a"`) {
-		t.Errorf("spin_a still shown after zooming into spin_b")
-	}
+	testutil.CheckZoomed(t, page, "spin_b", "spin_a")
 	// The standalone SVG renders too.
 	svg := dump("file://" + filepath.Join(dir, "flame.svg"))
 	if !strings.Contains(svg, `data-name="spin_a"`) {

@@ -15,9 +15,7 @@ import (
 // counts are exact although goroutines move between threads and their
 // stacks grow and move during the calls.
 func TestFunclatGoProgramUnharmed(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildGo(t, dir, "goprog", "goprog")
+	dir, bin := testutil.GoWorkload(t, "goprog", "goprog")
 	want := testutil.Tool(t, bin, "500")
 	calls := map[string]uint64{}
 	for _, f := range strings.Fields(string(want)) {

@@ -21,9 +21,7 @@ import (
 )
 
 func TestContinuousToCollector(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	col := testutil.BuildGo(t, dir, "otelcol", "otelcol")
+	dir, col := testutil.GoWorkload(t, "otelcol", "otelcol")
 	port := freePort(t, "tcp")
 	out := filepath.Join(dir, "profiles.jsonl")
 	cfg := filepath.Join(dir, "collector.yaml")

@@ -56,10 +56,7 @@ func TestStatPidWithCommand(t *testing.T) {
 	script := fmt.Sprintf("cat /proc/%[1]s/task/*/schedstat > before; sleep 1; cat /proc/%[1]s/task/*/schedstat > after", pid)
 	// stat's counts go to stderr as perf's do, or to -o FILE.
 	testutil.MustRun(t, dir, "stat", "-e", "task-clock", "--json", "-o", "stat.json", "-p", pid, "--", "sh", "-c", script)
-	var s statJSON
-	if b, err := os.ReadFile(filepath.Join(dir, "stat.json")); err != nil || json.Unmarshal(b, &s) != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, b)
-	}
+	s := readStat(t, dir, "stat.json")
 	got := statValue(t, s, "task-clock") // ns
 	read := func(name string) float64 {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -306,10 +303,7 @@ func TestDeletedDirectory(t *testing.T) {
 	testutil.MustRun(t, dir, "probe", "-p", tp, "-a", "tick")
 	t.Cleanup(func() { testutil.Run(t, dir, "probe", "-d", "probe_ticker:tick") })
 	testutil.MustRun(t, dir, "stat", "--json", "-o", "tick.json", "-e", "probe_ticker:tick", "-p", tp, "--", "sleep", "1")
-	var s statJSON
-	if b, err := os.ReadFile(filepath.Join(dir, "tick.json")); err != nil || json.Unmarshal(b, &s) != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, b)
-	}
+	s := readStat(t, dir, "tick.json")
 	// tick runs every 10 ms: 100 calls in the second sleep runs.
 	if n := statValue(t, s, "probe_ticker:tick"); n < 95 || n > 105 {
 		t.Errorf("probe on the deleted binary counted %.0f calls in 1 s, want 100 ± 5", n)

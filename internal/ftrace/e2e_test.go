@@ -188,9 +188,7 @@ func checkSleeps(t *testing.T, replay, stderr string) {
 }
 
 func TestAttachPid(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	dir, bin := testutil.Workload(t, "calltree", []string{"calltree.c"})
 	// sonde is built before the workload starts, so the half second
 	// recorded lies inside the workload's life even on a loaded machine.
 	testutil.Sonde(t)
@@ -222,9 +220,7 @@ func TestAttachPid(t *testing.T) {
 }
 
 func TestDumps(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	dir, bin := testutil.Workload(t, "calltree", []string{"calltree.c"})
 	data := filepath.Join(dir, "d.data")
 	testutil.MustRun(t, dir, "ftrace", "record", "-o", data, "--", bin)
 	chrome := testutil.MustRun(t, dir, "ftrace", "dump", "--chrome", "-i", data).Stdout

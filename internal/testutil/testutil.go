@@ -173,3 +173,11 @@ func Workload(t testing.TB, out string, srcs []string, extra ...string) (dir, bi
 	dir = t.TempDir()
 	return dir, BuildC(t, dir, out, srcs, extra...)
 }
+
+// GoWorkload is Workload for a Go program of testdata (see BuildGo).
+func GoWorkload(t testing.TB, out, src string) (dir, bin string) {
+	t.Helper()
+	RequirePrivileged(t)
+	dir = t.TempDir()
+	return dir, BuildGo(t, dir, out, src)
+}
