@@ -61,7 +61,7 @@ func costTable(dir, spin string) {
 	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", old, 0)
 
 	build := func(name string) string {
-		return gcc(filepath.Join(dir, name), "testdata/"+name+".c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
+		return gcc(dir, name, "testdata/"+name+".c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
 	}
 	pingpong := build("pingpong")
 	calls := build("calls")

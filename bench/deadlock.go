@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,14 +69,7 @@ func deadlockCost(dir string) {
 	if _, err := exec.LookPath("bpftrace"); err != nil {
 		fail("bpftrace not found: apt-get install bpftrace")
 	}
-	bin := gcc(filepath.Join(dir, "deadlock"), "testdata/deadlock.c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
-	libc := systemLibc()
-	script, empty := filepath.Join(dir, "deadlock.bt"), filepath.Join(dir, "empty.bt")
-	for p, text := range map[string]string{script: deadlockScript, empty: emptyScript} {
-		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "LIBC", libc)), 0o644); err != nil {
-			fail(err.Error())
-		}
-	}
+	bin := gcc(dir, "deadlock", "testdata/deadlock.c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
 	// The loop pauses after its line, so the tracers' programs are still
 	// loaded when their run-time statistics are read.
 	work := []string{bin, "bench", strconv.Itoa(*dlRounds), "300"}
@@ -90,8 +81,8 @@ func deadlockCost(dir string) {
 	configs := map[string][]string{
 		"untraced":       work,
 		"sonde deadlock": append([]string{*sondeBin, "deadlock", "--json", "--"}, work...),
-		"bpftrace":       {"bpftrace", "-q", "-c", strings.Join(work, " "), script},
-		"empty uprobes":  {"bpftrace", "-q", "-c", strings.Join(work, " "), empty},
+		"bpftrace":       {"bpftrace", "-q", "-c", strings.Join(work, " "), "-e", libcProbes(deadlockScript)},
+		"empty uprobes":  {"bpftrace", "-q", "-c", strings.Join(work, " "), "-e", libcProbes(emptyScript)},
 	}
 	order := []string{"untraced", "empty uprobes", "sonde deadlock", "bpftrace"}
 	ns := map[string][]float64{}
@@ -135,7 +126,7 @@ func deadlockCost(dir string) {
 // on the lock loop of testdata/deadlock.c (built into dir by build).
 func lockCostCase(build func(string) string) costCase {
 	bin := build("deadlock")
-	script := strings.ReplaceAll(strings.ReplaceAll(deadlockScript, " /pid == cpid/", ""), "LIBC", systemLibc())
+	script := libcProbes(strings.ReplaceAll(deadlockScript, " /pid == cpid/", ""))
 	return costCase{tool: "deadlock", sonde: []string{"deadlock"}, peerName: "bpftrace locks", peer: []string{"bpftrace", "-e", script},
 		work: func() (uint64, string) {
 			out, err := exec.Command(bin, "bench", "50000").Output()

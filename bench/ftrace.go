@@ -22,7 +22,7 @@ const ftraceCalls = 200000
 // Interleaved repetitions, medians of the program's own loop time.
 func ftraceBench(dir string) {
 	build := func(name string, flags ...string) string {
-		return gcc(filepath.Join(dir, name), "bench/testdata/leafcalls.c", append([]string{"-O1", "-g", "-fno-omit-frame-pointer"}, flags...)...)
+		return gcc(dir, name, "bench/testdata/leafcalls.c", append([]string{"-O1", "-g", "-fno-omit-frame-pointer"}, flags...)...)
 	}
 	pg, fi, plain := build("leafcalls-pg", "-pg"), build("leafcalls-fi", "-finstrument-functions"), build("leafcalls")
 	n := strconv.Itoa(ftraceCalls)

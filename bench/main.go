@@ -111,7 +111,7 @@ func bench(dir string, chosen []section, root bool) bool {
 		if _, err := exec.LookPath(*perfBin); err != nil {
 			fail("perf not found: apt-get install linux-perf")
 		}
-		spin = gcc(filepath.Join(dir, "spin"), "bench/testdata/spin.c", "-O1", "-fno-omit-frame-pointer", "-pthread")
+		spin = gcc(dir, "spin", "bench/testdata/spin.c", "-O1", "-fno-omit-frame-pointer", "-pthread")
 		fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
 	}
 	if len(chosen) > 0 {
@@ -343,8 +343,10 @@ func repoPath(rel string) string {
 	return filepath.Join(filepath.Dir(self), "..", rel)
 }
 
-// gcc compiles the repository's C file rel with flags into out.
-func gcc(out, rel string, flags ...string) string {
+// gcc compiles the repository's C file rel with flags into dir/name and
+// returns that path.
+func gcc(dir, name, rel string, flags ...string) string {
+	out := filepath.Join(dir, name)
 	args := append(append([]string{}, flags...), "-o", out, repoPath(rel))
 	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		fail(fmt.Sprintf("gcc %s: %v %s", rel, err, b))
@@ -358,6 +360,12 @@ func systemLibc() string {
 		return "/lib/aarch64-linux-gnu/libc.so.6"
 	}
 	return "/lib/x86_64-linux-gnu/libc.so.6"
+}
+
+// libcProbes is a bpftrace program with LIBC in its probes' paths
+// replaced by systemLibc.
+func libcProbes(script string) string {
+	return strings.ReplaceAll(script, "LIBC", systemLibc())
 }
 
 func fail(msg string) {

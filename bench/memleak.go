@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os/exec"
-	"path/filepath"
-	"strings"
 )
 
 var memleakReps = flag.Int("memleak-reps", 3, "interleaved repetitions of each memleak configuration")
@@ -45,8 +43,8 @@ func memleakCost(dir string) {
 	if err != nil {
 		fail("bpftrace not found: apt-get install bpftrace")
 	}
-	leak := gcc(filepath.Join(dir, "leak"), "testdata/leak.c", "-O2", "-g")
-	script := strings.ReplaceAll(memleakScript, "LIBC", systemLibc())
+	leak := gcc(dir, "leak", "testdata/leak.c", "-O2", "-g")
+	script := libcProbes(memleakScript)
 	configs := []config{
 		{"untraced", []string{leak, "-t"}},
 		{"sonde memleak", []string{*sondeBin, "memleak", "--", leak, "-t"}},

@@ -36,8 +36,8 @@ print("elapsed_ms %.1f" % ((time.monotonic() - t) * 1000))
 // of building libc's and python3's unwind tables and the BPF map memory
 // their rows take.
 func unwindBench(dir string) {
-	cbin := gcc(filepath.Join(dir, "unwind-nofp"), "testdata/unwind.c", "-O2", "-fomit-frame-pointer", "-pthread")
-	spin := gcc(filepath.Join(dir, "spin-nofp"), "bench/testdata/spin.c", "-O2", "-fomit-frame-pointer", "-pthread")
+	cbin := gcc(dir, "unwind-nofp", "testdata/unwind.c", "-O2", "-fomit-frame-pointer", "-pthread")
+	spin := gcc(dir, "spin-nofp", "bench/testdata/spin.c", "-O2", "-fomit-frame-pointer", "-pthread")
 	py := "/usr/bin/python3"
 	script := filepath.Join(dir, "loop.py")
 	if err := os.WriteFile(script, []byte(pyLoop), 0o644); err != nil {

@@ -174,17 +174,7 @@ func TestSeed004DNSStall(t *testing.T) {
 
 	// Function latency: 30–100 ms replies put calls in the 16–128 ms buckets.
 	r := testutil.MustRun(t, dir, "funclat", "-p", p, "-d", "2s", "--unit", "ms", "--json", bin+":reverse_lookup")
-	var fl struct {
-		Functions []struct {
-			Stats   struct{ Count int } `json:"stats"`
-			Buckets []struct {
-				Lo, Hi, Count uint64
-			} `json:"buckets"`
-		} `json:"functions"`
-	}
-	if err := json.Unmarshal([]byte(r.Stdout), &fl); err != nil || len(fl.Functions) != 1 {
-		t.Fatalf("funclat JSON: %v\n%s", err, r.Stdout)
-	}
+	fl := funclatReport(t, r, 1)
 	var inRange, all uint64
 	for _, b := range fl.Functions[0].Buckets {
 		all += b.Count

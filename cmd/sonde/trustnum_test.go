@@ -88,17 +88,7 @@ func TestFunclatDuration(t *testing.T) {
 	begin := time.Now()
 	r := testutil.MustRun(t, dir, "funclat", "--json", "-d", "2s", "-p", strconv.Itoa(w.Process.Pid), bin+":tick")
 	wall := time.Since(begin)
-	var rep struct {
-		DurationNS int64 `json:"duration_ns"`
-		Functions  []struct {
-			Stats struct {
-				Count uint64 `json:"count"`
-			} `json:"stats"`
-		} `json:"functions"`
-	}
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || len(rep.Functions) != 1 {
-		t.Fatalf("funclat JSON: %v\n%s", err, r.Stdout)
-	}
+	rep := funclatReport(t, r, 1)
 	n := rep.Functions[0].Stats.Count
 	t.Logf("funclat -d 2s: %d calls of tick, duration %v, %v wall", n, time.Duration(rep.DurationNS), wall)
 	if n < 197 || n > 203 {

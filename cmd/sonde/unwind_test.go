@@ -60,6 +60,30 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// unwindBuilds skips without privileges, then builds testdata/unwind.c
+// at -O2 into a fresh directory once per variant asked for: "no-fp"
+// (-fomit-frame-pointer), "fp", and "stripped" (no-fp without DWARF or
+// a symbol table but for main, dispatch, heavy and light: the names come
+// from a copy that keeps its symbols, as a debug file would give them,
+// and .eh_frame stays).
+func unwindBuilds(t *testing.T, variants ...string) (string, map[string]string) {
+	t.Helper()
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	fp := map[string]string{"no-fp": "-fomit-frame-pointer", "fp": "-fno-omit-frame-pointer", "stripped": "-fomit-frame-pointer"}
+	builds := map[string]string{}
+	for _, v := range variants {
+		builds[v] = testutil.BuildC(t, dir, "unwind-"+strings.ReplaceAll(v, "-", ""), []string{"unwind.c"}, "-O2", fp[v])
+	}
+	if bin, ok := builds["stripped"]; ok {
+		testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", bin)
+		if b := testutil.Tool(t, "readelf", "-S", bin); strings.Contains(b, ".debug_") {
+			t.Fatalf("the stripped build still has debug sections:\n%s", b)
+		}
+	}
+	return dir, builds
+}
+
 // checkDispatchSplit checks stacks of testdata/unwind.c, whose main →
 // dispatch → {heavy, light} split 3:1: at least min samples in the two,
 // heavy 75% ± 3 of them, ≥ 95% of all samples reaching main. detail is
@@ -93,19 +117,7 @@ func checkDispatchSplit(t *testing.T, what string, st map[string]uint64, min uin
 // profile must give 75/25 within 3 points with the full chain, and ≥ 95%
 // of samples must reach main.
 func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	builds := map[string]string{
-		"no-fp":    testutil.BuildC(t, dir, "unwind-nofp", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
-		"fp":       testutil.BuildC(t, dir, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer"),
-		"stripped": testutil.BuildC(t, dir, "unwind-stripped", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
-	}
-	// strip keeps .eh_frame (and the dynamic symbols); the names come from
-	// a copy that keeps its symbols, as a debug file would give them.
-	testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"])
-	if b := testutil.Tool(t, "readelf", "-S", builds["stripped"]); strings.Contains(b, ".debug_") {
-		t.Fatalf("the stripped build still has debug sections:\n%s", b)
-	}
+	dir, builds := unwindBuilds(t, "no-fp", "fp", "stripped")
 	for _, name := range []string{"no-fp", "fp", "stripped"} {
 		t.Run(name, func(t *testing.T) {
 			w := testutil.Start(t, builds[name], "6")
@@ -458,12 +470,7 @@ func recordFolded(t *testing.T, dir, name string, args ...string) (map[string]ui
 // of samples reaching main. The kernel's frame-pointer walk of the no-fp
 // build is printed beside it.
 func TestRecordUnwindsWithoutFramePointers(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	builds := map[string]string{
-		"no-fp": testutil.BuildC(t, dir, "unwind-nofp", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
-		"fp":    testutil.BuildC(t, dir, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer"),
-	}
+	dir, builds := unwindBuilds(t, "no-fp", "fp")
 	for _, name := range []string{"no-fp", "fp"} {
 		t.Run(name, func(t *testing.T) {
 			st, stderr := recordFolded(t, dir, name, "-g", "-F", "999", "--", builds[name], "3")
