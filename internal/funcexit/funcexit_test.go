@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"debug/elf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,24 +16,7 @@ import (
 
 func goBuild(t *testing.T, arch string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "goprog-"+arch)
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "goprog")
-	cmd.Env = append(os.Environ(), "GOARCH="+arch, "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return out
-}
-
-func openELF(t *testing.T, path string) *elf.File {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return testutil.BuildGoFor(t, t.TempDir(), "goprog-"+arch, "goprog", arch)
 }
 
 // gnuRets lists the offsets of ret instructions in fn as GNU objdump
@@ -84,7 +66,7 @@ func TestGoReturnsMatchDisassemblers(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
 			bin := goBuild(t, arch)
-			f := openELF(t, bin)
+			f := testutil.OpenELF(t, bin)
 			for _, fn := range []string{"main.work", "main.deep", "main.main", "fmt.Fprintf", "runtime.mallocgc"} {
 				got, err := Returns(f, fn)
 				if err != nil {
@@ -140,7 +122,7 @@ int main(int c, char **v) { return two(c) + tail(c); }
 	bin := filepath.Join(dir, "exits")
 	testutil.RequireTool(t, "gcc", "gcc")
 	testutil.Tool(t, "gcc", "-O2", "-fomit-frame-pointer", "-o", bin, src)
-	f := openELF(t, bin)
+	f := testutil.OpenELF(t, bin)
 	for _, fn := range []string{"leaf", "two", "main"} {
 		ex, err := Find(f, fn)
 		if err != nil {

@@ -80,10 +80,16 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 // of its own) into dir/out.
 func BuildGo(t testing.TB, dir, out, src string) string {
 	t.Helper()
+	return BuildGoFor(t, dir, out, src, runtime.GOARCH)
+}
+
+// BuildGoFor is BuildGo for the architecture goarch (GOARCH's names).
+func BuildGoFor(t testing.TB, dir, out, src, goarch string) string {
+	t.Helper()
 	bin := filepath.Join(dir, out)
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = filepath.Join(RepoRoot(), "testdata", src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building testdata/%s: %v\n%s", src, err, b)
 	}

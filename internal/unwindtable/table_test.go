@@ -1,7 +1,6 @@
 package unwindtable
 
 import (
-	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,22 +16,12 @@ import (
 const libcX86 = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 const python311 = "/usr/bin/python3.11"
 
-func openELF(t *testing.T, path string) *elf.File {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Skipf("%s: %v", path, err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
 // TestPLT checks the rows of python3.11's lazy-binding PLT against the stub
 // layout: PLT0 pushes once (CFA rsp+16), then jumps with one more word pushed
 // (rsp+24); each 16-byte entry has CFA rsp+8 before its push at offset 11 and
 // rsp+16 after, which is the KindPLT expression with threshold 11.
 func TestPLT(t *testing.T) {
-	f := openELF(t, python311)
+	f := testutil.OpenELF(t, python311)
 	plt := f.Section(".plt")
 	if plt == nil {
 		t.Skip("no .plt")
@@ -98,11 +87,11 @@ func TestSignalFrame(t *testing.T) {
 // TestStopFrames: _start (python3's entry point) and the child side of clone
 // set the return address undefined; those pcs must end the walk.
 func TestStopFrames(t *testing.T) {
-	py := openELF(t, python311)
+	py := testutil.OpenELF(t, python311)
 	if r := buildFile(t, python311).Lookup(py.Entry); r.Kind != KindStop {
 		t.Errorf("python3.11 _start at %#x: %+v, want a stop row", py.Entry, r)
 	}
-	libc := openELF(t, libcX86)
+	libc := testutil.OpenELF(t, libcX86)
 	syms, err := libc.DynamicSymbols()
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +150,7 @@ func TestGaps(t *testing.T) {
 // TestEHFrameFromHeader: the PT_GNU_EH_FRAME route finds the same FDEs as the
 // section headers do.
 func TestEHFrameFromHeader(t *testing.T) {
-	f := openELF(t, libcX86)
+	f := testutil.OpenELF(t, libcX86)
 	data, addr, ok := ehFrameFromHeader(f)
 	if !ok {
 		t.Fatal("PT_GNU_EH_FRAME did not lead to .eh_frame")
@@ -214,7 +203,7 @@ func gcc(t *testing.T, dir, out string, args ...string) string {
 
 func symbolAddr(t *testing.T, path, name string) (uint64, uint64) {
 	t.Helper()
-	f := openELF(t, path)
+	f := testutil.OpenELF(t, path)
 	syms, err := f.Symbols()
 	if err != nil {
 		t.Fatalf("%s symbols: %v", path, err)
@@ -256,7 +245,7 @@ func TestDebugFrameOnly(t *testing.T) {
 	bin := gcc(t, dir, "prog", "-O2", "-g", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-exceptions")
 	only := filepath.Join(dir, "prog.debugframe")
 	testutil.Tool(t, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", bin, only)
-	if f := openELF(t, only); f.Section(".eh_frame") != nil || f.Section(".debug_frame") == nil {
+	if f := testutil.OpenELF(t, only); f.Section(".eh_frame") != nil || f.Section(".debug_frame") == nil {
 		t.Fatal("objcopy did not leave .debug_frame only")
 	}
 	for _, path := range []string{bin, only} {
@@ -341,7 +330,7 @@ func TestCache(t *testing.T) {
 }
 
 func TestBuildID(t *testing.T) {
-	f := openELF(t, libcX86)
+	f := testutil.OpenELF(t, libcX86)
 	out := runReadelf(t, "-n", libcX86)
 	m := regexp.MustCompile(`Build ID: ([0-9a-f]+)`).FindSubmatch(out)
 	if m == nil {
@@ -381,7 +370,7 @@ func TestCompact(t *testing.T) {
 // stub layout, checked here against the instructions in the file.
 func TestPLTARM64(t *testing.T) {
 	const path = "/usr/aarch64-linux-gnu/lib/libc.so.6"
-	f := openELF(t, path)
+	f := testutil.OpenELF(t, path)
 	plt := f.Section(".plt")
 	if plt == nil {
 		t.Skip("no .plt")
