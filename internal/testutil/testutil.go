@@ -76,6 +76,22 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 	return dst
 }
 
+// CompileC writes the C program text to dir/out.c and compiles it with
+// exactly flags (no defaults, unlike BuildC) into dir/out.
+func CompileC(t testing.TB, dir, out, text string, flags ...string) string {
+	t.Helper()
+	RequireTool(t, "gcc", "gcc")
+	src := filepath.Join(dir, out+".c")
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, out)
+	if b, err := exec.Command("gcc", append(append([]string{}, flags...), "-o", bin, src)...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v %s: %v\n%s", flags, src, err, b)
+	}
+	return bin
+}
+
 // BuildGo builds the Go program in testdata/src (a package, or a module
 // of its own) into dir/out.
 func BuildGo(t testing.TB, dir, out, src string) string {

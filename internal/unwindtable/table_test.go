@@ -2,7 +2,6 @@ package unwindtable
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -186,19 +185,7 @@ int main(int argc, char **argv) { dispatch(argc > 1 ? strtoul(argv[1], 0, 10) : 
 
 func gcc(t *testing.T, dir, out string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	src := filepath.Join(dir, "prog.c")
-	if err := os.WriteFile(src, []byte(testProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, out)
-	cmd := exec.Command("gcc", append(append([]string{}, args...), "-o", bin, src)...)
-	if o, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, o)
-	}
-	return bin
+	return testutil.CompileC(t, dir, out, testProg, args...)
 }
 
 func symbolAddr(t *testing.T, path, name string) (uint64, uint64) {
@@ -271,12 +258,7 @@ func TestNoUnwindInfo(t *testing.T) {
 	bin := gcc(t, dir, "prog", "-O2", "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-nostartfiles", "-Wl,-e,main", "-Wl,--no-eh-frame-hdr")
 	bare := filepath.Join(dir, "prog.bare")
 	testutil.Tool(t, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame", bin, bare)
-	f, err := os.Open(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := Build(f); err != ErrNoUnwindInfo {
+	if _, err := Build(testutil.Open(t, bare)); err != ErrNoUnwindInfo {
 		t.Fatalf("Build: %v, want ErrNoUnwindInfo", err)
 	}
 }
@@ -316,7 +298,7 @@ func TestCache(t *testing.T) {
 	if err != nil || k4.BuildID != "" || k4.Ino == 0 || t4 == nil {
 		t.Fatalf("no build-id file: key %v, err %v", k4, err)
 	}
-	if _, _, err := c.Get(filepath.Join(dir, "prog.c")); err == nil || strings.Contains(err.Error(), "\n") {
+	if _, _, err := c.Get(filepath.Join(dir, "noid.c")); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a C source file: err %v, want one line", err)
 	}
 	s := c.Stats()
