@@ -41,6 +41,23 @@ func Golden(t testing.TB, path string, got []byte) {
 	}
 }
 
+// WantErr checks the error of a table case that wants one containing
+// want, or none when want is "": it fails the test otherwise, and reports
+// whether an error was wanted (the case has nothing more to check).
+func WantErr(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+	return true
+}
+
 // SameLines reports whether got and want hold the same lines in any
 // order; if not, it fails t ("what: ... differ from whose") and logs the
 // first line that differs once both are sorted.
