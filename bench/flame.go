@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 var flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
@@ -33,14 +31,8 @@ func flameScale(dir string) bool {
 	out := filepath.Join(dir, "flame.html")
 	cmd := exec.Command(*sondeBin, "flamegraph", "-i", in, "-o", out)
 	cmd.Stderr = os.Stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		fail(fmt.Sprintf("sonde flamegraph: %v", err))
-	}
-	secs := time.Since(start).Seconds()
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	rss := float64(ru.Maxrss) / 1024 // Linux reports kilobytes
-	cpu := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	u := measure(cmd)
+	secs, rss, cpu := u.wall, u.rssMiB, u.cpu
 	html := float64(size(out)) / (1 << 20)
 	verdict := func(ok bool) string {
 		if ok {

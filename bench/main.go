@@ -173,9 +173,9 @@ func bench(dir string, chosen []section, root bool) bool {
 	wall := map[string][]float64{}
 	rss := map[string][]float64{}
 	interleave("reports", 3, len(jobs), func(i int) {
-		w, m := timed(jobs[i].args)
-		wall[jobs[i].name] = append(wall[jobs[i].name], w)
-		rss[jobs[i].name] = append(rss[jobs[i].name], m)
+		u := measure(exec.Command(jobs[i].args[0], jobs[i].args[1:]...))
+		wall[jobs[i].name] = append(wall[jobs[i].name], u.wall)
+		rss[jobs[i].name] = append(rss[jobs[i].name], u.rssMiB)
 	})
 	for _, j := range jobs {
 		fmt.Printf("   %-32s %8.2f s  %8.1f MiB peak RSS\n", j.name, median(wall[j.name]), median(rss[j.name]))
@@ -261,15 +261,20 @@ func sondeSamples(path string) int {
 	return r.Samples
 }
 
-func timed(args []string) (float64, float64) {
-	cmd := exec.Command(args[0], args[1:]...)
+// usage is what one run of a command took: wall seconds, peak RSS in
+// MiB, and CPU seconds (user and system, of it and the children it
+// waited for).
+type usage struct{ wall, rssMiB, cpu float64 }
+
+// measure runs cmd to its end and returns what it took.
+func measure(cmd *exec.Cmd) usage {
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		fail(fmt.Sprintf("%s: %v", strings.Join(args, " "), err))
+		fail(fmt.Sprintf("%s: %v", strings.Join(cmd.Args, " "), err))
 	}
-	w := time.Since(start).Seconds()
+	wall := time.Since(start).Seconds()
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return w, float64(ru.Maxrss) / 1024
+	return usage{wall, float64(ru.Maxrss) / 1024, float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9} // Linux's Maxrss is in KiB
 }
 
 func mustRun(args ...string) {
@@ -381,17 +386,10 @@ func seed002() {
 	var cpuBase, cpuUnder, ratesUnder []float64
 	runOnce := func() (float64, float64, float64) {
 		c0 := ctxt()
-		start := time.Now()
-		cmd := exec.Command("sh", "-c", pipeline)
-		if err := cmd.Run(); err != nil {
-			fail("pipeline: " + err.Error())
-		}
-		el := time.Since(start).Seconds()
 		// CPU time of the pipeline (sh and the dd processes it waited for):
 		// the switch hook runs inside their context switches.
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		cpu := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-		return el, float64(ctxt()-c0) / el, cpu
+		u := measure(exec.Command("sh", "-c", pipeline))
+		return u.wall, float64(ctxt()-c0) / u.wall, u.cpu
 	}
 	var base, under, rates []float64
 	for r := 0; r < *reps; r++ {
