@@ -258,9 +258,7 @@ func syscountExact(t *testing.T, dir string, mode []string) {
 			TotalNS uint64 `json:"total_ns"`
 		} `json:"syscalls"`
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
-		t.Fatalf("%v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &s)
 	found, exits := false, uint64(0)
 	for _, c := range s.Syscalls {
 		if c.Name == "exit_group" {
@@ -357,9 +355,7 @@ func TestRunqlat(t *testing.T) {
 	var stMeta struct {
 		Duration float64 `json:"duration_ns"`
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &rqOut); err != nil {
-		t.Fatalf("runqlat JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rqOut)
 	b, err := os.ReadFile(filepath.Join(dir, "stat.json"))
 	if err != nil || json.Unmarshal(b, &s) != nil || json.Unmarshal(b, &stMeta) != nil {
 		t.Fatalf("stat JSON: %v\n%s", err, b)

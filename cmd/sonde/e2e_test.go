@@ -6,7 +6,6 @@ package main
 // recordings never measure each other.
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -48,9 +47,7 @@ func reportJSON(t *testing.T, dir string, args ...string) jsonReport {
 	t.Helper()
 	r := testutil.MustRun(t, dir, append([]string{"report", "--json"}, args...)...)
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("report JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	return rep
 }
 
@@ -510,9 +507,7 @@ func TestProfileBPF(t *testing.T) {
 	pid := strconv.Itoa(w.Process.Pid)
 	r := testutil.MustRun(t, dir, "profile", "-F", "997", "-p", pid, "-d", "2s", "--json", "-o", "prof.data", "--flamegraph", "prof.html")
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	checkSplit(t, rep, "spin_a", "spin_b")
 	// The data file feeds the usual views, with call chains.
 	rep = reportJSON(t, dir, "-i", "prof.data", "--children")

@@ -47,7 +47,7 @@ func runEnv(t *testing.T, dir string, env []string, stdin []byte, args ...string
 		}
 		code = ee.ExitCode()
 	}
-	return testutil.Result{Stdout: o.String(), Stderr: e.String(), Code: code}
+	return testutil.Result{Args: args, Stdout: o.String(), Stderr: e.String(), Code: code}
 }
 
 func mustEnv(t *testing.T, dir string, env []string, stdin []byte, args ...string) testutil.Result {

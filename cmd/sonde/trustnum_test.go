@@ -285,9 +285,7 @@ func TestDeletedDirectory(t *testing.T) {
 	checkSplit(t, reportJSON(t, dir, "-i", "d.data", "--no-children"), "spin_a", "spin_b")
 	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", wp, "-d", "1s", "--json")
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	checkSplit(t, rep, "spin_a", "spin_b")
 
 	testutil.MustRun(t, dir, "probe", "-p", tp, "-a", "tick")
@@ -343,9 +341,7 @@ func TestProfileShortLived(t *testing.T) {
 		t.Fatalf("the workload outlived the profile: make it shorter")
 	}
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	for _, e := range rep.Entries {
 		if s := e.Keys["sym"]; strings.HasPrefix(s, "[unknown]") {
 			t.Errorf("frame %q of the exited process", s)

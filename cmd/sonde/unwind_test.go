@@ -5,7 +5,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -313,9 +312,7 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 		p := strconv.Itoa(w.Process.Pid)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
 		var j userStacksJSON
-		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
-			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-		}
+		r.JSON(t, &j)
 		f := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--folded")
 		return j, folded(t, f.Stdout)
 	}
@@ -375,9 +372,7 @@ func TestProfileUnwindsVDSO(t *testing.T) {
 	w := testutil.Start(t, bin, "4", "clock")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
 	var j userStacksJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &j)
 	u := j.UserStacks
 	t.Logf("%+v", u)
 	if u.Total < 300 || float64(u.Complete) < 0.99*float64(u.Total) || float64(u.FPFallback) > 0.01*float64(u.Total) {
@@ -402,9 +397,7 @@ func TestProfileFrameLimit(t *testing.T) {
 				FrameLimit uint64 `json:"truncated_frame_limit"`
 			} `json:"user_stacks"`
 		}
-		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
-			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-		}
+		r.JSON(t, &j)
 		t.Logf("depth %s: %+v", c.depth, j.U)
 		got := j.U.FrameLimit
 		if !c.limited {

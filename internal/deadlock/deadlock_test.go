@@ -1,7 +1,6 @@
 package deadlock
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -24,9 +23,7 @@ func traceWorkload(t *testing.T, bin, mode string) Report {
 		t.Fatalf("sonde deadlock -- %s %s: exit %d\n%s%s", bin, mode, r.Code, r.Stdout, r.Stderr)
 	}
 	var rep Report
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("reading the report: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	if rep.Counters.Dropped() > 0 || rep.Counters.StackFailed > 0 {
 		t.Errorf("the program dropped events: %+v", rep.Counters)
 	}

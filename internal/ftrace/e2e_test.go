@@ -1,7 +1,6 @@
 package ftrace
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -80,9 +79,7 @@ func sondeReport(t *testing.T, dir, data string) (map[string]int, reportDoc) {
 	t.Helper()
 	r := testutil.MustRun(t, dir, "ftrace", "report", "--json", "-i", data)
 	var doc reportDoc
-	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
-		t.Fatalf("report --json: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &doc)
 	counts := map[string]int{}
 	for _, f := range doc.Functions {
 		if traced[f.Function] {

@@ -4,10 +4,12 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -142,8 +144,18 @@ func Sonde(t testing.TB) string {
 
 // Result of one sonde run.
 type Result struct {
+	Args           []string // sonde's arguments
 	Stdout, Stderr string
 	Code           int
+}
+
+// JSON decodes the run's standard output into v; the test fails, showing
+// the output, when it is not that JSON.
+func (r Result) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
+		t.Fatalf("sonde %s: decoding its JSON output: %v\n%.2000s", strings.Join(r.Args, " "), err, r.Stdout)
+	}
 }
 
 // Run runs sonde with args in dir.
@@ -162,7 +174,7 @@ func Run(t testing.TB, dir string, args ...string) Result {
 			t.Fatalf("running sonde %v: %v", args, err)
 		}
 	}
-	return Result{Stdout: o.String(), Stderr: e.String(), Code: code}
+	return Result{Args: args, Stdout: o.String(), Stderr: e.String(), Code: code}
 }
 
 // MustRun runs sonde and fails the test on a non-zero exit.
