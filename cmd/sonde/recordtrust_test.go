@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,7 +72,7 @@ func TestRecordMemoryFlat(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("record: %v\n%s", err, out)
 	}
-	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	peak := testutil.PeakRSS(cmd)
 	rep := reportJSON(t, dir, "-i", "long.data")
 	st, _ := os.Stat(filepath.Join(dir, "long.data"))
 	t.Logf("record -a -g -F 4000 for 60 s: %d samples, %d bytes on disk, peak RSS %d KiB", rep.Samples, st.Size(), peak)
