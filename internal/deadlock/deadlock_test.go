@@ -5,14 +5,7 @@ import (
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
-
-func TestJSONVocabulary(t *testing.T) {
-	if bad := jsonout.Undocumented(Report{}); len(bad) > 0 {
-		t.Errorf("deadlock writes keys missing from the vocabulary (internal/view/jsonout, docs/json.md): %v", bad)
-	}
-}
 
 // traceWorkload runs testdata/deadlock.c in mode under sonde deadlock and
 // returns its JSON report.
