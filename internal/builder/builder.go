@@ -12,9 +12,11 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
@@ -450,6 +452,23 @@ func (b *Builder) DropSamples() {
 // now, once each, while they are still on disk.
 func (b *Builder) Finish(meta model.Meta) *model.Profile {
 	return b.FinishWith(symbolize.Default(), meta)
+}
+
+// FinishLive finishes the profile of a live BPF tool (profile, offcpu,
+// memleak): it names the target (pid 0: the whole system) and the host,
+// adds the tool's warnings, then one when user stacks came out incomplete
+// (user nil: the tool does not warn about them).
+func (b *Builder) FinishLive(meta model.Meta, pid int, user *stackstat.Completeness, warnings ...string) *model.Profile {
+	meta.Target = "system-wide"
+	if pid != 0 {
+		meta.Target = fmt.Sprintf("pid %d", pid)
+	}
+	host.Fill(&meta)
+	meta.Warnings = append(meta.Warnings, warnings...)
+	if user != nil && user.Total > user.Complete {
+		meta.Warnings = append(meta.Warnings, "user "+user.String())
+	}
+	return b.Finish(meta)
 }
 
 // FinishWith names locations with s (tests pass fake resolvers).
