@@ -6,7 +6,6 @@
 package builder
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"sort"
@@ -31,8 +30,7 @@ type Builder struct {
 	dsos         map[symbolize.Object]int32 // object → index into prof.DSOs
 	objs         []symbolize.Object         // what each DSO is, for the symbolize pass
 	rawLocs      map[rawLoc]int32
-	stacks       map[string]int32
-	keyBuf       []byte
+	stacks       model.Stacks
 	frames       []int32
 	frameBuf     []Frame // reused by the unwinder, one sample at a time
 	kernelDSO    int32
@@ -82,7 +80,6 @@ func New() *Builder {
 		threads:      model.Threads{},
 		dsos:         map[symbolize.Object]int32{},
 		rawLocs:      map[rawLoc]int32{},
-		stacks:       map[string]int32{},
 		kernelDSO:    -1,
 		syntheticDSO: -1,
 		Unwinder:     FramePointer{},
@@ -240,16 +237,7 @@ func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 		}
 		b.frames = append(b.frames, id)
 	}
-	b.keyBuf = b.keyBuf[:0]
-	for _, id := range b.frames {
-		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
-	}
-	st, ok := b.stacks[string(b.keyBuf)]
-	if !ok {
-		st = int32(len(b.prof.Stacks))
-		b.stacks[string(b.keyBuf)] = st
-		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), b.frames...))
-	}
+	st := b.stacks.ID(&b.prof, b.frames)
 	var raw []byte
 	if len(s.Raw) > 0 {
 		raw = append([]byte(nil), s.Raw...)
@@ -409,17 +397,7 @@ func (b *Builder) SampleLocs(pid, tid uint32, locs []int32, period uint64) {
 
 // SampleLocsN adds n identical samples (counts aggregated in the kernel).
 func (b *Builder) SampleLocsN(pid, tid uint32, locs []int32, period, n uint64) {
-	b.keyBuf = b.keyBuf[:0]
-	for _, id := range locs {
-		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
-	}
-	st, ok := b.stacks[string(b.keyBuf)]
-	if !ok {
-		st = int32(len(b.prof.Stacks))
-		b.stacks[string(b.keyBuf)] = st
-		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), locs...))
-	}
-	smp := model.Sample{Thread: b.thread(pid, tid), Stack: st, Period: period}
+	smp := model.Sample{Thread: b.thread(pid, tid), Stack: b.stacks.ID(&b.prof, locs), Period: period}
 	for i := uint64(0); i < n; i++ {
 		b.prof.Samples = append(b.prof.Samples, smp)
 	}
