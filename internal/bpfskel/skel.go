@@ -213,12 +213,7 @@ func (s *Session) attach(c Choice) error {
 		group, name, _ := strings.Cut(h.event, ":")
 		l, err = link.Tracepoint(group, name, p, nil)
 	case Kprobe:
-		o := &link.KprobeOptions{Cookie: h.cookie}
-		if h.ret {
-			l, err = link.Kretprobe(h.event, p, o)
-		} else {
-			l, err = link.Kprobe(h.event, p, o)
-		}
+		l, err = entryOrReturn(h.ret, link.Kprobe, link.Kretprobe)(h.event, p, &link.KprobeOptions{Cookie: h.cookie})
 	case UprobeMulti:
 		return s.attachMulti(p, c)
 	case Uprobe:
@@ -230,11 +225,7 @@ func (s *Session) attach(c Choice) error {
 			return fmt.Errorf("opening %s: %w", h.binary, err)
 		}
 		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie, Offset: h.offset}
-		if h.ret {
-			l, err = ex.Uretprobe(h.event, p, o)
-		} else {
-			l, err = ex.Uprobe(h.event, p, o)
-		}
+		l, err = entryOrReturn(h.ret, ex.Uprobe, ex.Uretprobe)(h.event, p, o)
 	case PerfEvent:
 		return s.attachPerf(p, h)
 	default:
@@ -249,6 +240,15 @@ func (s *Session) attach(c Choice) error {
 	}
 	s.links = append(s.links, l)
 	return nil
+}
+
+// entryOrReturn picks the probe of a function's return for a return hook
+// (kprobes and uprobes alike), else the probe of its entry.
+func entryOrReturn[O any](ret bool, entry, exit func(string, *ebpf.Program, O) (link.Link, error)) func(string, *ebpf.Program, O) (link.Link, error) {
+	if ret {
+		return exit
+	}
+	return entry
 }
 
 type perfFD int
