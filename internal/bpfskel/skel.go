@@ -71,6 +71,7 @@ type Session struct {
 	links   []io.Closer
 	gate    *ebpf.Variable
 	child   *runctl.Child
+	rings   []*Ring
 }
 
 // Open loads and attaches t. On error everything opened so far is closed
@@ -326,7 +327,29 @@ func (s *Session) Run(ctx context.Context, o runctl.Options) (runctl.Result, err
 	}
 	r, err := runctl.Run(ctx, o)
 	s.Detach()
+	// The programs are detached: what is left in the rings is the last of
+	// their records, read before Run returns.
+	s.stopRings()
 	return r, err
+}
+
+// ReadRing reads the ring buffer m, calling fn with each record on the
+// reader's goroutine, until Run (or Close) has detached the programs and
+// fn has seen every record they wrote.
+func (s *Session) ReadRing(m *ebpf.Map, fn func([]byte)) error {
+	r, err := ReadRing(m, fn)
+	if err != nil {
+		return err
+	}
+	s.rings = append(s.rings, r)
+	return nil
+}
+
+func (s *Session) stopRings() {
+	for _, r := range s.rings {
+		r.Stop()
+	}
+	s.rings = nil
 }
 
 // Detach stops the programs (links and perf events); maps stay readable.
@@ -345,6 +368,7 @@ func (s *Session) Detach() {
 // Close detaches and frees everything; a command never released is killed.
 func (s *Session) Close() {
 	s.Detach()
+	s.stopRings()
 	if s.child != nil {
 		s.child.Abort()
 		s.child = nil
