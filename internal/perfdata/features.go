@@ -61,22 +61,18 @@ func (rd *reader) feature(bit int, b []byte) error {
 		f.CPUID, err = c.str()
 	case FeatNrCPUs:
 		f.NrCPUsAvail, f.NrCPUsOnline = c.u32(), c.u32()
-		err = c.err
 	case FeatTotalMem:
 		f.TotalMemKB = c.u64()
-		err = c.err
 	case FeatCmdline:
 		f.Cmdline, err = c.strList()
 	case FeatSampleTime:
 		f.SampleTimeStart, f.SampleTimeEnd = c.u64(), c.u64()
-		err = c.err
 	case FeatClockID:
 		f.ClockResNS = c.u64()
-		err = c.err
 	case FeatClockData:
 		c.u32() // version
 		cd := &ClockData{ClockID: c.u32(), WallClockNS: c.u64(), ClockNS: c.u64()}
-		if err = c.err; err == nil {
+		if c.err == nil {
 			f.Clock = cd
 		}
 	case FeatEventDesc:
@@ -86,10 +82,10 @@ func (rd *reader) feature(bit int, b []byte) error {
 		// all this reader takes.
 		return fmt.Errorf("directory-format recordings (perf record --dir) are not supported; convert with perf inject")
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		err = c.err // the fixed-size features read without a check of their own
 	}
-	return nil
+	return err
 }
 
 // str reads a perf_header_string: a u32 length (padding included) and a
