@@ -10,7 +10,7 @@ import (
 func newDeadlockCmd() *cobra.Command {
 	l := &cli.Live{}
 	var o deadlock.Options
-	cmd := l.Command(acceptsCommand(&cobra.Command{
+	cmd := l.Command(cli.AcceptsCommand(&cobra.Command{
 		Use:   "deadlock [flags] [--] [COMMAND [ARGS…]]",
 		Short: "lock-order inversions (potential deadlocks) of pthread mutexes and rwlocks (uprobes, BPF)",
 		Long: "Keep the order in which threads take pthread mutexes and rwlocks as a graph in the kernel and\n" +
@@ -20,7 +20,7 @@ func newDeadlockCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.Lib, "lib", "", "library or binary with the pthread functions (default: libc.so.6)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if l.Pid != 0 && len(args) > 0 {
-			return usagef("give -p PID or a command, not both")
+			return cli.Usagef("give -p PID or a command, not both")
 		}
 		what := "tracing lock order"
 		if len(args) > 0 {
@@ -39,7 +39,7 @@ func newDeadlockCmd() *cobra.Command {
 		if err := l.W.Final(deadlock.NewReport(res, tgt)); err != nil || res.Command == nil {
 			return err
 		}
-		return exitWith(res.ExitCode)
+		return cli.ExitWith(res.ExitCode)
 	}
 	return cmd
 }

@@ -12,7 +12,7 @@ import (
 func newMemleakCmd() *cobra.Command {
 	l := &cli.Live{MinInterval: 100 * time.Millisecond}
 	o, v := memleak.Options{Version: version}, memleak.View{}
-	cmd := l.Command(acceptsCommand(memleak.Command()), "trace this process")
+	cmd := l.Command(cli.AcceptsCommand(memleak.Command()), "trace this process")
 	v.AddFlags(cmd.Flags(), &o)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, tgt, stop, err := l.Start(cmd, nil, "tracing allocations")

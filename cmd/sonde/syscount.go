@@ -13,7 +13,7 @@ import (
 func newSyscountCmd() *cobra.Command {
 	l := &cli.Live{}
 	var so syscounts.Options
-	cmd := l.Command(acceptsCommand(&cobra.Command{
+	cmd := l.Command(cli.AcceptsCommand(&cobra.Command{
 		Use:   "syscount [flags] [--] [COMMAND [ARGS…]]",
 		Short: "system calls counted and timed in the kernel, named from the architecture's table",
 		Long: "Count system calls in the kernel, as bcc's syscount does: of a command given after the options,\n" +
@@ -32,9 +32,9 @@ func newSyscountCmd() *cobra.Command {
 			what = "" // the command's run is the measurement
 		}
 		return l.RunE(what, func(ctx context.Context, tgt string, args []string) error {
-			t := target{Command: args}
+			t := cli.Target{Command: args}
 			if l.Pid != 0 {
-				t = target{Alongside: args}
+				t = cli.Target{Alongside: args}
 			} else if len(args) > 0 {
 				tgt = t.String()
 			}
@@ -57,7 +57,7 @@ func newSyscountCmd() *cobra.Command {
 			if err := l.W.Final(syscounts.New(res, so)); err != nil {
 				return err
 			}
-			return exitWith(exit)
+			return cli.ExitWith(exit)
 		})(cmd, args)
 	}
 	return cmd
