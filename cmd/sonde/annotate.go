@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/annotate"
@@ -45,12 +47,8 @@ func newAnnotateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out := cli.Stdout()
-		if asJSON {
-			return out.Finish(annotate.WriteJSON(out, funcs))
-		}
-		annotate.WriteText(out, p, funcs, o)
-		return out.Finish(nil)
+		return cli.WriteStdout(asJSON, func(w io.Writer) error { return annotate.WriteJSON(w, funcs) },
+			func(w io.Writer) { annotate.WriteText(w, p, funcs, o) })
 	}
 	return cmd
 }

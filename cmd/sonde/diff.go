@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -39,12 +40,8 @@ func newDiffCmd() *cobra.Command {
 			return err
 		}
 		rows := diff.Compare(base, cur, diff.Options{Sort: keys, Min: minPct})
-		out := cli.Stdout()
-		if asJSON {
-			return out.Finish(diff.WriteJSON(out, rows))
-		}
-		diff.WriteText(out, base, cur, rows)
-		return out.Finish(nil)
+		return cli.WriteStdout(asJSON, func(w io.Writer) error { return diff.WriteJSON(w, rows) },
+			func(w io.Writer) { diff.WriteText(w, base, cur, rows) })
 	}
 	return cmd
 }

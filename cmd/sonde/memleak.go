@@ -1,7 +1,7 @@
 package main
 
 import (
-	"time"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -10,17 +10,12 @@ import (
 )
 
 func newMemleakCmd() *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond}
+	l := &cli.Live{Intervals: true, TakesCommand: true}
 	o, v := memleak.Options{Version: version}, memleak.View{}
-	cmd := l.Command(cli.AcceptsCommand(memleak.Command()), "trace this process")
+	cmd := l.Command(memleak.Command(), "trace this process")
 	v.AddFlags(cmd.Flags(), &o)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx, tgt, stop, err := l.Start(cmd, nil, "tracing allocations")
-		if err != nil {
-			return err
-		}
-		defer stop()
+	cmd.RunE = l.RunE("tracing allocations", func(ctx context.Context, tgt string, args []string) error {
 		return memleak.Main(ctx, l, o, v, tgt, args)
-	}
+	})
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -80,6 +81,17 @@ func (o *Output) Finish(err error) error {
 		return err
 	}
 	return o.Close()
+}
+
+// WriteStdout writes a view to standard output: with asJSON its JSON,
+// else its text.
+func WriteStdout(asJSON bool, writeJSON func(io.Writer) error, writeText func(io.Writer)) error {
+	out := Stdout()
+	if asJSON {
+		return out.Finish(writeJSON(out))
+	}
+	writeText(out)
+	return out.Finish(nil)
 }
 
 // FileSize is a file's size for humans (KiB, MiB, GiB), "?" when unknown.
