@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/annotate"
@@ -47,8 +45,8 @@ func newAnnotateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return cli.WriteStdout(asJSON, func(w io.Writer) error { return annotate.WriteJSON(w, funcs) },
-			func(w io.Writer) { annotate.WriteText(w, p, funcs, o) })
+		return cli.WriteStdout(asJSON, func(w *cli.Output) error { return annotate.WriteJSON(w, funcs) },
+			func(w *cli.Output) { annotate.WriteText(w, p, funcs, o) })
 	}
 	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -40,8 +39,8 @@ func newDiffCmd() *cobra.Command {
 			return err
 		}
 		rows := diff.Compare(base, cur, diff.Options{Sort: keys, Min: minPct})
-		return cli.WriteStdout(asJSON, func(w io.Writer) error { return diff.WriteJSON(w, rows) },
-			func(w io.Writer) { diff.WriteText(w, base, cur, rows) })
+		return cli.WriteStdout(asJSON, func(w *cli.Output) error { return diff.WriteJSON(w, rows) },
+			func(w *cli.Output) { diff.WriteText(w, base, cur, rows) })
 	}
 	return cmd
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 
@@ -85,7 +84,7 @@ func (o *Output) Finish(err error) error {
 
 // WriteStdout writes a view to standard output: with asJSON its JSON,
 // else its text.
-func WriteStdout(asJSON bool, writeJSON func(io.Writer) error, writeText func(io.Writer)) error {
+func WriteStdout(asJSON bool, writeJSON func(*Output) error, writeText func(*Output)) error {
 	out := Stdout()
 	if asJSON {
 		return out.Finish(writeJSON(out))
