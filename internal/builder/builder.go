@@ -276,13 +276,7 @@ func (b *Builder) loc(pid uint32, f Frame) int32 {
 			return -1
 		}
 	}
-	if id, ok := b.rawLocs[k]; ok {
-		return id
-	}
-	id := int32(len(b.prof.Locs))
-	b.rawLocs[k] = id
-	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
-	return id
+	return model.Intern(b.rawLocs, &b.prof.Locs, k, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 }
 
 func find(ms []mapping, addr uint64) (mapping, bool) {
@@ -434,17 +428,17 @@ func (b *Builder) Finish(meta model.Meta) *model.Profile {
 
 // FinishLive finishes the profile of a live BPF tool (profile, offcpu,
 // memleak): it names the target (pid 0: the whole system) and the host,
-// adds the tool's warnings, then one when user stacks came out incomplete
-// (user nil: the tool does not warn about them).
-func (b *Builder) FinishLive(meta model.Meta, pid int, user *stackstat.Completeness, warnings ...string) *model.Profile {
+// adds the tool's warnings, then one when user stacks were taken (user)
+// and came out incomplete (stacks).
+func (b *Builder) FinishLive(meta model.Meta, pid int, user bool, stacks *stackstat.Completeness, warnings ...string) *model.Profile {
 	meta.Target = "system-wide"
 	if pid != 0 {
 		meta.Target = fmt.Sprintf("pid %d", pid)
 	}
 	host.Fill(&meta)
 	meta.Warnings = append(meta.Warnings, warnings...)
-	if user != nil && user.Total > user.Complete {
-		meta.Warnings = append(meta.Warnings, "user "+user.String())
+	if user && stacks.Total > stacks.Complete {
+		meta.Warnings = append(meta.Warnings, "user "+stacks.String())
 	}
 	return b.Finish(meta)
 }

@@ -322,7 +322,7 @@ func (c *collector) collect(final bool) (*Result, error) {
 	if res.Counters.MapFull > 0 {
 		warn = append(warn, fmt.Sprintf("%d allocations not tracked: a map was full (raise the limit or sample)", res.Counters.MapFull))
 	}
-	res.Profile = b.FinishLive(meta, c.o.Pid, nil, warn...)
+	res.Profile = b.FinishLive(meta, c.o.Pid, false, nil, warn...)
 	trimTracing(res.Profile)
 	sortRows(res)
 	return res, nil

@@ -190,11 +190,7 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 	if res.Errors.StackFailures > 0 {
 		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
-	var user *unwind.Completeness // a warning when incomplete, if user stacks were taken
-	if o.User {
-		user = &res.Stacks
-	}
-	res.Profile = b.FinishLive(meta, o.Pid, user, warn...)
+	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	trimBPFFrames(res.Profile)
 	return res, nil
 }

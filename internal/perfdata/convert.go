@@ -385,13 +385,7 @@ func (c *converter) loc(pid uint32, addr uint64, mode int, leaf bool) int32 {
 			}
 		}
 	}
-	if id, ok := c.rawLocs[k]; ok {
-		return id
-	}
-	id := int32(len(c.prof.Locs))
-	c.rawLocs[k] = id
-	c.prof.Locs = append(c.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
-	return id
+	return model.Intern(c.rawLocs, &c.prof.Locs, k, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 }
 
 // Format is what a file holds, told from its first bytes.

@@ -227,10 +227,6 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	if res.Errors.KernelStack > 0 {
 		warn = append(warn, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
 	}
-	var user *unwind.Completeness // a warning when incomplete, if user stacks were taken
-	if o.User {
-		user = &res.Stacks
-	}
-	res.Profile = b.FinishLive(meta, o.Pid, user, warn...)
+	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	return res, nil
 }
