@@ -55,35 +55,23 @@ type cursor struct {
 	err error
 }
 
-func (c *cursor) u64() uint64 {
-	if c.err != nil || c.off+8 > len(c.b) {
+// zeros is what a fixed-size field reads as once the body is used up.
+var zeros [8]byte
+
+// field returns the next n (at most 8) bytes; past the end, n zero bytes,
+// and the cursor keeps errShort.
+func (c *cursor) field(n int) []byte {
+	if c.err != nil || c.off+n > len(c.b) {
 		c.err = errShort
-		return 0
+		return zeros[:n]
 	}
-	v := c.bo.Uint64(c.b[c.off:])
-	c.off += 8
-	return v
+	c.off += n
+	return c.b[c.off-n : c.off]
 }
 
-func (c *cursor) u32() uint32 {
-	if c.err != nil || c.off+4 > len(c.b) {
-		c.err = errShort
-		return 0
-	}
-	v := c.bo.Uint32(c.b[c.off:])
-	c.off += 4
-	return v
-}
-
-func (c *cursor) u16() uint16 {
-	if c.err != nil || c.off+2 > len(c.b) {
-		c.err = errShort
-		return 0
-	}
-	v := c.bo.Uint16(c.b[c.off:])
-	c.off += 2
-	return v
-}
+func (c *cursor) u64() uint64 { return c.bo.Uint64(c.field(8)) }
+func (c *cursor) u32() uint32 { return c.bo.Uint32(c.field(4)) }
+func (c *cursor) u16() uint16 { return c.bo.Uint16(c.field(2)) }
 
 func (c *cursor) skip(n uint64) {
 	if c.err != nil || n > uint64(len(c.b)-c.off) {
