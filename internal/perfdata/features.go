@@ -41,24 +41,19 @@ func (rd *reader) wantFeature(bit int) bool {
 func (rd *reader) feature(bit int, b []byte) error {
 	c := cursor{b: b, bo: rd.bo}
 	f := rd.f
+	// The features that are one perf_header_string.
+	strs := map[int]*string{FeatHostname: &f.Hostname, FeatOSRelease: &f.OSRelease, FeatVersion: &f.PerfVersion,
+		FeatArch: &f.Arch, FeatCPUDesc: &f.CPUDesc, FeatCPUID: &f.CPUID}
 	var err error
+	if s, ok := strs[bit]; ok {
+		*s, err = c.str()
+		return err
+	}
 	switch bit {
 	case FeatTracingData:
 		f.Tracing, err = parseTracing(b)
 	case FeatBuildID:
 		err = rd.buildIDs(b)
-	case FeatHostname:
-		f.Hostname, err = c.str()
-	case FeatOSRelease:
-		f.OSRelease, err = c.str()
-	case FeatVersion:
-		f.PerfVersion, err = c.str()
-	case FeatArch:
-		f.Arch, err = c.str()
-	case FeatCPUDesc:
-		f.CPUDesc, err = c.str()
-	case FeatCPUID:
-		f.CPUID, err = c.str()
 	case FeatNrCPUs:
 		f.NrCPUsAvail, f.NrCPUsOnline = c.u32(), c.u32()
 	case FeatTotalMem:
