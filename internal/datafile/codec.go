@@ -14,6 +14,12 @@ func (e *enc) str(s string) {
 	e.uvarint(uint64(len(s)))
 	e.b = append(e.b, s...)
 }
+func (e *enc) strs(ss []string) {
+	e.uvarint(uint64(len(ss)))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
 func (e *enc) bool(v bool) {
 	if v {
 		e.b = append(e.b, 1)
@@ -100,6 +106,15 @@ func (d *dec) str() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// strs reads a counted list of strings (nil when empty).
+func (d *dec) strs() []string {
+	var ss []string
+	for n := d.count(1); len(ss) < n; {
+		ss = append(ss, d.str())
+	}
+	return ss
 }
 
 // count reads an element count and checks that the section can hold that

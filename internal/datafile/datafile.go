@@ -405,10 +405,7 @@ func encodeMeta(e *enc, m *model.Meta) {
 	e.uvarint(m.Period)
 	e.bool(m.Callchain)
 	e.str(m.Target)
-	e.uvarint(uint64(len(m.Command)))
-	for _, c := range m.Command {
-		e.str(c)
-	}
+	e.strs(m.Command)
 	e.str(m.Hostname)
 	e.str(m.Kernel)
 	e.str(m.Arch)
@@ -419,10 +416,7 @@ func encodeMeta(e *enc, m *model.Meta) {
 	e.str(m.SondeVersion)
 	e.varint(int64(m.ExitCode))
 	e.str(m.Unwinder)
-	e.uvarint(uint64(len(m.Warnings)))
-	for _, w := range m.Warnings {
-		e.str(w)
-	}
+	e.strs(m.Warnings)
 	e.str(m.Unit)
 	e.uvarint(uint64(len(m.Events)))
 	for _, ev := range m.Events {
@@ -467,10 +461,7 @@ func decodeMeta(d *dec, m *model.Meta) {
 	m.Period = d.uvarint()
 	m.Callchain = d.bool()
 	m.Target = d.str()
-	n := d.count(1)
-	for i := 0; i < n; i++ {
-		m.Command = append(m.Command, d.str())
-	}
+	m.Command = d.strs()
 	m.Hostname = d.str()
 	m.Kernel = d.str()
 	m.Arch = d.str()
@@ -481,12 +472,9 @@ func decodeMeta(d *dec, m *model.Meta) {
 	m.SondeVersion = d.str()
 	m.ExitCode = int(d.varint())
 	m.Unwinder = d.str()
-	n = d.count(1)
-	for i := 0; i < n; i++ {
-		m.Warnings = append(m.Warnings, d.str())
-	}
+	m.Warnings = d.strs()
 	m.Unit = d.str()
-	n = d.count(6)
+	n := d.count(6)
 	for i := 0; i < n && d.err == nil; i++ {
 		ev := model.EventInfo{Name: d.str(), Kind: d.str(), Freq: d.uvarint(), Period: d.uvarint(), Filter: d.str()}
 		nf := d.count(6)
