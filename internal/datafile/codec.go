@@ -14,10 +14,13 @@ func (e *enc) str(s string) {
 	e.uvarint(uint64(len(s)))
 	e.b = append(e.b, s...)
 }
-func (e *enc) strs(ss []string) {
-	e.uvarint(uint64(len(ss)))
-	for _, s := range ss {
-		e.str(s)
+func (e *enc) strs(ss []string) { list(e, ss, e.str) }
+
+// list writes a counted list: its length, then each element with put.
+func list[T any](e *enc, xs []T, put func(T)) {
+	e.uvarint(uint64(len(xs)))
+	for _, x := range xs {
+		put(x)
 	}
 }
 func (e *enc) bool(v bool) {

@@ -180,10 +180,7 @@ func (w *Writer) chunk(p *model.Profile, final bool) error {
 		}},
 		{tagStacks, w.stacks == len(p.Stacks), func(e *enc) {
 			table(e, w.stacks, p.Stacks, func(s []int32) {
-				e.uvarint(uint64(len(s)))
-				for _, id := range s {
-					e.uvarint(uint64(id))
-				}
+				list(e, s, func(id int32) { e.uvarint(uint64(id)) })
 			})
 		}},
 		{tagSamples, len(p.Samples) == 0, func(e *enc) {
@@ -418,23 +415,21 @@ func encodeMeta(e *enc, m *model.Meta) {
 	e.str(m.Unwinder)
 	e.strs(m.Warnings)
 	e.str(m.Unit)
-	e.uvarint(uint64(len(m.Events)))
-	for _, ev := range m.Events {
+	list(e, m.Events, func(ev model.EventInfo) {
 		e.str(ev.Name)
 		e.str(ev.Kind)
 		e.uvarint(ev.Freq)
 		e.uvarint(ev.Period)
 		e.str(ev.Filter)
-		e.uvarint(uint64(len(ev.Fields)))
-		for _, f := range ev.Fields {
+		list(e, ev.Fields, func(f model.Field) {
 			e.str(f.Name)
 			e.str(f.Type)
 			e.varint(int64(f.Offset))
 			e.varint(int64(f.Size))
 			e.bool(f.Signed)
 			e.uvarint(uint64(f.Kind))
-		}
-	}
+		})
+	})
 	e.bool(m.Unsymbolized)
 	// Since the unwinder (readers before it stop at Unsymbolized).
 	e.bool(m.UserStacks != nil)
@@ -447,11 +442,10 @@ func encodeMeta(e *enc, m *model.Meta) {
 			files = append(files, f)
 		}
 		sort.Strings(files)
-		e.uvarint(uint64(len(files)))
-		for _, f := range files {
+		list(e, files, func(f string) {
 			e.str(f)
 			e.uvarint(c.NoUnwindFiles[f])
-		}
+		})
 	}
 }
 
