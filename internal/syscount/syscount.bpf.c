@@ -13,6 +13,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool per_process = false;
 const volatile bool latency = false;
+/* The skeleton's gate: 1 once every program is attached and the command
+ * (with -- CMD) is released, so the held child's own start-up (a Go
+ * runtime's futex and nanosleep calls while sonde loads) is not counted. */
+volatile __u32 armed = 0;
 
 /* The raw_syscalls tracepoint records (stable layout: 8 bytes of common
  * fields, then the syscall number). */
@@ -92,7 +96,7 @@ static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
 	__u64 id = bpf_get_current_pid_tgid();
 	*pid = id >> 32;
 	*tid = (__u32)id;
-	return !target_pid || *pid == target_pid;
+	return armed && (!target_pid || *pid == target_pid);
 }
 
 /* A syscall's own entry tracepoint (syscalls/sys_enter_NAME): the number
