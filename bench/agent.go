@@ -18,6 +18,7 @@ import (
 var (
 	onlyAgent = flag.Bool("agent", false, "run only the agent overhead case")
 	agentSecs = flag.Int("agent-secs", 60, "seconds the continuous agent is measured")
+	agentProf = flag.String("agent-pprof", "", "directory for the agent's own CPU and heap profiles")
 )
 
 // agentOverhead runs `sonde agent --continuous` at its default rate and
@@ -41,6 +42,9 @@ func agentOverhead(dir, spin string) {
 	}
 	defer func() { load.Process.Kill(); load.Wait() }()
 	agent := exec.Command(*sondeBin, "agent", "--continuous", "--otlp", "http://"+ln.Addr().String())
+	if *agentProf != "" {
+		agent.Args = append(agent.Args, "--debug-pprof", *agentProf)
+	}
 	agent.Stderr, _ = os.Create(filepath.Join(dir, "agent.log"))
 	if err := agent.Start(); err != nil {
 		fail(err.Error())

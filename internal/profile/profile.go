@@ -21,6 +21,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// that interval's stacks and the counts start over.
 	Interval   time.Duration
 	OnInterval func(*Result)
+	// Symbolizer names each report's frames; nil: a fresh symbolize.Default
+	// per report. A long-lived one (symbolize.NewKept) keeps objects open
+	// between intervals.
+	Symbolizer *symbolize.Symbolizer
 }
 
 // Errors the BPF program counted; non-zero values mean incomplete data.
@@ -234,6 +239,10 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	if o.User && res.Stacks.Total > res.Stacks.Complete {
 		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
 	}
-	res.Profile = b.Finish(meta)
+	if o.Symbolizer != nil {
+		res.Profile = b.FinishWith(o.Symbolizer, meta)
+	} else {
+		res.Profile = b.Finish(meta)
+	}
 	return res, nil
 }
