@@ -117,7 +117,7 @@ func (p *Profiler) Run(ctx context.Context) error {
 	periodNS := int64(time.Second) / int64(p.o.Freq)
 	cgroups := newCgroupCache()
 	_, err := profile.Run(ctx, profile.Options{Freq: p.o.Freq, User: true, Kernel: true, Interval: p.o.Every,
-		Symbolizer: newSymbolizer(p.o.Lines),
+		Symbolizer: newSymbolizer(p.o.Lines), WatchEvery: watchEvery,
 		OnInterval: func(r *profile.Result) {
 			prof := Convert(r.Profile, p.o.Host, periodNS, cgroups.of)
 			cgroups.forgetUnused()
@@ -146,11 +146,20 @@ const (
 	symbolMemo   = 4096
 )
 
+// watchEvery is how often the sampler's counts are scanned for new
+// processes whose mappings to keep: every scan reads the whole map, and
+// the user-stack walker's loader keeps the mappings of the processes it
+// met after they exit anyway.
+const watchEvery = time.Second
+
 // newSymbolizer names every period's frames with the same resolvers as
-// recordings, keeping objects open between periods.
+// recordings, keeping objects open between periods. The kernel's symbols
+// are read now, at start-up, rather than in the first period.
 func newSymbolizer(lines bool) *symbolize.Symbolizer {
+	kernel := &symbolize.Kallsyms{}
+	_, _ = kernel.Open(symbolize.KernelObject) // a failure shows in each period's warnings
 	return symbolize.NewKept(symbolize.Kept{Budget: symbolBudget, Idle: symbolIdle, Memo: symbolMemo},
-		&symbolize.Kallsyms{}, symbolize.PerfMaps{}, &symbolize.VDSOImage{}, symbolize.ELFFiles{NoLines: !lines})
+		kernel, symbolize.PerfMaps{}, &symbolize.VDSOImage{}, symbolize.ELFFiles{NoLines: !lines})
 }
 
 // enqueue encodes one period and queues it, dropping the oldest when full.

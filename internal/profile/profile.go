@@ -44,6 +44,9 @@ type Options struct {
 	// per report. A long-lived one (symbolize.NewKept) keeps objects open
 	// between intervals.
 	Symbolizer *symbolize.Symbolizer
+	// WatchEvery is how often the counts are scanned for processes to
+	// keep the mappings of (default 100 ms; each scan reads the map).
+	WatchEvery time.Duration
 }
 
 // Errors the BPF program counted; non-zero values mean incomplete data.
@@ -90,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Pid != 0 {
 		keeper.Keep(o.Pid)
 	}
-	stopWatch := watchPids(&maps, keeper, o.Pid)
+	stopWatch := watchPids(&maps, keeper, o.Pid, o.WatchEvery)
 	// Stack ids may still be in use by later samples: only counts are reset.
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
 		return collect(&maps, ld, o, d, start, keeper)
@@ -104,14 +107,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // watchPids keeps the mappings of every process the program sampled, on
-// first sight in the counts map (checked every 100 ms), and those of
+// first sight in the counts map (checked every "every"), and those of
 // target (0: none) again each time, for what it maps later: stacks are
 // read at the end, when a process may be gone. It returns a stop function.
-func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop func()) {
+func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		tk := time.NewTicker(100 * time.Millisecond)
+		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
 			select {
@@ -180,6 +186,7 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts m
 func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time, keeper *procfs.MapsKeeper) (*Result, error) {
 	b := builder.New()
 	b.ReadMapsWith(keeper.Read)
+	b.Symbolizer = o.Symbolizer
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey
@@ -239,10 +246,6 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	if o.User && res.Stacks.Total > res.Stacks.Complete {
 		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
 	}
-	if o.Symbolizer != nil {
-		res.Profile = b.FinishWith(o.Symbolizer, meta)
-	} else {
-		res.Profile = b.Finish(meta)
-	}
+	res.Profile = b.Finish(meta)
 	return res, nil
 }
