@@ -138,11 +138,12 @@ func (p *Profiler) Run(ctx context.Context) error {
 }
 
 // Bounds of what the agent keeps open between periods: symbol tables of
-// the objects processes still map, within a budget that keeps its memory
-// well under 100 MB; an object unmapped for a minute of periods is closed.
+// the objects processes still map, within a budget (estimated bytes; the
+// heap holds up to twice that) that keeps the agent well under 100 MB; an
+// object unmapped for three periods is closed.
 const (
-	symbolBudget = 32 << 20
-	symbolIdle   = 6
+	symbolBudget = 16 << 20
+	symbolIdle   = 3
 	symbolMemo   = 4096
 )
 

@@ -95,9 +95,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	stopWatch := watchPids(&maps, keeper, o.Pid, o.WatchEvery)
 	// Stack ids may still be in use by later samples: only counts are reset.
+	// The interval's stacks are read by then: processes that exited are
+	// forgotten, so memory stays flat however long the run.
+	clearCounts := bpfskel.ClearMap[profileProfileKey](maps.Counts)
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
 		return collect(&maps, ld, o, d, start, keeper)
-	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
+	}, func() error {
+		keeper.ForgetGone()
+		ld.ForgetExited()
+		return clearCounts()
+	}, o.OnInterval)
 	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	stopWatch()
 	if err != nil {

@@ -70,6 +70,11 @@ func NewSymbolTable(syms []Symbol) SymbolTable {
 		}
 		out = append(out, s)
 	}
+	if cap(out) > len(out)+len(out)/8 {
+		// Grown by append and thinned by deduplication: tables are kept
+		// (live views, the agent), the spare capacity need not be.
+		out = slices.Clone(out)
+	}
 	return SymbolTable(out)
 }
 
