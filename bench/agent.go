@@ -15,7 +15,10 @@ import (
 	"time"
 )
 
-var agentSecs = flag.Int("agent-secs", 60, "seconds the continuous agent is measured")
+var (
+	agentSecs = flag.Int("agent-secs", 60, "seconds the continuous agent is measured")
+	agentProf = flag.String("agent-pprof", "", "directory for the agent's own CPU and heap profiles")
+)
 
 // agentOverhead runs `sonde agent --continuous` at its default rate and
 // period, pushing to a local OTLP sink, while spin keeps one CPU busy with
@@ -38,6 +41,9 @@ func agentOverhead(dir, spin string) {
 	}
 	defer func() { load.Process.Kill(); load.Wait() }()
 	agent := exec.Command(*sondeBin, "agent", "--continuous", "--otlp", "http://"+ln.Addr().String())
+	if *agentProf != "" {
+		agent.Args = append(agent.Args, "--debug-pprof", *agentProf)
+	}
 	agent.Stderr, _ = os.Create(filepath.Join(dir, "agent.log"))
 	if err := agent.Start(); err != nil {
 		fail(err.Error())
@@ -50,11 +56,12 @@ func agentOverhead(dir, spin string) {
 	cpu := procCPU(agent.Process.Pid) - cpu0
 	wall := time.Since(start)
 	peak := procStatus(agent.Process.Pid, "VmHWM:")
+	anon, file := procStatus(agent.Process.Pid, "RssAnon:"), procStatus(agent.Process.Pid, "RssFile:")
 	agent.Process.Signal(os.Interrupt)
 	agent.Wait()
 	fmt.Printf("\n5. Agent overhead: sonde agent --continuous (19 Hz per CPU, 10 s profiles, OTLP to a local sink), %.0f s\n", wall.Seconds())
 	fmt.Printf("   CPU    %6.3f%% of one CPU (goal ≤ 1%%)\n", 100*cpu.Seconds()/wall.Seconds())
-	fmt.Printf("   RSS    %6.1f MB peak (goal ≤ 100 MB)\n", float64(peak)/1024)
+	fmt.Printf("   RSS    %6.1f MB peak (goal ≤ 100 MB); at the end %.1f MB anonymous, %.1f MB file\n", float64(peak)/1024, float64(anon)/1024, float64(file)/1024)
 	fmt.Printf("   sent   %d profiles, %.1f KB each\n", posts.Load(), float64(bytes.Load())/float64(max(posts.Load(), 1))/1024)
 }
 

@@ -39,6 +39,8 @@ type Builder struct {
 	written      int // samples handed out and dropped (DropSamples)
 	// Unwinder turns a sample into frames; frame pointers by default.
 	Unwinder Unwinder
+	// Symbolizer names the frames in Finish; nil: symbolize.Default.
+	Symbolizer *symbolize.Symbolizer
 	// The running system, read for processes that started before the
 	// recording (tests give a fake one).
 	readMaps func(pid int) ([]procfs.Mapping, error)
@@ -423,7 +425,11 @@ func (b *Builder) DropSamples() {
 // Finish names every location and returns the profile. Objects are opened
 // now, once each, while they are still on disk.
 func (b *Builder) Finish(meta model.Meta) *model.Profile {
-	return b.FinishWith(symbolize.Default(), meta)
+	s := b.Symbolizer
+	if s == nil {
+		s = symbolize.Default()
+	}
+	return b.FinishWith(s, meta)
 }
 
 // FinishLive finishes the profile of a live BPF tool (profile, offcpu,

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/metrics"
 	"github.com/sonde-dev/sonde/internal/profile"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
 // Options configure the continuous profiler.
@@ -38,6 +39,11 @@ type Options struct {
 	Host   string        // host.name; os.Hostname by default
 	Header http.Header   // extra request headers (authorization for a hosted backend)
 	Log    *log.Logger
+	// Lines adds source files and lines from DWARF to the frames. Off by
+	// default: profiles aggregate by function, lines are optional in
+	// OTLP, and line tables cost an agent far more than symbol tables
+	// (inflating .debug_* sections, a row per instruction range).
+	Lines bool
 	// OnProfile, when set, also gets each period's profiles (tests, stdout).
 	OnProfile func(pprofile.Profiles)
 }
@@ -111,6 +117,7 @@ func (p *Profiler) Run(ctx context.Context) error {
 	periodNS := int64(time.Second) / int64(p.o.Freq)
 	cgroups := newCgroupCache()
 	_, err := profile.Run(ctx, profile.Options{Freq: p.o.Freq, User: true, Kernel: true, Interval: p.o.Every,
+		Symbolizer: newSymbolizer(p.o.Lines), WatchEvery: watchEvery,
 		OnInterval: func(r *profile.Result) {
 			prof := Convert(r.Profile, p.o.Host, periodNS, cgroups.of)
 			cgroups.forgetUnused()
@@ -128,6 +135,32 @@ func (p *Profiler) Run(ctx context.Context) error {
 		return fmt.Errorf("continuous profiling: %w", err)
 	}
 	return nil
+}
+
+// Bounds of what the agent keeps open between periods: symbol tables of
+// the objects processes still map, within a budget (estimated bytes; the
+// heap holds up to twice that) that keeps the agent well under 100 MB; an
+// object unmapped for three periods is closed.
+const (
+	symbolBudget = 16 << 20
+	symbolIdle   = 3
+	symbolMemo   = 4096
+)
+
+// watchEvery is how often the sampler's counts are scanned for new
+// processes whose mappings to keep: every scan reads the whole map, and
+// the user-stack walker's loader keeps the mappings of the processes it
+// met after they exit anyway.
+const watchEvery = time.Second
+
+// newSymbolizer names every period's frames with the same resolvers as
+// recordings, keeping objects open between periods. The kernel's symbols
+// are read now, at start-up, rather than in the first period.
+func newSymbolizer(lines bool) *symbolize.Symbolizer {
+	kernel := &symbolize.Kallsyms{}
+	_, _ = kernel.Open(symbolize.KernelObject) // a failure shows in each period's warnings
+	return symbolize.NewKept(symbolize.Kept{Budget: symbolBudget, Idle: symbolIdle, Memo: symbolMemo},
+		kernel, symbolize.PerfMaps{}, &symbolize.VDSOImage{}, symbolize.ELFFiles{NoLines: !lines})
 }
 
 // enqueue encodes one period and queues it, dropping the oldest when full.

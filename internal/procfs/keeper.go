@@ -1,6 +1,11 @@
 package procfs
 
-import "sync"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
 
 // MapsKeeper keeps the mappings of processes read while they ran, so
 // addresses sampled in a process can be placed after it exits (BPF
@@ -55,4 +60,17 @@ func (k *MapsKeeper) Read(pid int) ([]Mapping, error) {
 		return kept, nil
 	}
 	return ms, err
+}
+
+// ForgetGone drops the mappings of processes that no longer exist: once
+// their stacks are read (a profile's interval ends) they are not needed,
+// and a long-running profiler would otherwise keep every process it saw.
+func (k *MapsKeeper) ForgetGone() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for pid := range k.kept {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			delete(k.kept, pid)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -22,5 +23,24 @@ func TestMapsKeeper(t *testing.T) {
 	}
 	if _, err := k.Read(8); err == nil {
 		t.Errorf("never kept, gone: no error")
+	}
+}
+
+func TestMapsKeeperForgetsGone(t *testing.T) {
+	one := []Mapping{{Start: 0x1000, End: 0x2000, Perms: "r-xp", Path: "/bin/app"}}
+	alive := true
+	k := NewMapsKeeperWith(func(pid int) ([]Mapping, error) {
+		if alive {
+			return one, nil
+		}
+		return nil, errors.New("gone")
+	})
+	self, gone := os.Getpid(), 1<<30 // above any pid_max: no such process
+	k.Keep(self)
+	k.Keep(gone)
+	alive = false
+	k.ForgetGone()
+	if !k.Kept(self) || k.Kept(gone) {
+		t.Errorf("kept self %v, gone %v: want only the running process kept", k.Kept(self), k.Kept(gone))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/unwind"
 )
 
@@ -38,6 +39,13 @@ type Options struct {
 	// that interval's stacks and the counts start over.
 	Interval   time.Duration
 	OnInterval func(*Result)
+	// Symbolizer names each report's frames; nil: a fresh symbolize.Default
+	// per report. A long-lived one (symbolize.NewKept) keeps objects open
+	// between intervals.
+	Symbolizer *symbolize.Symbolizer
+	// WatchEvery is how often the counts are scanned for processes to
+	// keep the mappings of (default 100 ms; each scan reads the map).
+	WatchEvery time.Duration
 }
 
 // Errors the BPF program counted; non-zero values mean incomplete data.
@@ -84,11 +92,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Pid != 0 {
 		keeper.Keep(o.Pid)
 	}
-	stopWatch := watchPids(&maps, keeper, o.Pid)
+	stopWatch := watchPids(&maps, keeper, o.Pid, o.WatchEvery)
 	// Stack ids may still be in use by later samples: only counts are reset.
+	// The interval's stacks are read by then: processes that exited are
+	// forgotten, so memory stays flat however long the run.
+	clearCounts := bpfskel.ClearMap[profileProfileKey](maps.Counts)
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
 		return collect(&maps, ld, o, d, start, keeper)
-	}, bpfskel.ClearMap[profileProfileKey](maps.Counts), o.OnInterval)
+	}, func() error {
+		keeper.ForgetGone()
+		ld.ForgetExited()
+		return clearCounts()
+	}, o.OnInterval)
 	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	stopWatch()
 	if err != nil {
@@ -98,14 +113,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // watchPids keeps the mappings of every process the program sampled, on
-// first sight in the counts map (checked every 100 ms), and those of
+// first sight in the counts map (checked every "every"), and those of
 // target (0: none) again each time, for what it maps later: stacks are
 // read at the end, when a process may be gone. It returns a stop function.
-func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int) (stop func()) {
+func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		tk := time.NewTicker(100 * time.Millisecond)
+		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
 			select {
@@ -174,6 +192,7 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts m
 func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time, keeper *procfs.MapsKeeper) (*Result, error) {
 	b := builder.New()
 	b.ReadMapsWith(keeper.Read)
+	b.Symbolizer = o.Symbolizer
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
 	var key profileProfileKey

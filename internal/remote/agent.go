@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +50,10 @@ type AgentConfig struct {
 	MetricsWindow time.Duration // windows of the windowed metric sources
 	Continuous    continuous.Options
 	ContinuousOn  bool
+	// PprofDir, when set, receives the agent's own CPU profile of the whole
+	// run (cpu.pprof) and a heap profile at exit (heap.pprof): a hidden
+	// option for measuring the agent's overhead.
+	PprofDir string
 
 	// NewRoot builds sonde's command tree, to validate command lines with
 	// the very flags the runs will parse.
@@ -74,6 +79,9 @@ func (c *AgentConfig) AddFlags(f *pflag.FlagSet) {
 	cli.DurationVarP(f, &c.Continuous.Every, "every", "", continuous.DefaultEvery, "with --continuous: the length of one profile")
 	f.StringVar(&c.Continuous.OTLP, "otlp", "", "with --continuous: the OTLP/HTTP endpoint to push profiles to (http://collector:4318)")
 	f.Uint64Var(&c.Continuous.Freq, "freq", continuous.DefaultFreq, "with --continuous: samples per second per CPU")
+	f.BoolVar(&c.Continuous.Lines, "lines", false, "with --continuous: add source files and lines from DWARF (more CPU and memory)")
+	f.StringVar(&c.PprofDir, "debug-pprof", "", "write the agent's own CPU and heap profiles into this directory")
+	_ = f.MarkHidden("debug-pprof")
 	cli.AtLeast(f, 1, "max-runs", "freq")
 	cli.AtLeast(f, time.Second, "every")
 }
@@ -87,6 +95,13 @@ func RunAgent(ctx context.Context, c AgentConfig) error {
 	}
 	if !c.ContinuousOn && c.Continuous.OTLP != "" {
 		return cli.Usagef("--otlp sends the profiles of --continuous: add --continuous")
+	}
+	if c.PprofDir != "" {
+		stop, err := selfProfile(c.PprofDir)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	var a *Agent
 	if api {
@@ -136,6 +151,27 @@ func RunAgent(ctx context.Context, c AgentConfig) error {
 		return err
 	}
 	return nil
+}
+
+// selfProfile profiles the agent's CPU into dir from 5 s after start (the
+// steady state, as bench -agent measures it); stop ends it and writes a
+// heap profile beside it.
+func selfProfile(dir string) (stop func(), err error) {
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, fmt.Errorf("profiling the agent: %w", err)
+	}
+	started := time.AfterFunc(5*time.Second, func() { _ = pprof.StartCPUProfile(cpu) })
+	return func() {
+		if !started.Stop() {
+			pprof.StopCPUProfile()
+		}
+		cpu.Close()
+		if heap, err := os.Create(filepath.Join(dir, "heap.pprof")); err == nil {
+			_ = pprof.WriteHeapProfile(heap)
+			heap.Close()
+		}
+	}, nil
 }
 
 // Defaults for AgentConfig's zero fields.

@@ -8,6 +8,7 @@ package symbolize
 
 import (
 	"bytes"
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -15,8 +16,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
+	"unsafe"
 
 	"github.com/ianlancetaylor/demangle"
 )
@@ -66,6 +70,11 @@ func NewSymbolTable(syms []Symbol) SymbolTable {
 		}
 		out = append(out, s)
 	}
+	if cap(out) > len(out)+len(out)/8 {
+		// Grown by append and thinned by deduplication: tables are kept
+		// (live views, the agent), the spare capacity need not be.
+		out = slices.Clone(out)
+	}
 	return SymbolTable(out)
 }
 
@@ -96,6 +105,7 @@ type ELF struct {
 	Type    elf.Type
 	Machine elf.Machine
 	full    string // the path opened (through a root prefix)
+	ident   fileIdent
 	loads   []elf.ProgHeader
 	syms    SymbolTable
 	lines   *lineTable
@@ -106,6 +116,10 @@ type ELF struct {
 type Options struct {
 	Root     string // prefix for paths of processes in other mount namespaces (/proc/PID/root)
 	DebugDir string // default /usr/lib/debug
+	// NoLines skips DWARF: function names only. Reading a line table
+	// inflates compressed .debug_* sections and keeps a row per
+	// instruction range, far more than the symbol table costs.
+	NoLines bool
 }
 
 // OpenELF loads path's symbols, build-id and, when present, DWARF line info,
@@ -123,7 +137,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	defer f.Close()
-	e := &ELF{Path: path, Type: f.Type, Machine: f.Machine, full: full}
+	e := &ELF{Path: path, Type: f.Type, Machine: f.Machine, full: full, ident: identOf(full)}
 	e.BuildID = buildID(f)
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -132,14 +146,17 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	}
 	syms := readSymbols(f)
 	hasSymtab := f.Section(".symtab") != nil
-	d, _ := f.DWARF()
-	if !hasSymtab || d == nil {
+	var d *dwarf.Data
+	if !o.NoLines {
+		d, _ = f.DWARF()
+	}
+	if !hasSymtab || (d == nil && !o.NoLines) {
 		if dbg := findDebugFile(f, path, e.BuildID, o); dbg != "" {
 			if df, err := elf.Open(dbg); err == nil {
 				if !hasSymtab {
 					syms = append(syms, readSymbols(df)...)
 				}
-				if d == nil {
+				if d == nil && !o.NoLines {
 					d, _ = df.DWARF()
 				}
 				df.Close()
@@ -288,17 +305,71 @@ func (e *ELF) Lookup(addr uint64) (Frame, bool) {
 
 // Line returns the source position of addr from DWARF, if any.
 func (e *ELF) Line(addr uint64) (string, int, bool) {
-	if e.dwarf == nil {
+	t := e.lineTable()
+	if t == nil {
 		return "", 0, false
 	}
-	if e.lines == nil {
-		e.lines = buildLineTable(e.dwarf)
+	return t.find(addr)
+}
+
+// fileIdent tells one version of a file from another at the same path
+// (a binary replaced by a deploy).
+type fileIdent struct {
+	dev, ino  uint64
+	size      int64
+	mtimeNano int64
+}
+
+func identOf(path string) fileIdent {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileIdent{}
 	}
-	return e.lines.find(addr)
+	id := fileIdent{size: st.Size(), mtimeNano: st.ModTime().UnixNano()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(sys.Dev), uint64(sys.Ino)
+	}
+	return id
+}
+
+// Changed reports whether the file opened is now another one (replaced
+// on disk); a file that cannot be reached any more has not changed.
+func (e *ELF) Changed() bool {
+	if e.full == "" || e.ident == (fileIdent{}) {
+		return false
+	}
+	now := identOf(e.full)
+	return now != (fileIdent{}) && now != e.ident
+}
+
+// Footprint estimates the bytes e keeps: its symbols and, once built, its
+// line table.
+func (e *ELF) Footprint() int64 {
+	n := int64(len(e.syms)) * int64(unsafe.Sizeof(Symbol{}))
+	for _, s := range e.syms {
+		n += int64(len(s.Name))
+	}
+	if e.lines != nil {
+		n += int64(len(e.lines.rows)) * int64(unsafe.Sizeof(lineRow{}))
+		for _, f := range e.lines.files {
+			n += int64(len(f)) + 16
+		}
+	}
+	return n
+}
+
+// lineTable builds the line table on first use and lets the DWARF data
+// (inflated debug sections) go: the table is all that is read from it.
+func (e *ELF) lineTable() *lineTable {
+	if e.lines == nil && e.dwarf != nil {
+		e.lines = buildLineTable(e.dwarf)
+		e.dwarf = nil
+	}
+	return e.lines
 }
 
 // HasDWARF says whether line information is available.
-func (e *ELF) HasDWARF() bool { return e.dwarf != nil }
+func (e *ELF) HasDWARF() bool { return e.dwarf != nil || e.lines != nil }
 
 // Symbols returns the function symbols.
 func (e *ELF) Symbols() SymbolTable { return e.syms }
@@ -355,7 +426,7 @@ func buildLineTable(d *dwarf.Data) *lineTable {
 			t.rows = append(t.rows, lineRow{addr: le.Address, file: idx, line: int32(le.Line)})
 		}
 	}
-	sort.SliceStable(t.rows, func(i, j int) bool { return t.rows[i].addr < t.rows[j].addr })
+	slices.SortStableFunc(t.rows, func(a, b lineRow) int { return cmp.Compare(a.addr, b.addr) })
 	return t
 }
 
@@ -433,13 +504,10 @@ type LineRow struct {
 
 // Lines returns the DWARF line rows in [start, end).
 func (e *ELF) Lines(start, end uint64) []LineRow {
-	if e.dwarf == nil {
+	t := e.lineTable()
+	if t == nil {
 		return nil
 	}
-	if e.lines == nil {
-		e.lines = buildLineTable(e.dwarf)
-	}
-	t := e.lines
 	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr >= start })
 	var out []LineRow
 	for ; i < len(t.rows) && t.rows[i].addr < end; i++ {

@@ -2,11 +2,11 @@ package symbolize
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
-	"strings"
 )
 
 // KernelSymbol is a kallsyms function with the module it belongs to ("" for vmlinux).
@@ -26,19 +26,25 @@ type Kernel struct {
 func ParseKallsyms(r io.Reader) (*Kernel, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	// The names go into one string, which the symbols slice: a string
+	// per line would keep ~120,000 lines whole for as long as the kernel's
+	// symbols are kept (the agent keeps them for good).
 	var syms []Symbol
+	var names []byte
+	var ends []int
 	mods := map[uint64]string{}
+	modNames := map[string]string{}
 	zero := 0
 	for sc.Scan() {
-		line := sc.Text()
-		f := strings.Fields(line)
+		line := sc.Bytes()
+		f := bytes.Fields(line)
 		if len(f) < 3 {
 			continue
 		}
-		if t := f[1]; t != "t" && t != "T" && t != "w" && t != "W" {
+		if t := string(f[1]); t != "t" && t != "T" && t != "w" && t != "W" {
 			continue
 		}
-		addr, err := strconv.ParseUint(f[0], 16, 64)
+		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("bad kallsyms line %q", line)
 		}
@@ -46,13 +52,26 @@ func ParseKallsyms(r io.Reader) (*Kernel, error) {
 			zero++
 			continue
 		}
-		syms = append(syms, Symbol{Name: f[2], Start: addr})
-		if len(f) >= 4 && strings.HasPrefix(f[3], "[") {
-			mods[addr] = strings.Trim(f[3], "[]")
+		names = append(names, f[2]...)
+		ends = append(ends, len(names))
+		syms = append(syms, Symbol{Start: addr})
+		if len(f) >= 4 && bytes.HasPrefix(f[3], []byte("[")) {
+			m := string(bytes.Trim(f[3], "[]"))
+			if in, ok := modNames[m]; ok {
+				m = in
+			} else {
+				modNames[m] = m
+			}
+			mods[addr] = m
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading kallsyms: %w", err)
+	}
+	all, start := string(names), 0
+	for i, end := range ends {
+		syms[i].Name = all[start:end]
+		start = end
 	}
 	if len(syms) == 0 && zero > 0 {
 		return nil, fmt.Errorf("kallsyms addresses are hidden: run as root or set kernel.kptr_restrict=0")

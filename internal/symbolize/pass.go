@@ -21,7 +21,7 @@ const (
 // Object.Offset); on return named objects' locations hold object addresses.
 // Objects that cannot be opened leave a warning in p.Meta.Warnings.
 func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
-	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}}
+	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}}
 	// Group locations by object so each object is opened once.
 	byDSO := map[int32][]int32{}
 	for i, l := range p.Locs {
@@ -34,6 +34,22 @@ func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
 		ids = append(ids, d)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if s.kept != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.kept.begin(objs)
+		defer s.kept.end()
+		for _, d := range ids {
+			obj := objs[d]
+			e := s.keptOpen(obj)
+			if e.err != nil {
+				ps.warn(d, e.err)
+				continue
+			}
+			ps.object(d, obj, e.o, byDSO[d], func(addr uint64) Resolved { return e.resolve(obj, addr, s.kept.Memo) })
+		}
+		return
+	}
 	for _, d := range ids {
 		obj := objs[d]
 		// Each object comes up once in a pass: it is opened without being
@@ -46,12 +62,20 @@ func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
 			o, err = s.open(obj)
 		}
 		if err != nil {
-			if !Quiet(err) {
-				p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%s: frames unnamed: %v", p.DSOs[d].Name, err))
-			}
+			ps.warn(d, err)
 			continue
 		}
-		ps.object(d, obj, o, byDSO[d])
+		ps.object(d, obj, o, byDSO[d], func(addr uint64) Resolved { return resolveIn(obj, o, nil, addr) })
+		if cs, ok := o.Symbols.(CodeSource); ok {
+			ps.keepCode(cs)
+		}
+	}
+}
+
+// warn notes an object whose frames stay unnamed.
+func (ps *pass) warn(d int32, err error) {
+	if !Quiet(err) {
+		ps.p.Meta.Warnings = append(ps.p.Meta.Warnings, fmt.Sprintf("%s: frames unnamed: %v", ps.p.DSOs[d].Name, err))
 	}
 }
 
@@ -66,16 +90,19 @@ type pass struct {
 	funcs     map[funcKey]int32
 	files     map[string]int32
 	modules   map[string]int32 // kernel module name → DSO id
+	sampled   map[int32]bool   // functions the current object named
 	codeBytes uint64
 }
 
-func (ps *pass) object(d int32, obj Object, o *Opened, locs []int32) {
+// object names the locations locs of DSO d with resolve, noting the
+// functions sampled (for keepCode).
+func (ps *pass) object(d int32, obj Object, o *Opened, locs []int32, resolve func(recorded uint64) Resolved) {
 	p := ps.p
 	p.DSOs[d] = opened(obj, o)
-	sampled := map[int32]bool{}
+	clear(ps.sampled)
 	for _, li := range locs {
 		l := &p.Locs[li]
-		r := resolveIn(obj, o, nil, l.Addr)
+		r := resolve(l.Addr)
 		l.Addr = r.Addr
 		owner := d
 		if r.DSO.Kind == model.DSOModule {
@@ -87,24 +114,21 @@ func (ps *pass) object(d int32, obj Object, o *Opened, locs []int32) {
 		}
 		if r.Frame.Func != "" {
 			l.Func = ps.function(owner, r.Frame)
-			sampled[l.Func] = true
+			ps.sampled[l.Func] = true
 		}
 		if r.Frame.File != "" {
 			l.File = ps.file(r.Frame.File)
 			l.Line = int32(r.Frame.Line)
 		}
 	}
-	if cs, ok := o.Symbols.(CodeSource); ok {
-		ps.keepCode(cs, sampled)
-	}
 }
 
-// keepCode stores the code and line rows of sampled functions, so annotate
-// works without the binary.
-func (ps *pass) keepCode(cs CodeSource, sampled map[int32]bool) {
+// keepCode stores the code and line rows of the functions the last object
+// sampled, so annotate works without the binary.
+func (ps *pass) keepCode(cs CodeSource) {
 	p := ps.p
-	ids := make([]int32, 0, len(sampled))
-	for id := range sampled {
+	ids := make([]int32, 0, len(ps.sampled))
+	for id := range ps.sampled {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })

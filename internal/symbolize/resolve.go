@@ -110,6 +110,7 @@ type Symbolizer struct {
 	resolvers []Resolver
 	mu        sync.Mutex
 	cache     map[Object]openResult
+	kept      *keptObjects // NewKept: objects kept across passes
 }
 
 type openResult struct {
@@ -308,6 +309,7 @@ func (v *VDSOImage) Open(obj Object) (*Opened, error) {
 // binaries inside containers are found.
 type ELFFiles struct {
 	DebugDir string // default /usr/lib/debug
+	NoLines  bool   // function names only (see Options.NoLines)
 }
 
 // Name implements Resolver.
@@ -334,7 +336,7 @@ func (r ELFFiles) open(obj Object) (*ELF, error) {
 		// Unlinked (its directory may be gone too), but the process still
 		// maps the file: the kernel opens it through the mapping.
 		if via := deletedFile(int(obj.Pid), obj.Path); via != "" {
-			if e, err := OpenELF(via, Options{DebugDir: r.DebugDir}); err == nil {
+			if e, err := OpenELF(via, r.options("")); err == nil {
 				e.Path = path
 				return e, nil
 			}
@@ -343,12 +345,16 @@ func (r ELFFiles) open(obj Object) (*ELF, error) {
 	if obj.Pid != 0 {
 		root := fmt.Sprintf("/proc/%d/root", obj.Pid)
 		if _, err := os.Stat(root + path); err == nil {
-			if e, err := OpenELF(path, Options{Root: root, DebugDir: r.DebugDir}); err == nil {
+			if e, err := OpenELF(path, r.options(root)); err == nil {
 				return e, nil
 			}
 		}
 	}
-	return OpenELF(path, Options{DebugDir: r.DebugDir})
+	return OpenELF(path, r.options(""))
+}
+
+func (r ELFFiles) options(root string) Options {
+	return Options{Root: root, DebugDir: r.DebugDir, NoLines: r.NoLines}
 }
 
 // deletedFile returns a path that opens the file pid maps as mapped (its

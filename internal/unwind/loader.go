@@ -385,6 +385,19 @@ func (l *Loader) Exited(pid uint32) ([]procfs.Mapping, bool) {
 	return out, true
 }
 
+// ForgetExited drops what the loader kept of processes that exited (their
+// mappings, for naming the files of their stacks): call it once their
+// stacks are read, so a long run does not keep every process it met.
+func (l *Loader) ForgetExited() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for pid, p := range l.procs {
+		if p.gone {
+			delete(l.procs, pid)
+		}
+	}
+}
+
 // RestoreExited hands b the mappings of pid when it exited while traced,
 // so its stacks can still be symbolized (a builder reads a live process's
 // mappings from /proc itself). Call it before b first sees pid.
