@@ -46,6 +46,11 @@ static __always_inline bool map_add(void *map, const void *key, __u64 delta)
  * u64, one per CPU so the hot path never contends; user space sums them). */
 #define PERCPU_COUNTERS(name, n) SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, n)
 
+/* PERCPU_COUNTERS keyed by key_enum (an enum type, 4 bytes like a u32):
+ * the map's BTF names its counters, so Go reads them by the members' names
+ * (bpfskel.Counters) and never repeats the enum. n is the enum's count. */
+#define ENUM_COUNTERS(name, key_enum, n) SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, key_enum, __u64, n)
+
 /* Bump counter which of a PERCPU_COUNTERS map (this CPU's copy: no atomics). */
 static __always_inline void counter_inc(void *map, __u32 which)
 {

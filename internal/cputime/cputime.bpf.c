@@ -15,7 +15,6 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-KEEP_TYPE(enum cputime_counter, cputime_counter);
 
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
 struct {
@@ -40,7 +39,7 @@ struct {
 } curr SEC(".maps");
 
 /* key: enum cputime_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(lost, CPUTIME_NCOUNTERS);
+ENUM_COUNTERS(lost, enum cputime_counter, CPUTIME_NCOUNTERS);
 
 /* The switch path, once with direct BTF reads (tp_btf: plain loads, no
  * helper calls) and once with probe reads (raw_tp). Only the task ids are

@@ -22,7 +22,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(struct dl_edge_key, dl_edge_key);
 KEEP_TYPE(struct dl_edge, dl_edge);
-KEEP_TYPE(enum dl_counter, dl_counter);
 KEEP_TYPE(enum dl_mode, dl_mode);
 KEEP_TYPE(enum dl_limit, dl_limit);
 
@@ -78,7 +77,7 @@ struct {
 } edges SEC(".maps");
 
 /* key: enum dl_counter; value: events (u64), per CPU. */
-PERCPU_COUNTERS(counters, DL_C_MAX);
+ENUM_COUNTERS(counters, enum dl_counter, DL_C_MAX);
 
 /* A zeroed held set, the initial value of a thread's entry. */
 static const struct held empty_held;

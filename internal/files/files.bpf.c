@@ -21,7 +21,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(struct files_path, files_path);
 KEEP_TYPE(struct files_slow, files_slow);
-KEEP_TYPE(enum files_counter, files_counter);
 KEEP_TYPE(enum files_rec_type, files_rec_type);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
@@ -129,7 +128,7 @@ SONDE_MAP(known, BPF_MAP_TYPE_LRU_HASH, struct files_key, __u8, 16384);
 RINGBUF(events, 1 << 20);
 
 /* key: enum files_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(counters, FILES_NCOUNTERS);
+ENUM_COUNTERS(counters, enum files_counter, FILES_NCOUNTERS);
 
 /* key: pid (u32) of a descendant of target_pid; value: unused (u8). A
  * traced command's children are traced too (a shell script's work is in

@@ -21,7 +21,6 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(enum memleak_fn, memleak_fn);
-KEEP_TYPE(enum memleak_counter, memleak_counter);
 
 const volatile __u32 target_pid = 0;    /* 0: every process (kernel mode only) */
 const volatile __u32 sample_every = 1;  /* track every Nth allocation call (per CPU) */
@@ -76,7 +75,7 @@ struct {
 STACK_MAP(stacks, 16384);
 
 /* key: enum memleak_counter; value: events (u64), per CPU. */
-PERCPU_COUNTERS(counters, MEMLEAK_COUNTER_MAX);
+ENUM_COUNTERS(counters, enum memleak_counter, MEMLEAK_COUNTER_MAX);
 
 /* key: 0; value: allocation calls seen on this CPU (u64), for -s N. */
 PERCPU_COUNTERS(nth, 1);

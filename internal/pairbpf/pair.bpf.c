@@ -20,7 +20,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
 KEEP_TYPE(struct pair_event, pair_event);
-KEEP_TYPE(enum pair_counter, pair_counter);
 
 /* Options set before load: field offsets and sizes in bytes, from the
  * events' format files; nkeys == 0 pairs by thread id. */
@@ -61,7 +60,7 @@ HASH_MAP(starts, struct pair_key, struct start_val, 65536);
 RINGBUF(events, 4 << 20);
 
 /* key: enum pair_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(counters, PAIR_NCOUNTERS);
+ENUM_COUNTERS(counters, enum pair_counter, PAIR_NCOUNTERS);
 
 static __always_inline __u64 read_field(void *ctx, __u32 off, __u32 size)
 {

@@ -18,7 +18,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
 KEEP_TYPE(enum runqlat_split, runqlat_split);
-KEEP_TYPE(enum runqlat_counter, runqlat_counter);
 
 const volatile __u32 target_pid = 0;
 const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */
@@ -30,7 +29,7 @@ HASH_MAP(starts, __u32, __u64, 32768);
 HASH_MAP(hist, struct runqlat_key, __u64, 65536);
 
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(switches, RUNQLAT_NCOUNTERS);
+ENUM_COUNTERS(switches, enum runqlat_counter, RUNQLAT_NCOUNTERS);
 
 static __always_inline void enqueue(__u32 tgid, __u32 tid)
 {
