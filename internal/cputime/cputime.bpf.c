@@ -17,12 +17,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Keep the shared types in BTF for bpf2go -type. */
 
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__type(key, __u32);
-	__type(value, struct cputime_val);
-	__uint(max_entries, 32768);
-} times SEC(".maps");
+SONDE_MAP(times, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct cputime_val, 32768);
 
 /* key: tid (u32); value: the task's se.sum_exec_runtime (ns) when its
  * runtime was last accounted. Slices are differences of the kernel's own
@@ -31,12 +26,7 @@ struct {
 HASH_MAP(base, __u32, __u64, 32768);
 
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct cputime_curr);
-	__uint(max_entries, 1);
-} curr SEC(".maps");
+PERCPU_ARRAY(curr, struct cputime_curr, 1);
 
 /* key: enum cputime_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(lost, enum cputime_counter, CPUTIME_NCOUNTERS);

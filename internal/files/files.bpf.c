@@ -19,7 +19,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(struct files_path, files_path);
 KEEP_TYPE(struct files_slow, files_slow);
 KEEP_TYPE(enum files_rec_type, files_rec_type);
 
@@ -228,6 +227,18 @@ static __always_inline bool identify(struct file *f, struct ident *id)
 	return true;
 }
 
+/* The file behind fd with its identity; NULL when fd names no open file
+ * (counted) or one not to report. */
+static __always_inline struct file *file_of(int fd, struct ident *id)
+{
+	struct file *f = fd_file(fd);
+	if (!f) {
+		counter_inc(&counters, FILES_NO_FILE);
+		return NULL;
+	}
+	return identify(f, id) ? f : NULL;
+}
+
 /* key: 0; value: a path being walked (too big for the stack), per CPU. */
 SONDE_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct files_path, 1);
 
@@ -300,13 +311,9 @@ static __always_inline void path_once(struct file *f, struct ident *id)
 /* filetop: count one call's bytes on the file behind fd. */
 static __always_inline void count(__u64 pidtgid, int fd, bool write, long ret)
 {
-	struct file *f = fd_file(fd);
-	if (!f) {
-		counter_inc(&counters, FILES_NO_FILE);
-		return;
-	}
 	struct ident id = {};
-	if (!identify(f, &id))
+	struct file *f = file_of(fd, &id);
+	if (!f)
 		return;
 	struct files_key k = id.key;
 	k.pid = pidtgid >> 32;
@@ -333,13 +340,9 @@ static __always_inline void count(__u64 pidtgid, int fd, bool write, long ret)
 /* fileslower: report one slow call on the file behind fd. */
 static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, struct inflight *in, __u64 d)
 {
-	struct file *f = fd_file(fd);
-	if (!f) {
-		counter_inc(&counters, FILES_NO_FILE);
-		return;
-	}
 	struct ident id = {};
-	if (!identify(f, &id))
+	struct file *f = file_of(fd, &id);
+	if (!f)
 		return;
 	path_once(f, &id);
 	struct files_slow *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

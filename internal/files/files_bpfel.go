@@ -70,7 +70,7 @@ type filesFilesStats struct {
 // Names of the object's maps, programs and globals.
 const filesMapChildren, filesMapCounters, filesMapEvents, filesMapInflight, filesMapKnown, filesMapScratch, filesMapStats = "children", "counters", "events", "inflight", "known", "scratch", "stats"
 const filesProgEnterRead, filesProgEnterSendfile, filesProgEnterSplice, filesProgEnterWrite, filesProgExitIo, filesProgRawExit, filesProgRawFork, filesProgTpBtfExit, filesProgTpBtfFork = "enter_read", "enter_sendfile", "enter_splice", "enter_write", "exit_io", "raw_exit", "raw_fork", "tp_btf_exit", "tp_btf_fork"
-const filesVarAllFiles, filesVarFollowChildren, filesVarMinNs, filesVarSlowMode, filesVarTargetPid, filesVarUnusedFilesPath, filesVarUnusedFilesRecType, filesVarUnusedFilesSlow = "all_files", "follow_children", "min_ns", "slow_mode", "target_pid", "unused_files_path", "unused_files_rec_type", "unused_files_slow"
+const filesVarAllFiles, filesVarFollowChildren, filesVarMinNs, filesVarSlowMode, filesVarTargetPid, filesVarUnusedFilesRecType, filesVarUnusedFilesSlow = "all_files", "follow_children", "min_ns", "slow_mode", "target_pid", "unused_files_rec_type", "unused_files_slow"
 
 // filesMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.

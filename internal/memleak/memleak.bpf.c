@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_regs.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "memleak.h"
@@ -42,34 +43,19 @@ struct inflight {
 
 /* key: tid (u32); value: struct inflight, the thread's open allocator
  * call. Hash, not per-CPU: a thread may move CPUs inside malloc. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct inflight);
-	__uint(max_entries, 65536);
-} inflight SEC(".maps");
+HASH_MAP(inflight, __u32, struct inflight, 65536);
 
 /* key: address (u64; a page frame number for mm_page_alloc); value:
  * struct memleak_alloc, one outstanding tracked allocation. Size and
  * preallocation are set by user space before load (kernel mode
  * preallocates: its own allocations must not call the allocator it
  * traces). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u64);
-	__type(value, struct memleak_alloc);
-	__uint(max_entries, 1 << 20);
-} allocs SEC(".maps");
+HASH_MAP(allocs, __u64, struct memleak_alloc, 1 << 20);
 
 /* key: struct memleak_stack (stack and process); value: struct
  * memleak_total, bytes (estimated) and allocations (1/COUNT_ONE) it still
  * holds. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct memleak_stack);
-	__type(value, struct memleak_total);
-	__uint(max_entries, 65536);
-} totals SEC(".maps");
+HASH_MAP(totals, struct memleak_stack, struct memleak_total, 65536);
 
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
@@ -79,43 +65,6 @@ ENUM_COUNTERS(counters, enum memleak_counter, MEMLEAK_COUNTER_MAX);
 
 /* key: 0; value: allocation calls seen on this CPU (u64), for -s N. */
 PERCPU_COUNTERS(nth, 1);
-
-/* Argument and return registers, through CO-RE so one object serves
- * amd64 and arm64 (the SysV and AAPCS64 calling conventions). Read with
- * BPF_CORE_READ: a relocated offset is added to the context pointer, and
- * the verifier refuses loads through a moved context pointer. */
-struct pt_regs___x86 {
-	unsigned long di;
-	unsigned long si;
-	unsigned long dx;
-	unsigned long ax;
-} __attribute__((preserve_access_index));
-
-struct pt_regs___arm64 {
-	__u64 regs[31];
-} __attribute__((preserve_access_index));
-
-static __always_inline __u64 arg(void *ctx, int n)
-{
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->di)) {
-		struct pt_regs___x86 *r = ctx;
-		return n == 0 ? BPF_CORE_READ(r, di) : n == 1 ? BPF_CORE_READ(r, si) : BPF_CORE_READ(r, dx);
-	}
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
-		struct pt_regs___arm64 *r = ctx;
-		return n == 0 ? BPF_CORE_READ(r, regs[0]) : n == 1 ? BPF_CORE_READ(r, regs[1]) : BPF_CORE_READ(r, regs[2]);
-	}
-	return 0;
-}
-
-static __always_inline __u64 retval(void *ctx)
-{
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->ax))
-		return BPF_CORE_READ((struct pt_regs___x86 *)ctx, ax);
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs))
-		return BPF_CORE_READ((struct pt_regs___arm64 *)ctx, regs[0]);
-	return 0;
-}
 
 /* Whether to track an allocation of size bytes, and what it stands for.
  * By bytes: one of at least B always, a smaller one with probability
@@ -223,27 +172,27 @@ int alloc_entry(void *ctx)
 	case FN_MALLOC:
 	case FN_VALLOC:
 	case FN_PVALLOC:
-		f.size = arg(ctx, 0);
+		f.size = reg_arg(ctx, 0);
 		break;
 	case FN_CALLOC:
-		f.size = arg(ctx, 0) * arg(ctx, 1);
+		f.size = reg_arg(ctx, 0) * reg_arg(ctx, 1);
 		break;
 	case FN_REALLOC:
-		forget(arg(ctx, 0), false); /* moved or resized: tracked anew at the return */
-		f.size = arg(ctx, 1);
+		forget(reg_arg(ctx, 0), false); /* moved or resized: tracked anew at the return */
+		f.size = reg_arg(ctx, 1);
 		break;
 	case FN_REALLOCARRAY:
-		forget(arg(ctx, 0), false);
-		f.size = arg(ctx, 1) * arg(ctx, 2);
+		forget(reg_arg(ctx, 0), false);
+		f.size = reg_arg(ctx, 1) * reg_arg(ctx, 2);
 		break;
 	case FN_POSIX_MEMALIGN:
-		f.memptr = arg(ctx, 0);
-		f.size = arg(ctx, 2);
+		f.memptr = reg_arg(ctx, 0);
+		f.size = reg_arg(ctx, 2);
 		break;
 	case FN_ALIGNED_ALLOC:
 	case FN_MEMALIGN:
 	case FN_MMAP:
-		f.size = arg(ctx, 1);
+		f.size = reg_arg(ctx, 1);
 		break;
 	}
 	counter_inc(&counters, MEMLEAK_CALLS);
@@ -268,7 +217,7 @@ int alloc_return(void *ctx)
 		return 0;
 	if (--f->depth > 0)
 		return 0;
-	__u64 addr = retval(ctx);
+	__u64 addr = reg_ret(ctx);
 	__u32 fn = bpf_get_attach_cookie(ctx);
 	if (fn == FN_POSIX_MEMALIGN) {
 		if (addr != 0 || bpf_probe_read_user(&addr, sizeof(addr), (void *)f->memptr))
@@ -301,7 +250,7 @@ int free_entry(void *ctx)
 		return 0;
 	/* munmap of an address never tracked is usual (thread stacks,
 	 * files): only free() counts as missed. */
-	forget(arg(ctx, 0), bpf_get_attach_cookie(ctx) == FN_FREE);
+	forget(reg_arg(ctx, 0), bpf_get_attach_cookie(ctx) == FN_FREE);
 	return 0;
 }
 

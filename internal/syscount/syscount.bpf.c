@@ -42,23 +42,13 @@ HASH_MAP(counts, struct syscount_key, struct syscount_val, 16384);
  * path is a few instructions (a hash lookup and a locked add cost several
  * times more per syscall). User space sums the CPUs (max: the largest). */
 #define NR_SLOTS 1024
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct syscount_val);
-	__uint(max_entries, NR_SLOTS);
-} by_nr SEC(".maps");
+PERCPU_ARRAY(by_nr, struct syscount_val, NR_SLOTS);
 
 /* key: the task (task storage); value: when its current syscall began.
  * Task storage hangs off the task itself: one pointer away, where a hash
  * keyed by tid costs a hashed update at entry and a lookup and a delete at
  * exit (with -L that was most of sonde's cost per syscall, bench -cost). */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct start);
-} starts SEC(".maps");
+TASK_STORAGE(starts, struct start);
 
 /* key: 0; value: syscalls lost to a full map (u64), per CPU. */
 PERCPU_COUNTERS(lost, 1);
