@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_regs.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
@@ -24,7 +25,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 KEEP_TYPE(enum dl_mode, dl_mode);
 KEEP_TYPE(enum dl_limit, dl_limit);
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 
 struct held_lock {
 	__u64 addr;
@@ -65,11 +65,6 @@ ENUM_COUNTERS(counters, enum dl_counter, DL_C_MAX);
 
 /* A zeroed held set, the initial value of a thread's entry. */
 static const struct held empty_held;
-
-static __always_inline bool traced(__u64 id)
-{
-	return !target_pid || (id >> 32) == target_pid;
-}
 
 /* The walk, as a global function: the verifier checks it once, alone,
  * instead of at every state the lock programs reach it in (which
@@ -233,9 +228,8 @@ static __always_inline __u64 stack_of(void *ctx, __u32 pid, bool *partial)
 	return stack;
 }
 
-static __always_inline void acquire(void *ctx, __u64 addr, __u32 mode, bool try)
+static __always_inline void acquire(void *ctx, __u64 id, __u64 addr, __u32 mode, bool try)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	counter_inc(&counters, DL_C_ACQUIRE);
 	struct held *hs = lookup_or_init(&held, &tid, &empty_held);
@@ -271,9 +265,9 @@ static __always_inline void acquire(void *ctx, __u64 addr, __u32 mode, bool try)
 	hs->n = n + 1;
 }
 
-static __always_inline void release(__u64 addr)
+static __always_inline void release(__u64 id, __u64 addr)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct held *hs = bpf_map_lookup_elem(&held, &tid);
 	if (!hs) {
 		counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
@@ -302,9 +296,10 @@ static __always_inline void release(__u64 addr)
 SEC("uprobe")
 int uprobe_lock(void *ctx)
 {
-	if (!traced(bpf_get_current_pid_tgid()))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
-	acquire(ctx, reg_arg(ctx, 0), (__u32)bpf_get_attach_cookie(ctx), false);
+	acquire(ctx, id, reg_arg(ctx, 0), (__u32)bpf_get_attach_cookie(ctx), false);
 	return 0;
 }
 
@@ -312,8 +307,8 @@ int uprobe_lock(void *ctx)
 SEC("uprobe")
 int uprobe_trylock(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
 	struct pending p = {.addr = reg_arg(ctx, 0), .mode = (__u32)bpf_get_attach_cookie(ctx)};
@@ -325,8 +320,8 @@ int uprobe_trylock(void *ctx)
 SEC("uretprobe")
 int uretprobe_trylock(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
 	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
@@ -338,7 +333,7 @@ int uretprobe_trylock(void *ctx)
 		counter_inc(&counters, DL_C_TRY_FAILED);
 		return 0;
 	}
-	acquire(NULL, v.addr, v.mode, true);
+	acquire(NULL, id, v.addr, v.mode, true);
 	return 0;
 }
 
@@ -346,17 +341,18 @@ int uretprobe_trylock(void *ctx)
 SEC("uprobe")
 int uprobe_unlock(void *ctx)
 {
-	if (!traced(bpf_get_current_pid_tgid()))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
-	release(reg_arg(ctx, 0));
+	release(id, reg_arg(ctx, 0));
 	return 0;
 }
 
 /* A thread's end: its held set and any try-lock in flight go. */
 TP_BTF_OR_RAW(sched_process_exit, deadlock_exit)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
 	bpf_map_delete_elem(&held, &tid);

@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_task.h"
 #include "sonde_tp.h"
 #include "files.h"
@@ -22,7 +23,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 KEEP_TYPE(struct files_slow, files_slow);
 KEEP_TYPE(enum files_rec_type, files_rec_type);
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool follow_children = false; /* also target_pid's descendants */
 const volatile bool all_files = false; /* false: regular files only */
 const volatile bool slow_mode = false; /* false: count (filetop); true: report slow calls */
@@ -136,9 +136,7 @@ HASH_MAP(children, __u32, __u8, 8192);
 
 static __always_inline bool traced(__u32 pid)
 {
-	if (!target_pid || pid == target_pid)
-		return true;
-	return follow_children && bpf_map_lookup_elem(&children, &pid);
+	return pid_traced(pid) || (follow_children && bpf_map_lookup_elem(&children, &pid));
 }
 
 /* sched_process_fork(struct task_struct *parent, struct task_struct *child) */

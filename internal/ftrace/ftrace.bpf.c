@@ -15,6 +15,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_regs.h"
 #include "sonde_tp.h"
 #include "ftrace.h"
@@ -23,7 +24,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(struct ftrace_event, ftrace_event);
 
-const volatile __u32 target_pid = 0;  /* 0: every process */
 const volatile __u32 max_depth = 0;   /* 0: no limit; else calls at depth >= max_depth are not sent */
 const volatile __u64 min_duration = 0; /* ns; shorter calls are not sent */
 /* 1 while every probe is in (the skeleton's gate): entries before that,
@@ -192,7 +192,7 @@ static __always_inline int native(void *ctx, bool ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32;
-	if (target_pid && pid != target_pid)
+	if (!pid_traced(pid))
 		return 0;
 	if (ret)
 		return leave(ctx, (__u32)id, pid, (__u32)id);
@@ -207,7 +207,7 @@ static __always_inline int golang(void *ctx, bool ret)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32;
 	__u64 g;
-	if ((target_pid && pid != target_pid) || !reg_goroutine(ctx, &g))
+	if (!pid_traced(pid) || !reg_goroutine(ctx, &g))
 		return 0;
 	if (ret)
 		return leave(ctx, g, pid, (__u32)id);

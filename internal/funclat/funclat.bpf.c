@@ -13,12 +13,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_regs.h"
 #include "funclat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 
 /* Entry times of the functions a thread is in, by function index (the
  * attach cookie), 0 when not in it. */
@@ -96,7 +96,7 @@ static __always_inline void record(__u64 ts, __u32 fn)
 static __always_inline int entry(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (target_pid && (id >> 32) != target_pid)
+	if (!pid_traced(id >> 32))
 		return 0;
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
 	struct starts_val *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -164,7 +164,7 @@ static __always_inline bool go_key(void *ctx, struct gokey *k)
 /* The key of this Go call, in the traced process only. */
 static __always_inline bool go_call(void *ctx, __u64 id, struct gokey *k)
 {
-	if (target_pid && (id >> 32) != target_pid)
+	if (!pid_traced(id >> 32))
 		return false;
 	k->fn = (__u32)bpf_get_attach_cookie(ctx);
 	return go_key(ctx, k);

@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_regs.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
@@ -23,7 +24,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(enum memleak_fn, memleak_fn);
 
-const volatile __u32 target_pid = 0;    /* 0: every process (kernel mode only) */
 const volatile __u32 sample_every = 1;  /* track every Nth allocation call (per CPU) */
 const volatile __u64 sample_bytes = 0;  /* >0: byte sampling with mean B (at most 2^31) */
 const volatile __u64 page_size = 4096;  /* bytes of an order-0 page */
@@ -147,16 +147,11 @@ static __always_inline void remember(__u64 addr, struct memleak_alloc *a)
 	total_add(&a->where, a->bytes, a->count);
 }
 
-static __always_inline bool traced(__u64 id)
-{
-	return !target_pid || (id >> 32) == target_pid;
-}
-
 SEC("uprobe")
 int alloc_entry(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
 	struct inflight *open = bpf_map_lookup_elem(&inflight, &tid);
@@ -242,8 +237,8 @@ int alloc_return(void *ctx)
 SEC("uprobe")
 int free_entry(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
 	if (bpf_map_lookup_elem(&inflight, &tid))
@@ -291,7 +286,7 @@ struct trace_event_raw_mm_page_free_batched {
 static __always_inline int kalloc(void *ctx, __u64 addr, __u64 size)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (!addr || !traced(id))
+	if (!addr || !pid_traced(id >> 32))
 		return 0;
 	counter_inc(&counters, MEMLEAK_CALLS);
 	struct memleak_alloc a = {.size = size};

@@ -6,11 +6,11 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "syscount.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool per_process = false;
 const volatile bool latency = false;
 
@@ -76,13 +76,32 @@ static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr, bool *perc
 	return v;
 }
 
-/* The current process and thread; false when the pid filter rejects them. */
-static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
+/* The current process; false when the pid filter rejects it. */
+static __always_inline bool current_pid(__u32 *pid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id;
+	bool ok = current_traced(&id);
 	*pid = id >> 32;
-	*tid = (__u32)id;
-	return !target_pid || *pid == target_pid;
+	return ok;
+}
+
+/* Add delta to a count of a slot: plainly in this CPU's own copy, else
+ * atomically (a shared hash entry). */
+static __always_inline void add(__u64 *count, __u64 delta, bool own)
+{
+	if (own)
+		*count += delta;
+	else
+		__sync_fetch_and_add(count, delta);
+}
+
+/* Count a call of syscall nr by pid; its slot (NULL: the map is full). */
+static __always_inline struct syscount_val *count_call(__u32 pid, __u32 nr, bool *own)
+{
+	struct syscount_val *v = slot(pid, nr, own);
+	if (v)
+		add(&v->count, 1, *own);
+	return v;
 }
 
 /* A syscall's own entry tracepoint (syscalls/sys_enter_NAME): the number
@@ -99,13 +118,11 @@ struct nr_args {
 SEC("tracepoint/syscalls/sys_enter_exit")
 int noreturn_enter(struct nr_args *ctx)
 {
-	__u32 pid, tid;
-	if (!current_ids(&pid, &tid))
+	__u32 pid;
+	if (!current_pid(&pid))
 		return 0;
 	bool own;
-	struct syscount_val *v = slot(pid, (__u32)ctx->nr, &own);
-	if (v)
-		__sync_fetch_and_add(&v->count, 1);
+	count_call(pid, (__u32)ctx->nr, &own);
 	return 0;
 }
 
@@ -113,18 +130,12 @@ int noreturn_enter(struct nr_args *ctx)
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter(struct enter_args *ctx)
 {
-	__u32 pid, tid;
-	if (!current_ids(&pid, &tid))
+	__u32 pid;
+	if (!current_pid(&pid))
 		return 0;
 	__u32 nr = (__u32)ctx->id;
 	bool own;
-	struct syscount_val *v = slot(pid, nr, &own);
-	if (v) {
-		if (own)
-			v->count++;
-		else
-			__sync_fetch_and_add(&v->count, 1);
-	}
+	count_call(pid, nr, &own);
 	if (latency) {
 		struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (s) {
@@ -138,21 +149,14 @@ int sys_enter(struct enter_args *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit(struct exit_args *ctx)
 {
-	__u32 pid, tid;
-	if (!current_ids(&pid, &tid))
+	__u32 pid;
+	if (!current_pid(&pid))
 		return 0;
 	if (!latency) {
 		bool own;
-		struct syscount_val *v = slot(pid, (__u32)ctx->id, &own);
-		if (v && own) {
-			v->count++;
-			if (ctx->ret < 0)
-				v->errors++;
-		} else if (v) {
-			__sync_fetch_and_add(&v->count, 1);
-			if (ctx->ret < 0)
-				__sync_fetch_and_add(&v->errors, 1);
-		}
+		struct syscount_val *v = count_call(pid, (__u32)ctx->id, &own);
+		if (v && ctx->ret < 0)
+			add(&v->errors, 1, own);
 		return 0;
 	}
 	struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
@@ -161,18 +165,12 @@ int sys_exit(struct exit_args *ctx)
 	__u64 d = bpf_ktime_get_ns() - s->ts;
 	bool own;
 	struct syscount_val *v = slot(pid, s->nr, &own);
-	if (v && own) {
-		v->total_ns += d;
+	if (v) {
+		add(&v->total_ns, d, own);
 		if (d > v->max_ns)
 			v->max_ns = d;
 		if (ctx->ret < 0)
-			v->errors++;
-	} else if (v) {
-		__sync_fetch_and_add(&v->total_ns, d);
-		if (d > v->max_ns)
-			v->max_ns = d;
-		if (ctx->ret < 0)
-			__sync_fetch_and_add(&v->errors, 1);
+			add(&v->errors, 1, own);
 	}
 	s->ts = 0;
 	return 0;

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The process a tool traces. target_pid is set by user space before load
+ * (bpfskel.Tool Consts, or PidConst for a held command); 0 traces every
+ * process. Include after <bpf/bpf_helpers.h>. */
+#ifndef SONDE_TARGET_H
+#define SONDE_TARGET_H
+
+const volatile __u32 target_pid = 0; /* 0: every process */
+
+/* Whether process pid is traced. */
+static __always_inline bool pid_traced(__u32 pid)
+{
+	return !target_pid || pid == target_pid;
+}
+
+/* The current thread's pid_tgid, in *id; whether its process is traced. */
+static __always_inline bool current_traced(__u64 *id)
+{
+	*id = bpf_get_current_pid_tgid();
+	return pid_traced(*id >> 32);
+}
+
+#endif
