@@ -150,15 +150,23 @@ struct find_args {
 	__s32 found; /* index, -1: not held */
 };
 
+/* Index i of a held set, masked into the array. i's range is hidden from
+ * the compiler first (the loop callbacks check i < n), so the mask the
+ * verifier needs as a bound stays in the code. */
+static __always_inline __u32 held_index(__u32 i)
+{
+	asm volatile("" : "+r"(i));
+	return i & (DL_MAX_HELD - 1);
+}
+
 static long find_step(__u32 i, void *data)
 {
 	struct find_args *a = data;
 	if (i >= a->n)
 		return 1;
-	__u32 k = i;
-	asm volatile("" : "+r"(k));
-	if (a->hs->locks[k & (DL_MAX_HELD - 1)].addr == a->addr) {
-		a->found = k & (DL_MAX_HELD - 1);
+	__u32 k = held_index(i);
+	if (a->hs->locks[k].addr == a->addr) {
+		a->found = k;
 		return 1;
 	}
 	return 0;
@@ -197,11 +205,7 @@ static long edge_step(__u32 i, void *data)
 	struct edge_args *a = data;
 	if (i >= a->n)
 		return 1;
-	/* Hide i's range from the compiler, so the mask the verifier needs
-	 * as a bound stays in the code. */
-	__u32 k = i;
-	asm volatile("" : "+r"(k));
-	add_edge(&a->hs->locks[k & (DL_MAX_HELD - 1)], a->addr, a->mode, a->stack, a->partial, a->id);
+	add_edge(&a->hs->locks[held_index(i)], a->addr, a->mode, a->stack, a->partial, a->id);
 	return 0;
 }
 
@@ -293,37 +297,23 @@ static __always_inline void release(__u64 id, __u64 addr)
 
 /* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock; the
  * cookie is the mode. */
-SEC("uprobe")
-int uprobe_lock(void *ctx)
+TRACED_PROG("uprobe", uprobe_lock)
 {
-	__u64 id;
-	if (!current_traced(&id))
-		return 0;
 	acquire(ctx, id, reg_arg(ctx, 0), (__u32)bpf_get_attach_cookie(ctx), false);
 	return 0;
 }
 
 /* Entry of a try-lock: remember what it tries until it returns. */
-SEC("uprobe")
-int uprobe_trylock(void *ctx)
+TRACED_PROG("uprobe", uprobe_trylock)
 {
-	__u64 id;
-	if (!current_traced(&id))
-		return 0;
-	__u32 tid = (__u32)id;
 	struct pending p = {.addr = reg_arg(ctx, 0), .mode = (__u32)bpf_get_attach_cookie(ctx)};
 	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
 	return 0;
 }
 
 /* Return of a try-lock: 0 means it took the lock. */
-SEC("uretprobe")
-int uretprobe_trylock(void *ctx)
+TRACED_PROG("uretprobe", uretprobe_trylock)
 {
-	__u64 id;
-	if (!current_traced(&id))
-		return 0;
-	__u32 tid = (__u32)id;
 	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return 0;
@@ -338,12 +328,8 @@ int uretprobe_trylock(void *ctx)
 }
 
 /* pthread_mutex_unlock, pthread_rwlock_unlock. */
-SEC("uprobe")
-int uprobe_unlock(void *ctx)
+TRACED_PROG("uprobe", uprobe_unlock)
 {
-	__u64 id;
-	if (!current_traced(&id))
-		return 0;
 	release(id, reg_arg(ctx, 0));
 	return 0;
 }

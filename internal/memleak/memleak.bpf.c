@@ -147,13 +147,8 @@ static __always_inline void remember(__u64 addr, struct memleak_alloc *a)
 	total_add(&a->where, a->bytes, a->count);
 }
 
-SEC("uprobe")
-int alloc_entry(void *ctx)
+TRACED_PROG("uprobe", alloc_entry)
 {
-	__u64 id;
-	if (!current_traced(&id))
-		return 0;
-	__u32 tid = (__u32)id;
 	struct inflight *open = bpf_map_lookup_elem(&inflight, &tid);
 	if (open) {
 		/* calloc calling malloc, malloc calling mmap: the outer call
@@ -234,13 +229,8 @@ int alloc_return(void *ctx)
 
 /* free(ptr) and munmap(addr, len), at their entry (nothing to learn from
  * the return). A free inside an allocator call is the allocator's own. */
-SEC("uprobe")
-int free_entry(void *ctx)
+TRACED_PROG("uprobe", free_entry)
 {
-	__u64 id;
-	if (!current_traced(&id))
-		return 0;
-	__u32 tid = (__u32)id;
 	if (bpf_map_lookup_elem(&inflight, &tid))
 		return 0;
 	/* munmap of an address never tracked is usual (thread stacks,
