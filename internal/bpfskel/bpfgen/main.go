@@ -2,8 +2,10 @@
 // object, the Go that the tool needs and nothing more: the C types named by
 // -type, the names of its programs, maps and globals as constants
 // (<stem>Prog<Name>, <stem>Map<Name>, <stem>Var<Name>), a <stem>Maps
-// struct for bpfskel.Tool.Maps, and load<Stem>, which reads the embedded
-// object through bpfskel (bpfskel.Tool.Spec).
+// struct for bpfskel.Tool.Maps (a map keyed by an enum, ENUM_COUNTERS, is
+// a *bpfskel.Counters read by the enum's member names, so the enum needs
+// no Go declaration), and load<Stem>, which reads the embedded object
+// through bpfskel (bpfskel.Tool.Spec).
 //
 // bpf2go writes the same types but also a loader, object, program and
 // spec structs with their Close methods: the same ~150 lines in every
