@@ -20,18 +20,17 @@ static __always_inline bool current_traced(__u64 *id)
 	return pid_traced(*id >> 32);
 }
 
-/* TRACED_PROG(sec, name) defines program name (SEC sec, taking void *ctx:
- * a uprobe, uretprobe or tracepoint) that runs the block that follows
- * only for threads of the traced process, with ctx, id (pid_tgid) and tid
- * in scope. */
-#define TRACED_PROG(sec, name)                                                 \
-	static __always_inline int name##_traced(void *ctx, __u64 id, __u32 tid); \
-	SEC(sec)                                                                  \
-	int name(void *ctx)                                                       \
-	{                                                                         \
-		__u64 id;                                                             \
-		return current_traced(&id) ? name##_traced(ctx, id, (__u32)id) : 0;  \
-	}                                                                         \
-	static __always_inline int name##_traced(void *ctx, __u64 id, __u32 tid)
+/* TRACED_PROG(sec, name, ctx_type) defines program name (SEC sec, taking
+ * ctx_type *ctx) that runs the block that follows only for threads of the
+ * traced process, with ctx, id (pid_tgid) and tid in scope. */
+#define TRACED_PROG(sec, name, ctx_type)                                             \
+	static __always_inline int name##_traced(ctx_type *ctx, __u64 id, __u32 tid);  \
+	SEC(sec)                                                                       \
+	int name(ctx_type *ctx)                                                        \
+	{                                                                              \
+		__u64 id;                                                                  \
+		return current_traced(&id) ? name##_traced(ctx, id, (__u32)id) : 0;        \
+	}                                                                              \
+	static __always_inline int name##_traced(ctx_type *ctx, __u64 id, __u32 tid)
 
 #endif

@@ -297,14 +297,14 @@ static __always_inline void release(__u64 id, __u64 addr)
 
 /* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock; the
  * cookie is the mode. */
-TRACED_PROG("uprobe", uprobe_lock)
+TRACED_PROG("uprobe", uprobe_lock, void)
 {
 	acquire(ctx, id, reg_arg(ctx, 0), (__u32)bpf_get_attach_cookie(ctx), false);
 	return 0;
 }
 
 /* Entry of a try-lock: remember what it tries until it returns. */
-TRACED_PROG("uprobe", uprobe_trylock)
+TRACED_PROG("uprobe", uprobe_trylock, void)
 {
 	struct pending p = {.addr = reg_arg(ctx, 0), .mode = (__u32)bpf_get_attach_cookie(ctx)};
 	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
@@ -312,7 +312,7 @@ TRACED_PROG("uprobe", uprobe_trylock)
 }
 
 /* Return of a try-lock: 0 means it took the lock. */
-TRACED_PROG("uretprobe", uretprobe_trylock)
+TRACED_PROG("uretprobe", uretprobe_trylock, void)
 {
 	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
@@ -328,7 +328,7 @@ TRACED_PROG("uretprobe", uretprobe_trylock)
 }
 
 /* pthread_mutex_unlock, pthread_rwlock_unlock. */
-TRACED_PROG("uprobe", uprobe_unlock)
+TRACED_PROG("uprobe", uprobe_unlock, void)
 {
 	release(id, reg_arg(ctx, 0));
 	return 0;

@@ -147,7 +147,7 @@ static __always_inline void remember(__u64 addr, struct memleak_alloc *a)
 	total_add(&a->where, a->bytes, a->count);
 }
 
-TRACED_PROG("uprobe", alloc_entry)
+TRACED_PROG("uprobe", alloc_entry, void)
 {
 	struct inflight *open = bpf_map_lookup_elem(&inflight, &tid);
 	if (open) {
@@ -229,7 +229,7 @@ int alloc_return(void *ctx)
 
 /* free(ptr) and munmap(addr, len), at their entry (nothing to learn from
  * the return). A free inside an allocator call is the allocator's own. */
-TRACED_PROG("uprobe", free_entry)
+TRACED_PROG("uprobe", free_entry, void)
 {
 	if (bpf_map_lookup_elem(&inflight, &tid))
 		return 0;

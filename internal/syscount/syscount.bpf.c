@@ -76,15 +76,6 @@ static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr, bool *perc
 	return v;
 }
 
-/* The current process; false when the pid filter rejects it. */
-static __always_inline bool current_pid(__u32 *pid)
-{
-	__u64 id;
-	bool ok = current_traced(&id);
-	*pid = id >> 32;
-	return ok;
-}
-
 /* Add delta to a count of a slot: plainly in this CPU's own copy, else
  * atomically (a shared hash entry). */
 static __always_inline void add(__u64 *count, __u64 delta, bool own)
@@ -115,27 +106,19 @@ struct nr_args {
  * syscall, with its result for the error count) except exit and
  * exit_group, which never return: their own entry tracepoints (which fire
  * for them alone) count those. */
-SEC("tracepoint/syscalls/sys_enter_exit")
-int noreturn_enter(struct nr_args *ctx)
+TRACED_PROG("tracepoint/syscalls/sys_enter_exit", noreturn_enter, struct nr_args)
 {
-	__u32 pid;
-	if (!current_pid(&pid))
-		return 0;
 	bool own;
-	count_call(pid, (__u32)ctx->nr, &own);
+	count_call(id >> 32, (__u32)ctx->nr, &own);
 	return 0;
 }
 
 /* With -L: counted and timed from entry (exit and exit_group included). */
-SEC("tracepoint/raw_syscalls/sys_enter")
-int sys_enter(struct enter_args *ctx)
+TRACED_PROG("tracepoint/raw_syscalls/sys_enter", sys_enter, struct enter_args)
 {
-	__u32 pid;
-	if (!current_pid(&pid))
-		return 0;
 	__u32 nr = (__u32)ctx->id;
 	bool own;
-	count_call(pid, nr, &own);
+	count_call(id >> 32, nr, &own);
 	if (latency) {
 		struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (s) {
@@ -146,12 +129,9 @@ int sys_enter(struct enter_args *ctx)
 	return 0;
 }
 
-SEC("tracepoint/raw_syscalls/sys_exit")
-int sys_exit(struct exit_args *ctx)
+TRACED_PROG("tracepoint/raw_syscalls/sys_exit", sys_exit, struct exit_args)
 {
-	__u32 pid;
-	if (!current_pid(&pid))
-		return 0;
+	__u32 pid = id >> 32;
 	if (!latency) {
 		bool own;
 		struct syscount_val *v = count_call(pid, (__u32)ctx->id, &own);
