@@ -25,10 +25,10 @@ var countersType = reflect.TypeFor[*Counters]()
 
 // newCounters reads the member names of the enum that keys spec.
 func newCounters(name string, spec *ebpf.MapSpec, m *ebpf.Map) (*Counters, error) {
-	var e *btf.Enum
-	if spec != nil {
-		e, _ = btf.UnderlyingType(spec.Key).(*btf.Enum)
+	if spec == nil {
+		return nil, fmt.Errorf("map %s is a counter array: its names come from the object's spec (bpfskel.Open)", name)
 	}
+	e, _ := btf.UnderlyingType(spec.Key).(*btf.Enum)
 	if e == nil {
 		return nil, fmt.Errorf("map %s is not keyed by an enum (declare it with ENUM_COUNTERS)", name)
 	}
@@ -69,8 +69,8 @@ func (c *Counters) keys(t reflect.Type) ([]uint32, error) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := f.Tag.Get("counter")
-		if name == "" || f.Type.Kind() != reflect.Uint64 {
-			return nil, fmt.Errorf("reading counters into %v: field %s is not a uint64 tagged `counter:\"NAME\"`", t, f.Name)
+		if name == "" || f.Type.Kind() != reflect.Uint64 || !f.IsExported() {
+			return nil, fmt.Errorf("reading counters into %v: field %s is not an exported uint64 tagged `counter:\"NAME\"`", t, f.Name)
 		}
 		k, ok := c.index[name]
 		if !ok {

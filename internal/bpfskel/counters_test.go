@@ -32,6 +32,9 @@ func TestCountersKeys(t *testing.T) {
 		{"not_uint64", &struct {
 			A uint32 `counter:"DEMO_A"`
 		}{}, "field A"},
+		{"unexported", &struct {
+			a uint64 `counter:"DEMO_A"`
+		}{}, "field a"},
 		{"not_pointer", good{}, "not a pointer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
