@@ -14,8 +14,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Keep the shared types in BTF for bpf2go -type. */
-
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
 SONDE_MAP(times, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct cputime_val, 32768);
 
