@@ -15,10 +15,7 @@ import (
 	"time"
 )
 
-var (
-	onlyAgent = flag.Bool("agent", false, "run only the agent overhead case")
-	agentSecs = flag.Int("agent-secs", 60, "seconds the continuous agent is measured")
-)
+var agentSecs = flag.Int("agent-secs", 60, "seconds the continuous agent is measured")
 
 // agentOverhead runs `sonde agent --continuous` at its default rate and
 // period, pushing to a local OTLP sink, while spin keeps one CPU busy with

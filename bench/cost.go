@@ -27,7 +27,6 @@ import (
 )
 
 var (
-	onlyCost = flag.Bool("cost", false, "run only the BPF cost table (kernel-measured, sonde vs peers)")
 	costReps = flag.Int("cost-reps", 3, "interleaved repetitions per tool in the cost table")
 	costOnly = flag.String("cost-tools", "", "comma-separated tools of the cost table to run (default all)")
 )
@@ -54,34 +53,19 @@ type toolCost struct {
 	failure string
 }
 
-func costTable(dir string) {
+func costTable(dir, spin string) {
 	old, _ := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled")
 	if err := os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0); err != nil {
 		fail("cost: cannot enable kernel.bpf_stats_enabled: " + err.Error())
 	}
 	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", old, 0)
 
-	build := func(name string, flags ...string) string {
-		_, self, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(self), "..", "testdata", name+".c")
-		out := filepath.Join(dir, name)
-		args := append([]string{"-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out, src}, flags...)
-		if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-			fail(fmt.Sprintf("gcc %s: %v %s", name, err, b))
-		}
-		return out
+	build := func(name string) string {
+		return gcc(dir, name, "testdata/"+name+".c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
 	}
 	pingpong := build("pingpong")
 	calls := build("calls")
 	syscallsBin := build("syscalls")
-	spin := filepath.Join(dir, "spin")
-	if _, err := os.Stat(spin); err != nil {
-		_, self, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(self), "testdata", "spin.c")
-		if b, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", spin, src).CombinedOutput(); err != nil {
-			fail(fmt.Sprintf("gcc spin: %v %s", err, b))
-		}
-	}
 	ioFile := filepath.Join(dir, "io.bin")
 
 	// Workloads. Context switches are counted system-wide (/proc/stat):

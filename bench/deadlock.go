@@ -5,11 +5,8 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -17,10 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	onlyDeadlock = flag.Bool("deadlock", false, "run only the deadlock cost comparison (sonde deadlock vs bpftrace vs untraced)")
-	dlRounds     = flag.Int("deadlock-rounds", 100000, "lock_a → lock_b rounds of the lock workload (4 lock operations each)")
-)
+var dlRounds = flag.Int("deadlock-rounds", 100000, "lock_a → lock_b rounds of the lock workload (4 lock operations each)")
 
 // deadlockScript is what bpftrace runs for the comparison: the same
 // uprobes as sonde deadlock (lock, try-lock entry and return, unlock of
@@ -75,19 +69,7 @@ func deadlockCost(dir string) {
 	if _, err := exec.LookPath("bpftrace"); err != nil {
 		fail("bpftrace not found: apt-get install bpftrace")
 	}
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "..", "testdata", "deadlock.c")
-	bin := filepath.Join(dir, "deadlock")
-	if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		fail(fmt.Sprintf("gcc: %v %s", err, out))
-	}
-	libc := systemLibc()
-	script, empty := filepath.Join(dir, "deadlock.bt"), filepath.Join(dir, "empty.bt")
-	for p, text := range map[string]string{script: deadlockScript, empty: emptyScript} {
-		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "LIBC", libc)), 0o644); err != nil {
-			fail(err.Error())
-		}
-	}
+	bin := gcc(dir, "deadlock", "testdata/deadlock.c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
 	// The loop pauses after its line, so the tracers' programs are still
 	// loaded when their run-time statistics are read.
 	work := []string{bin, "bench", strconv.Itoa(*dlRounds), "300"}
@@ -99,26 +81,22 @@ func deadlockCost(dir string) {
 	configs := map[string][]string{
 		"untraced":       work,
 		"sonde deadlock": append([]string{*sondeBin, "deadlock", "--json", "--"}, work...),
-		"bpftrace":       {"bpftrace", "-q", "-c", strings.Join(work, " "), script},
-		"empty uprobes":  {"bpftrace", "-q", "-c", strings.Join(work, " "), empty},
+		"bpftrace":       {"bpftrace", "-q", "-c", strings.Join(work, " "), "-e", libcProbes(deadlockScript)},
+		"empty uprobes":  {"bpftrace", "-q", "-c", strings.Join(work, " "), "-e", libcProbes(emptyScript)},
 	}
 	order := []string{"untraced", "empty uprobes", "sonde deadlock", "bpftrace"}
 	ns := map[string][]float64{}
 	perRun := map[string][]float64{} // BPF ns per program run
 	var ops float64
-	for r := 0; r < *reps; r++ {
-		for i := range order {
-			c := order[(i+r)%len(order)]
-			l := lockLoop(configs[c])
-			ops = l.ops
-			ns[c] = append(ns[c], l.ns)
-			if l.runs > 0 {
-				perRun[c] = append(perRun[c], l.bpfNs/float64(l.runs))
-			}
+	interleave("deadlock", *reps, len(order), func(i int) {
+		c := order[i]
+		l := lockLoop(configs[c])
+		ops = l.ops
+		ns[c] = append(ns[c], l.ns)
+		if l.runs > 0 {
+			perRun[c] = append(perRun[c], l.bpfNs/float64(l.runs))
 		}
-		fmt.Fprintf(os.Stderr, "\rdeadlock: repetition %d/%d", r+1, *reps)
-	}
-	fmt.Fprintln(os.Stderr)
+	})
 	base := median(ns["untraced"])
 	fmt.Printf("\n7. Lock-order tracing: %d rounds of lock_a → lock_b (%.0f lock operations), %d interleaved runs, medians\n", *dlRounds, ops, *reps)
 	per := map[string]float64{}
@@ -143,20 +121,12 @@ func deadlockCost(dir string) {
 	}
 }
 
-// systemLibc is where this architecture's Debian libc lives.
-func systemLibc() string {
-	if runtime.GOARCH == "arm64" {
-		return "/lib/aarch64-linux-gnu/libc.so.6"
-	}
-	return "/lib/x86_64-linux-gnu/libc.so.6"
-}
-
 // lockCostCase is deadlock's row of the cost table: both tools
 // system-wide (as every row), bpftrace with deadlockScript unfiltered,
 // on the lock loop of testdata/deadlock.c (built into dir by build).
-func lockCostCase(build func(string, ...string) string) costCase {
+func lockCostCase(build func(string) string) costCase {
 	bin := build("deadlock")
-	script := strings.ReplaceAll(strings.ReplaceAll(deadlockScript, " /pid == cpid/", ""), "LIBC", systemLibc())
+	script := libcProbes(strings.ReplaceAll(deadlockScript, " /pid == cpid/", ""))
 	return costCase{tool: "deadlock", sonde: []string{"deadlock"}, peerName: "bpftrace locks", peer: []string{"bpftrace", "-e", script},
 		work: func() (uint64, string) {
 			out, err := exec.Command(bin, "bench", "50000").Output()

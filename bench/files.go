@@ -40,7 +40,7 @@ tracepoint:syscalls:sys_exit_pread64 /@ts[tid]/ {
 // one-byte pread64s of a cached file (testdata/fileio.c spin, built into
 // dir by build), every tool system-wide as every row; bpftrace does the
 // same work on the same tracepoints.
-func fileCostCases(dir string, build func(string, ...string) string) []costCase {
+func fileCostCases(dir string, build func(string) string) []costCase {
 	bin := build("fileio")
 	data := filepath.Join(dir, "spin.dat")
 	if err := os.WriteFile(data, []byte("x"), 0o644); err != nil {

@@ -10,14 +10,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
-var (
-	onlyFlame   = flag.Bool("flamegraph", false, "run only the flame-graph scale case (needs no root)")
-	flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
-)
+var flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
 
 // Targets of issue 10 for a million distinct stacks.
 const (
@@ -36,14 +31,8 @@ func flameScale(dir string) bool {
 	out := filepath.Join(dir, "flame.html")
 	cmd := exec.Command(*sondeBin, "flamegraph", "-i", in, "-o", out)
 	cmd.Stderr = os.Stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		fail(fmt.Sprintf("sonde flamegraph: %v", err))
-	}
-	secs := time.Since(start).Seconds()
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	rss := float64(ru.Maxrss) / 1024 // Linux reports kilobytes
-	cpu := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	u := measure(cmd)
+	secs, rss, cpu := u.wall, u.rssMiB, u.cpu
 	html := float64(size(out)) / (1 << 20)
 	verdict := func(ok bool) string {
 		if ok {
@@ -148,16 +137,13 @@ func gcd(a, b int) int {
 	return a
 }
 
-var onlyWeb = flag.Bool("web", false, "run only the web view's scale case (needs no root)")
-
 // webScale runs internal/web's TestWebScale: sonde serve on a 1 M-sample
 // recording in headless Chromium, first paint ≤ 1 s, zoom ≤ 100 ms,
 // server peak RSS ≤ 2× the model (issue 16's targets). It is a test so the
 // browser driver stays out of the bench binary.
 func webScale() bool {
-	_, self, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestWebScale$", "./internal/web")
-	cmd.Dir = filepath.Dir(filepath.Dir(self))
+	cmd.Dir = repoPath(".")
 	cmd.Env = append(os.Environ(), "SONDE_WEB_SCALE=1")
 	out, err := cmd.CombinedOutput()
 	fmt.Printf("\n9. Web view of a 1 M-sample recording (sonde serve in headless Chromium)\n")

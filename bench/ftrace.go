@@ -1,14 +1,14 @@
 package main
 
 import (
+	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 )
+
+var ftraceReps = flag.Int("ftrace-reps", 5, "repetitions of each function-graph tracing configuration")
 
 // ftraceCalls is how many leaf() calls each run makes.
 const ftraceCalls = 200000
@@ -21,21 +21,13 @@ const ftraceCalls = 200000
 // kernel's own cost, the floor for any uprobe tracer).
 // Interleaved repetitions, medians of the program's own loop time.
 func ftraceBench(dir string) {
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "testdata", "leafcalls.c")
-	pg, fi, plain := filepath.Join(dir, "leafcalls-pg"), filepath.Join(dir, "leafcalls-fi"), filepath.Join(dir, "leafcalls")
-	for _, b := range [][]string{{"-pg", "-o", pg}, {"-finstrument-functions", "-o", fi}, {"-o", plain}} {
-		args := append([]string{"-O1", "-g", "-fno-omit-frame-pointer", src}, b...)
-		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-			fail(fmt.Sprintf("gcc: %v %s", err, out))
-		}
+	build := func(name string, flags ...string) string {
+		return gcc(dir, name, "bench/testdata/leafcalls.c", append([]string{"-O1", "-g", "-fno-omit-frame-pointer"}, flags...)...)
 	}
+	pg, fi, plain := build("leafcalls-pg", "-pg"), build("leafcalls-fi", "-finstrument-functions"), build("leafcalls")
 	n := strconv.Itoa(ftraceCalls)
 	data := filepath.Join(dir, "ft.data")
-	configs := []struct {
-		name string
-		args []string
-	}{
+	configs := []config{
 		{"none (-pg build)", []string{pg, n}},
 		{"uftrace record (-pg)", []string{"uftrace", "record", "-d", filepath.Join(dir, "uftrace.data"), pg, n}},
 		{"none (-finstrument-functions build)", []string{fi, n}},
@@ -47,27 +39,9 @@ func ftraceBench(dir string) {
 		{"bare uprobe+uretprobe (floor)", []string{*sondeBin, "stat", "-e", "u:" + plain + ":leaf", "-e", "u:" + plain + ":leaf%return", "--", plain, n}},
 	}
 	loops := map[string][]float64{}
-	for r := 0; r < *ftraceReps; r++ {
-		for i := range configs {
-			c := configs[(i+r)%len(configs)]
-			out, err := exec.Command(c.args[0], c.args[1:]...).CombinedOutput()
-			if err != nil {
-				fail(fmt.Sprintf("%s: %v\n%s", c.name, err, out))
-			}
-			ns := -1.0
-			for _, l := range strings.Split(string(out), "\n") {
-				if v, ok := strings.CutPrefix(l, "loop_ns "); ok {
-					ns, _ = strconv.ParseFloat(v, 64)
-				}
-			}
-			if ns < 0 {
-				fail(c.name + ": no loop_ns in its output")
-			}
-			loops[c.name] = append(loops[c.name], ns)
-		}
-		fmt.Fprintf(os.Stderr, "\rftrace: repetition %d/%d", r+1, *ftraceReps)
-	}
-	fmt.Fprintln(os.Stderr)
+	interleave("ftrace", *ftraceReps, len(configs), func(i int) {
+		loops[configs[i].name] = append(loops[configs[i].name], selfTimed(configs[i], "loop_ns"))
+	})
 	base := median(loops[configs[0].name])
 	baseFI := median(loops["none (-finstrument-functions build)"])
 	fmt.Printf("\n6. Function-graph tracing: %d calls of a %.0f ns function (%d interleaved repetitions, medians)\n",

@@ -44,102 +44,95 @@ import (
 )
 
 var (
-	sondeBin   = flag.String("sonde", "out/sonde", "sonde binary")
-	perfBin    = flag.String("perf", "perf", "perf binary")
-	reps       = flag.Int("reps", 7, "repetitions of each slowdown configuration")
-	iters      = flag.Int("iters", 8000000, "target iterations (about 2 s here)")
-	samples    = flag.Int("samples", 1000000, "samples in the big recording")
-	bigFreq    = flag.Int("big-freq", 25000, "sampling rate for the big recording")
-	skipBig    = flag.Bool("skip-big", false, "skip the big-recording report benchmark")
-	only002    = flag.Bool("seed002", false, "run only the cputime benchmark")
-	ddBlocks   = flag.Int("dd-blocks", 300000, "1 KB blocks through the seed 002 pipeline")
-	onlyFt     = flag.Bool("ftrace", false, "run only the function-graph tracing benchmark")
-	ftraceReps = flag.Int("ftrace-reps", 5, "repetitions of each function-graph tracing configuration")
+	sondeBin = flag.String("sonde", "out/sonde", "sonde binary")
+	perfBin  = flag.String("perf", "perf", "perf binary")
+	reps     = flag.Int("reps", 7, "repetitions of each slowdown configuration")
+	iters    = flag.Int("iters", 8000000, "target iterations (about 2 s here)")
+	samples  = flag.Int("samples", 1000000, "samples in the big recording")
+	bigFreq  = flag.Int("big-freq", 25000, "sampling rate for the big recording")
+	skipBig  = flag.Bool("skip-big", false, "skip the big-recording report benchmark")
+	ddBlocks = flag.Int("dd-blocks", 300000, "1 KB blocks through the seed 002 pipeline")
 )
 
+// section is a part of the bench that runs alone with -NAME; the full run
+// does every section, in this order, after the slowdown measurements.
+type section struct {
+	name, help string
+	root       bool // records or traces: needs root, perf and the spin workload
+	run        func(dir, spin string) bool
+}
+
+var sections = []section{
+	{"seed002", "run only the cputime benchmark", true, func(string, string) bool { seed002(); return true }},
+	{"ftrace", "run only the function-graph tracing benchmark", true, func(dir, _ string) bool { ftraceBench(dir); return true }},
+	{"memleak", "run only the memleak cost case (root, bpftrace)", true, func(dir, _ string) bool { memleakCost(dir); return true }},
+	{"flamegraph", "run only the flame-graph scale case (needs no root)", false, func(dir, _ string) bool { return flameScale(dir) }},
+	{"cost", "run only the BPF cost table (kernel-measured, sonde vs peers)", true, func(dir, spin string) bool { costTable(dir, spin); return true }},
+	{"deadlock", "run only the deadlock cost comparison (sonde deadlock vs bpftrace vs untraced)", true, func(dir, _ string) bool { deadlockCost(dir); return true }},
+	{"agent", "run only the agent overhead case", true, func(dir, spin string) bool { agentOverhead(dir, spin); return true }},
+	{"unwind", "run only the unwinder section", true, func(dir, _ string) bool { unwindBench(dir); return true }},
+	{"web", "run only the web view's scale case (needs no root)", false, func(string, string) bool { return webScale() }},
+}
+
 func main() {
+	only := make([]*bool, len(sections))
+	for i, s := range sections {
+		only[i] = flag.Bool(s.name, false, s.help)
+	}
 	flag.Parse()
-	if *onlyWeb {
-		if !webScale() {
-			os.Exit(1)
+	var chosen []section
+	needRoot := false
+	for i, s := range sections {
+		if *only[i] {
+			chosen = append(chosen, s)
+			needRoot = needRoot || s.root
 		}
-		return
-	}
-	if *onlyFlame {
-		dir, err := os.MkdirTemp("", "sonde-bench")
-		if err != nil {
-			fail(err.Error())
-		}
-		ok := flameScale(dir)
-		os.RemoveAll(dir)
-		if !ok {
-			os.Exit(1)
-		}
-		return
-	}
-	if os.Geteuid() != 0 {
-		fail("bench records system-wide: run as root")
-	}
-	if _, err := exec.LookPath(*perfBin); err != nil {
-		fail("perf not found: apt-get install linux-perf")
 	}
 	dir, err := os.MkdirTemp("", "sonde-bench")
 	if err != nil {
 		fail(err.Error())
 	}
-	defer os.RemoveAll(dir)
-	spin := filepath.Join(dir, "spin")
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "testdata", "spin.c")
-	if out, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", spin, src).CombinedOutput(); err != nil {
-		fail(fmt.Sprintf("gcc: %v %s", err, out))
+	ok := bench(dir, chosen, needRoot || len(chosen) == 0)
+	os.RemoveAll(dir)
+	if !ok {
+		os.Exit(1)
 	}
-	fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
-	if *onlyMemleak {
-		memleakCost(dir)
-		return
+}
+
+// bench runs the chosen sections, or everything when none is chosen, in
+// dir; root says whether they record or trace.
+func bench(dir string, chosen []section, root bool) bool {
+	ok := true
+	var spin string
+	if root {
+		if os.Geteuid() != 0 {
+			fail("bench records system-wide: run as root")
+		}
+		if _, err := exec.LookPath(*perfBin); err != nil {
+			fail("perf not found: apt-get install linux-perf")
+		}
+		spin = gcc(dir, "spin", "bench/testdata/spin.c", "-O1", "-fno-omit-frame-pointer", "-pthread")
+		fmt.Printf("sonde bench: %s, %d CPUs, kernel %s\n\n", time.Now().Format(time.RFC3339), runtime.NumCPU(), kernel())
 	}
-	if *onlyDeadlock {
-		deadlockCost(dir)
-		return
-	}
-	if *only002 {
-		seed002()
-		return
-	}
-	if *onlyFt {
-		ftraceBench(dir)
-		return
-	}
-	if *onlyUnwind {
-		unwindBench(dir)
-		return
-	}
-	if *onlyAgent {
-		agentOverhead(dir, spin)
-		return
-	}
-	if *onlyCost {
-		costTable(dir)
-		return
+	if len(chosen) > 0 {
+		for _, s := range chosen {
+			ok = s.run(dir, spin) && ok
+		}
+		return ok
 	}
 
 	// 1 and 2: slowdown and bytes per sample.
 	configs := []string{"none", "perf", "sonde", "profile"}
 	elapsed := map[string][]float64{}
 	bytesPer := map[string][]float64{}
-	for r := 0; r < *reps; r++ {
-		for i := range configs {
-			c := configs[(i+r)%len(configs)]
-			ms, bps := runUnder(c, dir, spin)
-			elapsed[c] = append(elapsed[c], ms)
-			if bps > 0 {
-				bytesPer[c] = append(bytesPer[c], bps)
-			}
+	interleave("slowdown", *reps, len(configs), func(i int) {
+		c := configs[i]
+		ms, bps := runUnder(c, dir, spin)
+		elapsed[c] = append(elapsed[c], ms)
+		if bps > 0 {
+			bytesPer[c] = append(bytesPer[c], bps)
 		}
-		fmt.Fprintf(os.Stderr, "\rslowdown: repetition %d/%d", r+1, *reps)
-	}
-	fmt.Fprintln(os.Stderr)
+	})
 	base := median(elapsed["none"])
 	slow := func(c string) float64 { return 100 * (median(elapsed[c])/base - 1) }
 	fmt.Printf("1. Slowdown of a CPU-bound target, system-wide -g at 999 Hz (%d interleaved repetitions, medians)\n", *reps)
@@ -154,17 +147,11 @@ func main() {
 	bp, bs := median(bytesPer["perf"]), median(bytesPer["sonde"])
 	fmt.Printf("   perf.data   %8.1f B/sample\n   sonde.data  %8.1f B/sample\n   ratio sonde/perf: %.3f (goal ≤ 0.25)\n", bp, bs, bs/bp)
 
-	seed002()
-	ftraceBench(dir)
-	memleakCost(dir)
-	flameScale(dir)
-	costTable(dir)
-	deadlockCost(dir)
-	agentOverhead(dir, spin)
-	unwindBench(dir)
-	webScale()
+	for _, s := range sections {
+		ok = s.run(dir, spin) && ok
+	}
 	if *skipBig {
-		return
+		return ok
 	}
 	// 3: a big recording per tool, then reports and flame-graph inputs.
 	threads := runtime.NumCPU()
@@ -177,11 +164,7 @@ func main() {
 	mustRun(*sondeBin, "record", "-q", "--call-graph", "fp", "-F", strconv.Itoa(*bigFreq), "-o", sondeData, "--", spin, strconv.Itoa(bigIters), strconv.Itoa(threads))
 	np, ns := perfSamples(perfData), sondeSamples(sondeData)
 	fmt.Printf("\n3. Reports from big recordings (perf: %d samples, sonde: %d samples; 3 interleaved runs, medians)\n", np, ns)
-	type job struct {
-		name string
-		args []string
-	}
-	jobs := []job{
+	jobs := []config{
 		{"perf report --stdio", []string{*perfBin, "report", "--stdio", "-i", perfData}},
 		{"sonde report", []string{*sondeBin, "report", "-i", sondeData}},
 		{"perf script (flame graph input)", []string{*perfBin, "script", "-i", perfData}},
@@ -189,14 +172,11 @@ func main() {
 	}
 	wall := map[string][]float64{}
 	rss := map[string][]float64{}
-	for r := 0; r < 3; r++ {
-		for i := range jobs {
-			j := jobs[(i+r)%len(jobs)]
-			w, m := timed(j.args)
-			wall[j.name] = append(wall[j.name], w)
-			rss[j.name] = append(rss[j.name], m)
-		}
-	}
+	interleave("reports", 3, len(jobs), func(i int) {
+		u := measure(exec.Command(jobs[i].args[0], jobs[i].args[1:]...))
+		wall[jobs[i].name] = append(wall[jobs[i].name], u.wall)
+		rss[jobs[i].name] = append(rss[jobs[i].name], u.rssMiB)
+	})
 	for _, j := range jobs {
 		fmt.Printf("   %-32s %8.2f s  %8.1f MiB peak RSS\n", j.name, median(wall[j.name]), median(rss[j.name]))
 	}
@@ -205,6 +185,7 @@ func main() {
 	fmt.Printf("   flame graph: sonde %.1fx faster than perf script alone, at %.2f of its RSS\n",
 		median(wall["perf script (flame graph input)"])/median(wall["sonde flamegraph"]), median(rss["sonde flamegraph"])/median(rss["perf script (flame graph input)"]))
 	fmt.Printf("   file size: perf.data %.1f B/sample, sonde.data %.1f B/sample\n", float64(size(perfData))/float64(np), float64(size(sondeData))/float64(ns))
+	return ok
 }
 
 // runUnder runs the target with recorder c in the background and returns
@@ -280,15 +261,20 @@ func sondeSamples(path string) int {
 	return r.Samples
 }
 
-func timed(args []string) (float64, float64) {
-	cmd := exec.Command(args[0], args[1:]...)
+// usage is what one run of a command took: wall seconds, peak RSS in
+// MiB, and CPU seconds (user and system, of it and the children it
+// waited for).
+type usage struct{ wall, rssMiB, cpu float64 }
+
+// measure runs cmd to its end and returns what it took.
+func measure(cmd *exec.Cmd) usage {
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		fail(fmt.Sprintf("%s: %v", strings.Join(args, " "), err))
+		fail(fmt.Sprintf("%s: %v", strings.Join(cmd.Args, " "), err))
 	}
-	w := time.Since(start).Seconds()
+	wall := time.Since(start).Seconds()
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return w, float64(ru.Maxrss) / 1024
+	return usage{wall, float64(ru.Maxrss) / 1024, float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9} // Linux's Maxrss is in KiB
 }
 
 func mustRun(args ...string) {
@@ -324,6 +310,69 @@ func kernel() string {
 	return strings.TrimSpace(string(b))
 }
 
+// interleave runs each of n configurations reps times, rotating which
+// goes first in each repetition so drift on the machine hits all alike,
+// and shows the progress of what on stderr.
+func interleave(what string, reps, n int, run func(i int)) {
+	for r := 0; r < reps; r++ {
+		for i := 0; i < n; i++ {
+			run((i + r) % n)
+		}
+		fmt.Fprintf(os.Stderr, "\r%s: repetition %d/%d", what, r+1, reps)
+	}
+	fmt.Fprintln(os.Stderr)
+}
+
+// config is one way to run a workload: its name in the table and its
+// command line.
+type config struct {
+	name string
+	args []string
+}
+
+// selfTimed runs c, a workload that times itself, and returns the number
+// it prints after key ("elapsed_ns N").
+func selfTimed(c config, key string) float64 {
+	out, err := exec.Command(c.args[0], c.args[1:]...).CombinedOutput()
+	m := regexp.MustCompile(regexp.QuoteMeta(key) + ` (\d+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		fail(fmt.Sprintf("%s: %v (no %q in its output)\n%s", c.name, err, key, out))
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// repoPath is a file of the repository, by its path from the root.
+func repoPath(rel string) string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", rel)
+}
+
+// gcc compiles the repository's C file rel with flags into dir/name and
+// returns that path.
+func gcc(dir, name, rel string, flags ...string) string {
+	out := filepath.Join(dir, name)
+	args := append(append([]string{}, flags...), "-o", out, repoPath(rel))
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		fail(fmt.Sprintf("gcc %s: %v %s", rel, err, b))
+	}
+	return out
+}
+
+// systemLibc is where this architecture's Debian libc lives.
+func systemLibc() string {
+	if runtime.GOARCH == "arm64" {
+		return "/lib/aarch64-linux-gnu/libc.so.6"
+	}
+	return "/lib/x86_64-linux-gnu/libc.so.6"
+}
+
+// libcProbes is a bpftrace program with LIBC in its probes' paths
+// replaced by systemLibc.
+func libcProbes(script string) string {
+	return strings.ReplaceAll(script, "LIBC", systemLibc())
+}
+
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "bench:", msg)
 	os.Exit(1)
@@ -337,17 +386,10 @@ func seed002() {
 	var cpuBase, cpuUnder, ratesUnder []float64
 	runOnce := func() (float64, float64, float64) {
 		c0 := ctxt()
-		start := time.Now()
-		cmd := exec.Command("sh", "-c", pipeline)
-		if err := cmd.Run(); err != nil {
-			fail("pipeline: " + err.Error())
-		}
-		el := time.Since(start).Seconds()
 		// CPU time of the pipeline (sh and the dd processes it waited for):
 		// the switch hook runs inside their context switches.
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		cpu := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-		return el, float64(ctxt()-c0) / el, cpu
+		u := measure(exec.Command("sh", "-c", pipeline))
+		return u.wall, float64(ctxt()-c0) / u.wall, u.cpu
 	}
 	var base, under, rates []float64
 	for r := 0; r < *reps; r++ {

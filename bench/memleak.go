@@ -3,19 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
-	"strconv"
-	"strings"
 )
 
-var (
-	onlyMemleak = flag.Bool("memleak", false, "run only the memleak cost case (root, bpftrace)")
-	memleakReps = flag.Int("memleak-reps", 3, "interleaved repetitions of each memleak configuration")
-)
+var memleakReps = flag.Int("memleak-reps", 3, "interleaved repetitions of each memleak configuration")
 
 // memleakCalls is what testdata/leak.c's timed loop does: 205,000
 // allocation calls (200,000 churned, 5,000 leaked) and 200,000 frees.
@@ -52,48 +43,18 @@ func memleakCost(dir string) {
 	if err != nil {
 		fail("bpftrace not found: apt-get install bpftrace")
 	}
-	libc := ""
-	for _, d := range []string{"/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/usr/lib"} {
-		if _, err := os.Stat(filepath.Join(d, "libc.so.6")); err == nil {
-			libc = filepath.Join(d, "libc.so.6")
-			break
-		}
-	}
-	if libc == "" {
-		fail("no libc.so.6 found")
-	}
-	_, self, _, _ := runtime.Caller(0)
-	leak := filepath.Join(dir, "leak")
-	src := filepath.Join(filepath.Dir(self), "..", "testdata", "leak.c")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-o", leak, src).CombinedOutput(); err != nil {
-		fail(fmt.Sprintf("gcc: %v %s", err, out))
-	}
-	script := strings.ReplaceAll(memleakScript, "LIBC", libc)
-	configs := []struct {
-		name string
-		args []string
-	}{
+	leak := gcc(dir, "leak", "testdata/leak.c", "-O2", "-g")
+	script := libcProbes(memleakScript)
+	configs := []config{
 		{"untraced", []string{leak, "-t"}},
 		{"sonde memleak", []string{*sondeBin, "memleak", "--", leak, "-t"}},
 		{"sonde memleak --sample-bytes 4096", []string{*sondeBin, "memleak", "--sample-bytes", "4096", "--", leak, "-t"}},
 		{"bpftrace, same probes", []string{bt, "-e", script, "-c", leak + " -t"}},
 	}
 	elapsed := map[string][]float64{}
-	re := regexp.MustCompile(`elapsed_ns (\d+)`)
-	for r := 0; r < *memleakReps; r++ {
-		for i := range configs {
-			c := configs[(i+r)%len(configs)]
-			out, err := exec.Command(c.args[0], c.args[1:]...).CombinedOutput()
-			m := re.FindSubmatch(out)
-			if err != nil || m == nil {
-				fail(fmt.Sprintf("%s: %v\n%s", c.name, err, out))
-			}
-			ns, _ := strconv.ParseFloat(string(m[1]), 64)
-			elapsed[c.name] = append(elapsed[c.name], ns)
-		}
-		fmt.Fprintf(os.Stderr, "\rmemleak: repetition %d/%d", r+1, *memleakReps)
-	}
-	fmt.Fprintln(os.Stderr)
+	interleave("memleak", *memleakReps, len(configs), func(i int) {
+		elapsed[configs[i].name] = append(elapsed[configs[i].name], selfTimed(configs[i], "elapsed_ns"))
+	})
 	base := median(elapsed["untraced"])
 	fmt.Printf("memleak: testdata/leak.c, %d allocation calls and 200,000 frees (%d interleaved runs, medians)\n", memleakCalls, *memleakReps)
 	for _, c := range configs {

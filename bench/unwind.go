@@ -14,10 +14,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/unwindtable"
 )
 
-var (
-	onlyUnwind = flag.Bool("unwind", false, "run only the unwinder section")
-	unwindReps = flag.Int("unwind-reps", 3, "repetitions of each unwinder slowdown configuration")
-)
+var unwindReps = flag.Int("unwind-reps", 3, "repetitions of each unwinder slowdown configuration")
 
 // pyLoop is a pure-Python CPU loop (json and re, as in issue 11) that
 // times itself: the work is fixed, its wall time printed.
@@ -39,18 +36,8 @@ print("elapsed_ms %.1f" % ((time.monotonic() - t) * 1000))
 // of building libc's and python3's unwind tables and the BPF map memory
 // their rows take.
 func unwindBench(dir string) {
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(self))
-	cbin := filepath.Join(dir, "unwind-nofp")
-	spin := filepath.Join(dir, "spin-nofp")
-	for _, b := range []struct{ out, src string }{
-		{cbin, filepath.Join(root, "testdata", "unwind.c")},
-		{spin, filepath.Join(root, "bench", "testdata", "spin.c")},
-	} {
-		if out, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", b.out, b.src).CombinedOutput(); err != nil {
-			fail(fmt.Sprintf("gcc: %v %s", err, out))
-		}
-	}
+	cbin := gcc(dir, "unwind-nofp", "testdata/unwind.c", "-O2", "-fomit-frame-pointer", "-pthread")
+	spin := gcc(dir, "spin-nofp", "bench/testdata/spin.c", "-O2", "-fomit-frame-pointer", "-pthread")
 	py := "/usr/bin/python3"
 	script := filepath.Join(dir, "loop.py")
 	if err := os.WriteFile(script, []byte(pyLoop), 0o644); err != nil {
@@ -60,11 +47,7 @@ func unwindBench(dir string) {
 	fmt.Printf("\n8. Unwinding without frame pointers (record --call-graph auto = -g, fp; perf --call-graph dwarf)\n")
 	// Slowdown: the target's own timing, recorded from its start (record
 	// -- CMD starts it once everything is attached).
-	type target struct {
-		name string
-		args []string
-	}
-	targets := []target{
+	targets := []config{
 		{"C (spin.c -O2 -fomit-frame-pointer)", []string{spin, strconv.Itoa(*iters)}},
 		{"python3 pure-Python loop", []string{py, script, "500"}},
 	}
@@ -72,18 +55,14 @@ func unwindBench(dir string) {
 	for _, tg := range targets {
 		elapsed := map[string][]float64{}
 		bps := map[string][]float64{}
-		for r := 0; r < *unwindReps; r++ {
-			for i := range modes {
-				m := modes[(i+r)%len(modes)]
-				ms, b := recordTarget(dir, m, tg.args)
-				elapsed[m] = append(elapsed[m], ms)
-				if b > 0 {
-					bps[m] = append(bps[m], b)
-				}
+		interleave("unwind "+tg.name, *unwindReps, len(modes), func(i int) {
+			m := modes[i]
+			ms, b := recordTarget(dir, m, tg.args)
+			elapsed[m] = append(elapsed[m], ms)
+			if b > 0 {
+				bps[m] = append(bps[m], b)
 			}
-			fmt.Fprintf(os.Stderr, "\runwind %s: repetition %d/%d", tg.name, r+1, *unwindReps)
-		}
-		fmt.Fprintln(os.Stderr)
+		})
 		base := median(elapsed["none"])
 		slow := func(m string) float64 { return 100 * (median(elapsed[m])/base - 1) }
 		fmt.Printf("   %s, 999 Hz, %d interleaved runs (medians)\n", tg.name, *unwindReps)
@@ -96,7 +75,7 @@ func unwindBench(dir string) {
 
 	// Bytes per sample and reach on the issue's workloads, perf's dwarf mode beside.
 	fmt.Printf("   bytes per sample, one recording each at 999 Hz (stacks reaching main)\n")
-	for _, tg := range []target{
+	for _, tg := range []config{
 		{"C unwind.c (main → dispatch → heavy/light)", []string{cbin, "2"}},
 		{"python3 pure-Python loop", []string{py, script, "100"}},
 	} {
@@ -109,7 +88,7 @@ func unwindBench(dir string) {
 	// Tables: build time and memory, and the map memory of their rows.
 	fmt.Printf("   unwind tables (best of 3 builds; rows take 8 B each in the BPF array)\n")
 	var rows int
-	for _, path := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"} {
+	for _, path := range []string{systemLibc(), "/usr/bin/python3.11"} {
 		if _, err := os.Stat(path); err != nil {
 			continue
 		}

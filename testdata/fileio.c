@@ -32,6 +32,22 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* pass does n plain calls on fd, then one positioned and one vectored
+ * call, each of CHUNK bytes: write(2), pwrite64(2) and writev(2) when
+ * writing, read(2), pread64(2) and readv(2) when not. */
+static int pass(int fd, int n, int writing)
+{
+	struct iovec iov[2] = {{buf, CHUNK / 2}, {buf + CHUNK / 2, CHUNK / 2}};
+	for (int i = 0; i < n; i++)
+		if ((writing ? write(fd, buf, CHUNK) : read(fd, buf, CHUNK)) != CHUNK)
+			return 1;
+	off_t at = (off_t)n * CHUNK;
+	if ((writing ? pwrite(fd, buf, CHUNK, at) : pread(fd, buf, CHUNK, at)) != CHUNK)
+		return 1;
+	lseek(fd, at + CHUNK, SEEK_SET);
+	return (writing ? writev(fd, iov, 2) : readv(fd, iov, 2)) != CHUNK;
+}
+
 static int copy(const char *out, const char *in)
 {
 	int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -39,24 +55,8 @@ static int copy(const char *out, const char *in)
 	if (fo < 0 || fi < 0)
 		return 1;
 	memset(buf, 'x', sizeof buf);
-	/* 10 MiB = 158 write + 1 pwrite64 + 1 writev of 64 KiB. */
-	for (int i = 0; i < 158; i++)
-		if (write(fo, buf, CHUNK) != CHUNK)
-			return 1;
-	if (pwrite(fo, buf, CHUNK, 158L * CHUNK) != CHUNK)
-		return 1;
-	lseek(fo, 159L * CHUNK, SEEK_SET);
-	struct iovec iov[2] = {{buf, CHUNK / 2}, {buf + CHUNK / 2, CHUNK / 2}};
-	if (writev(fo, iov, 2) != CHUNK)
-		return 1;
-	/* 3 MiB = 46 read + 1 pread64 + 1 readv of 64 KiB. */
-	for (int i = 0; i < 46; i++)
-		if (read(fi, buf, CHUNK) != CHUNK)
-			return 1;
-	if (pread(fi, buf, CHUNK, 46L * CHUNK) != CHUNK)
-		return 1;
-	lseek(fi, 47L * CHUNK, SEEK_SET);
-	if (readv(fi, iov, 2) != CHUNK)
+	/* 10 MiB written (158 + 2 calls of 64 KiB), 3 MiB read (46 + 2). */
+	if (pass(fo, 158, 1) || pass(fi, 46, 0))
 		return 1;
 	close(fo);
 	close(fi);

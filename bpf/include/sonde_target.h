@@ -7,10 +7,20 @@
 
 const volatile __u32 target_pid = 0; /* 0: every process */
 
-/* Whether process pid is traced. */
+#ifdef SONDE_GATED
+/* A tool that defines SONDE_GATED traces nothing until the skeleton opens
+ * its gate (bpfskel.Tool.Gate "armed"): 1 once every program is attached
+ * and a held command released, 0 again before any is detached. */
+volatile __u32 armed = 0;
+#define SONDE_GATE_OPEN armed
+#else
+#define SONDE_GATE_OPEN 1
+#endif
+
+/* Whether process pid is traced (and the gate, if any, open). */
 static __always_inline bool pid_traced(__u32 pid)
 {
-	return !target_pid || pid == target_pid;
+	return SONDE_GATE_OPEN && (!target_pid || pid == target_pid);
 }
 
 /* The current thread's pid_tgid, in *id; whether its process is traced. */

@@ -8,17 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/bio"
 	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/files"
-	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/view/blocked"
-	"github.com/sonde-dev/sonde/internal/view/cpuusage"
-	"github.com/sonde-dev/sonde/internal/view/dist"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
-	"github.com/sonde-dev/sonde/internal/view/stackprof"
-	"github.com/sonde-dev/sonde/internal/view/syscounts"
 )
 
 // TestBPFCommandLines: the bcc and perf habits the BPF tools accept parse
@@ -163,30 +154,6 @@ func TestBPFHelp(t *testing.T) {
 			if r.Code != 0 || !strings.Contains(r.Stdout, "sonde "+c.Name()) || !strings.Contains(r.Stdout, "Flags:") {
 				t.Errorf("sonde %s: exit %d\n%s%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
 			}
-		}
-	}
-}
-
-// TestBPFJSONVocabulary: every key the BPF tools write is in the
-// vocabulary docs/json.md describes.
-func TestBPFJSONVocabulary(t *testing.T) {
-	docs := map[string]any{
-		"offcpu, wakeup":  blocked.Report{},
-		"profile":         stackprof.Errors{},
-		"profile stacks":  stackstat.Completeness{},
-		"funclat":         dist.Functions{},
-		"runqlat":         dist.RunQueue{},
-		"biolat":          bio.Latency{},
-		"biosnoop":        bio.IO{},
-		"syscount":        syscounts.Report{},
-		"cputime":         cpuusage.Report{},
-		"filetop":         files.TopReport{},
-		"fileslower":      files.Slow{},
-		"profile (shell)": jsonout.Run{},
-	}
-	for name, v := range docs {
-		if bad := jsonout.Undocumented(v); len(bad) > 0 {
-			t.Errorf("%s writes keys missing from the vocabulary (internal/view/jsonout, docs/json.md): %v", name, bad)
 		}
 	}
 }

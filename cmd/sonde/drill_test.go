@@ -160,9 +160,7 @@ func TestDiffKnapsack(t *testing.T) {
 	testutil.MustRun(t, dir, "record", "-q", "-F", "4999", "-g", "-o", "fast.data", "--", fast)
 	r := testutil.MustRun(t, dir, "diff", "slow.data", "fast.data", "--json")
 	var d diffJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil {
-		t.Fatalf("%v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &d)
 	found := false
 	for _, row := range d {
 		if row.Sym == "solve" {

@@ -76,9 +76,7 @@ func filetopFiles(t *testing.T, dir, prog string, args ...string) (map[string]fi
 		Command, Attach string
 		Files           []files.File
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("filetop --json: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	if rep.Command != "filetop" || rep.Attach != files.Mode {
 		t.Errorf("command %q attach %q", rep.Command, rep.Attach)
 	}

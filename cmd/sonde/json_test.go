@@ -4,15 +4,25 @@ import (
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/annotate"
+	"github.com/sonde-dev/sonde/internal/bio"
+	"github.com/sonde-dev/sonde/internal/deadlock"
 	"github.com/sonde-dev/sonde/internal/diff"
+	"github.com/sonde-dev/sonde/internal/files"
 	"github.com/sonde-dev/sonde/internal/ftrace"
+	"github.com/sonde-dev/sonde/internal/memleak"
 	"github.com/sonde-dev/sonde/internal/probe"
 	"github.com/sonde-dev/sonde/internal/report"
+	"github.com/sonde-dev/sonde/internal/stackstat"
+	"github.com/sonde-dev/sonde/internal/view/blocked"
+	"github.com/sonde-dev/sonde/internal/view/cpuusage"
+	"github.com/sonde-dev/sonde/internal/view/dist"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
 	"github.com/sonde-dev/sonde/internal/view/jsonout"
 	"github.com/sonde-dev/sonde/internal/view/latencyview"
 	"github.com/sonde-dev/sonde/internal/view/script"
+	"github.com/sonde-dev/sonde/internal/view/stackprof"
 	"github.com/sonde-dev/sonde/internal/view/statview"
+	"github.com/sonde-dev/sonde/internal/view/syscounts"
 )
 
 // jsonDocs are the types each command writes with --json. Every key they
@@ -29,6 +39,21 @@ var jsonDocs = map[string]any{
 	"latency":                 latencyview.Doc{},
 	"probe -l":                []probe.Listed{},
 	"ftrace report":           ftrace.ReportDoc{},
+	// The BPF tools.
+	"offcpu, wakeup":  blocked.Report{},
+	"profile":         stackprof.Errors{},
+	"profile stacks":  stackstat.Completeness{},
+	"profile (shell)": jsonout.Run{},
+	"funclat":         dist.Functions{},
+	"runqlat":         dist.RunQueue{},
+	"biolat":          bio.Latency{},
+	"biosnoop":        bio.IO{},
+	"syscount":        syscounts.Report{},
+	"cputime":         cpuusage.Report{},
+	"filetop":         files.TopReport{},
+	"fileslower":      files.Slow{},
+	"deadlock":        deadlock.Report{},
+	"memleak":         memleak.Report{},
 }
 
 func TestJSONVocabulary(t *testing.T) {

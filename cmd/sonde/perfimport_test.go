@@ -47,7 +47,7 @@ func runEnv(t *testing.T, dir string, env []string, stdin []byte, args ...string
 		}
 		code = ee.ExitCode()
 	}
-	return testutil.Result{Stdout: o.String(), Stderr: e.String(), Code: code}
+	return testutil.Result{Args: args, Stdout: o.String(), Stderr: e.String(), Code: code}
 }
 
 func mustEnv(t *testing.T, dir string, env []string, stdin []byte, args ...string) testutil.Result {
@@ -64,18 +64,24 @@ func mustEnv(t *testing.T, dir string, env []string, stdin []byte, args ...strin
 func buildIDCache(t *testing.T) string {
 	t.Helper()
 	cache := t.TempDir()
-	dir := filepath.Join(cache, ".build-id", fixtureWorkBuildID[:2], fixtureWorkBuildID[2:])
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	placeWorkELF(t, filepath.Join(cache, ".build-id", fixtureWorkBuildID[:2], fixtureWorkBuildID[2:], "elf"))
+	return cache
+}
+
+// placeWorkELF copies the fixtures' work.elf to path, where a lookup
+// (build-id cache, --symfs) is to find it.
+func placeWorkELF(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	elf, err := os.ReadFile(perfFixture("work.elf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "elf"), elf, 0o755); err != nil {
+	if err := os.WriteFile(path, elf, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return cache
 }
 
 // rowPeriods sums a JSON report's self percentages by comm|dso|sym.
@@ -123,16 +129,7 @@ func TestViewsReadPerfFiles(t *testing.T) {
 		t.Errorf("tiny-pipe.data on stdin: %d samples, perf report 40", rep.Samples)
 	}
 	symfs := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(symfs, "tmp/pd/fx"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	elf, err := os.ReadFile(perfFixture("work.elf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(symfs, "tmp/pd/fx/work"), elf, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	placeWorkELF(t, filepath.Join(symfs, "tmp/pd/fx/work"))
 	mustEnv(t, dir, env, pipe, "import", "-q", "--symfs", symfs, "-", "-o", "pipe.sonde")
 	rep = decodeReport(t, mustEnv(t, dir, env, nil, append(flatReport, "-i", "pipe.sonde")...).Stdout)
 	if rows := rowPercents(rep); rep.Samples != 40 || math.Abs(rows["work|work|spin_a"]-75) > 0.01 {

@@ -54,22 +54,43 @@ func perfStatCSV(t *testing.T, dir string, args ...string) map[string]float64 {
 		t.Fatalf("perf stat: %v\n%s", err, out)
 	}
 	res := map[string]float64{}
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Split(l, ",")
-		if len(f) < 3 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		name := f[2]
+	for name, v := range perfCSV(string(out)) {
 		if i := strings.IndexByte(name, ':'); i >= 0 && !strings.Contains(name, "block") {
 			name = name[:i] // task-clock:u style suffixes
 		}
 		res[name] = v
 	}
 	return res
+}
+
+// perfCSV reads perf stat -x, output: event → value; lines without a
+// number (<not counted>, comments) are left out.
+func perfCSV(out string) map[string]float64 {
+	res := map[string]float64{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Split(l, ",")
+		if len(f) < 3 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			res[f[2]] = v
+		}
+	}
+	return res
+}
+
+// readStat decodes the JSON sonde stat wrote to dir/name (its -o).
+func readStat(t *testing.T, dir, name string) statJSON {
+	t.Helper()
+	var s statJSON
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
+		t.Fatalf("stat JSON %s: %v\n%s", name, err, b)
+	}
+	return s
 }
 
 func median(v []float64) float64 {
@@ -122,31 +143,15 @@ func TestStatAgainstPerf(t *testing.T) {
 		sc.Process.Kill()
 		t.Fatal("perf stat -p or sonde stat -p did not stop when the target exited")
 	}
-	var s statJSON
-	sout, _ := os.ReadFile(statOut)
-	if err := json.Unmarshal(sout, &s); err != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, sout)
-	}
-	ref := map[string]float64{}
-	for _, l := range strings.Split(pout.String(), "\n") {
-		f := strings.Split(l, ",")
-		if len(f) >= 3 {
-			v, err := strconv.ParseFloat(f[0], 64)
-			if err == nil {
-				ref[f[2]] = v
-			}
-		}
-	}
+	s := readStat(t, dir, "stat-p.json")
+	ref := perfCSV(pout.String())
 	within(t, "task-clock (ms, same run)", statValue(t, s, "task-clock")/1e6, ref["task-clock"], 5)
 	within(t, "page-faults (same run)", statValue(t, s, "page-faults"), ref["page-faults"], 5)
 	within(t, "context-switches (same run)", statValue(t, s, "context-switches"), ref["context-switches"], 5)
 
 	// The command form: the deterministic counts agree run to run.
 	testutil.MustRun(t, dir, "stat", "--json", "-o", "stat.json", "-e", evs, "--", "./statwork", "20000", "300")
-	var c statJSON
-	if b, _ := os.ReadFile(filepath.Join(dir, "stat.json")); json.Unmarshal(b, &c) != nil {
-		t.Fatalf("stat JSON:\n%s", b)
-	}
+	c := readStat(t, dir, "stat.json")
 	p := perfStatCSV(t, dir, "-e", evs, "--", "./statwork", "20000", "300")
 	within(t, "page-faults (sonde stat -- CMD vs perf stat -- CMD)", statValue(t, c, "page-faults"), p["page-faults"], 5)
 	// task-clock of separate runs varies from 133 to 201 ms on this VM for
@@ -224,19 +229,8 @@ func TestStatTracepointsAgainstPerf(t *testing.T) {
 	if err := sc.Wait(); err != nil {
 		t.Fatalf("sonde stat: %v", err)
 	}
-	var s statJSON
-	sout, _ := os.ReadFile(statOut)
-	if err := json.Unmarshal(sout, &s); err != nil {
-		t.Fatalf("%v: %s", err, sout)
-	}
-	ref := map[string]float64{}
-	for _, l := range strings.Split(pout.String(), "\n") {
-		f := strings.Split(l, ",")
-		if len(f) >= 3 {
-			v, _ := strconv.ParseFloat(f[0], 64)
-			ref[f[2]] = v
-		}
-	}
+	s := readStat(t, dir, "stat.json")
+	ref := perfCSV(pout.String())
 	for _, ev := range []string{"block:block_rq_issue", "block:block_rq_complete"} {
 		got := statValue(t, s, ev)
 		if got < 400 {
@@ -403,9 +397,7 @@ func TestProbes(t *testing.T) {
 	}
 	// Exact call counts.
 	testutil.MustRun(t, dir, "stat", "--json", "-o", "stat.json", "-e", "probe_calls:compute,probe_calls:compute__return", "--", "./calls", "1234")
-	var s statJSON
-	b, _ := os.ReadFile(filepath.Join(dir, "stat.json"))
-	json.Unmarshal(b, &s)
+	s := readStat(t, dir, "stat.json")
 	if v := statValue(t, s, "probe_calls:compute"); v != 1234 {
 		t.Errorf("uprobe counted %.0f calls, the program made 1234", v)
 	}

@@ -56,10 +56,7 @@ func TestStatPidWithCommand(t *testing.T) {
 	script := fmt.Sprintf("cat /proc/%[1]s/task/*/schedstat > before; sleep 1; cat /proc/%[1]s/task/*/schedstat > after", pid)
 	// stat's counts go to stderr as perf's do, or to -o FILE.
 	testutil.MustRun(t, dir, "stat", "-e", "task-clock", "--json", "-o", "stat.json", "-p", pid, "--", "sh", "-c", script)
-	var s statJSON
-	if b, err := os.ReadFile(filepath.Join(dir, "stat.json")); err != nil || json.Unmarshal(b, &s) != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, b)
-	}
+	s := readStat(t, dir, "stat.json")
 	got := statValue(t, s, "task-clock") // ns
 	read := func(name string) float64 {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -91,17 +88,7 @@ func TestFunclatDuration(t *testing.T) {
 	begin := time.Now()
 	r := testutil.MustRun(t, dir, "funclat", "--json", "-d", "2s", "-p", strconv.Itoa(w.Process.Pid), bin+":tick")
 	wall := time.Since(begin)
-	var rep struct {
-		DurationNS int64 `json:"duration_ns"`
-		Functions  []struct {
-			Stats struct {
-				Count uint64 `json:"count"`
-			} `json:"stats"`
-		} `json:"functions"`
-	}
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || len(rep.Functions) != 1 {
-		t.Fatalf("funclat JSON: %v\n%s", err, r.Stdout)
-	}
+	rep := funclatReport(t, r, 1)
 	n := rep.Functions[0].Stats.Count
 	t.Logf("funclat -d 2s: %d calls of tick, duration %v, %v wall", n, time.Duration(rep.DurationNS), wall)
 	if n < 197 || n > 203 {
@@ -298,18 +285,13 @@ func TestDeletedDirectory(t *testing.T) {
 	checkSplit(t, reportJSON(t, dir, "-i", "d.data", "--no-children"), "spin_a", "spin_b")
 	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", wp, "-d", "1s", "--json")
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	checkSplit(t, rep, "spin_a", "spin_b")
 
 	testutil.MustRun(t, dir, "probe", "-p", tp, "-a", "tick")
 	t.Cleanup(func() { testutil.Run(t, dir, "probe", "-d", "probe_ticker:tick") })
 	testutil.MustRun(t, dir, "stat", "--json", "-o", "tick.json", "-e", "probe_ticker:tick", "-p", tp, "--", "sleep", "1")
-	var s statJSON
-	if b, err := os.ReadFile(filepath.Join(dir, "tick.json")); err != nil || json.Unmarshal(b, &s) != nil {
-		t.Fatalf("stat JSON: %v\n%s", err, b)
-	}
+	s := readStat(t, dir, "tick.json")
 	// tick runs every 10 ms: 100 calls in the second sleep runs.
 	if n := statValue(t, s, "probe_ticker:tick"); n < 95 || n > 105 {
 		t.Errorf("probe on the deleted binary counted %.0f calls in 1 s, want 100 ± 5", n)
@@ -359,9 +341,7 @@ func TestProfileShortLived(t *testing.T) {
 		t.Fatalf("the workload outlived the profile: make it shorter")
 	}
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	for _, e := range rep.Entries {
 		if s := e.Keys["sym"]; strings.HasPrefix(s, "[unknown]") {
 			t.Errorf("frame %q of the exited process", s)

@@ -5,7 +5,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,49 +59,70 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// unwindBuilds skips without privileges, then builds testdata/unwind.c
+// at -O2 into a fresh directory once per variant asked for: "no-fp"
+// (-fomit-frame-pointer), "fp", and "stripped" (no-fp without DWARF or
+// a symbol table but for main, dispatch, heavy and light: the names come
+// from a copy that keeps its symbols, as a debug file would give them,
+// and .eh_frame stays).
+func unwindBuilds(t *testing.T, variants ...string) (string, map[string]string) {
+	t.Helper()
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	fp := map[string]string{"no-fp": "-fomit-frame-pointer", "fp": "-fno-omit-frame-pointer", "stripped": "-fomit-frame-pointer"}
+	builds := map[string]string{}
+	for _, v := range variants {
+		builds[v] = testutil.BuildC(t, dir, "unwind-"+strings.ReplaceAll(v, "-", ""), []string{"unwind.c"}, "-O2", fp[v])
+	}
+	if bin, ok := builds["stripped"]; ok {
+		testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", bin)
+		if b := testutil.Tool(t, "readelf", "-S", bin); strings.Contains(b, ".debug_") {
+			t.Fatalf("the stripped build still has debug sections:\n%s", b)
+		}
+	}
+	return dir, builds
+}
+
+// checkDispatchSplit checks stacks of testdata/unwind.c, whose main →
+// dispatch → {heavy, light} split 3:1: at least min samples in the two,
+// heavy 75% ± 3 of them, ≥ 95% of all samples reaching main. detail is
+// the run's output, shown with the counts.
+func checkDispatchSplit(t *testing.T, what string, st map[string]uint64, min uint64, detail string) {
+	t.Helper()
+	var heavy, light uint64
+	for s, n := range st {
+		switch {
+		case strings.HasSuffix(s, ";main;dispatch;heavy"):
+			heavy += n
+		case strings.HasSuffix(s, ";main;dispatch;light"):
+			light += n
+		}
+	}
+	hit, total := reaching(st, "main")
+	t.Logf("%s: heavy %d, light %d, %d of %d samples reach main", what, heavy, light, hit, total)
+	if heavy+light < min {
+		t.Fatalf("%s: only %d samples of main;dispatch;{heavy,light}, want ≥ %d:\n%s", what, heavy+light, min, detail)
+	}
+	if pct := 100 * float64(heavy) / float64(heavy+light); pct < 72 || pct > 78 {
+		t.Errorf("%s: heavy %.1f%% of heavy+light, want 75 ± 3", what, pct)
+	}
+	if pct := 100 * float64(hit) / float64(total); pct < 95 {
+		t.Errorf("%s: %.1f%% of samples reach main, want ≥ 95%%", what, pct)
+	}
+}
+
 // TestProfileUnwindsWithoutFramePointers: main → dispatch → {heavy, light}
 // split 3:1, built without frame pointers, with them, and stripped.
 // profile must give 75/25 within 3 points with the full chain, and ≥ 95%
 // of samples must reach main.
 func TestProfileUnwindsWithoutFramePointers(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	builds := map[string]string{
-		"no-fp":    testutil.BuildC(t, dir, "unwind-nofp", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
-		"fp":       testutil.BuildC(t, dir, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer"),
-		"stripped": testutil.BuildC(t, dir, "unwind-stripped", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer"),
-	}
-	// strip keeps .eh_frame (and the dynamic symbols); the names come from
-	// a copy that keeps its symbols, as a debug file would give them.
-	testutil.Tool(t, "strip", "--keep-symbol=main", "--keep-symbol=dispatch", "--keep-symbol=heavy", "--keep-symbol=light", "-g", builds["stripped"])
-	if b := testutil.Tool(t, "readelf", "-S", builds["stripped"]); strings.Contains(b, ".debug_") {
-		t.Fatalf("the stripped build still has debug sections:\n%s", b)
-	}
+	dir, builds := unwindBuilds(t, "no-fp", "fp", "stripped")
 	for _, name := range []string{"no-fp", "fp", "stripped"} {
 		t.Run(name, func(t *testing.T) {
 			w := testutil.Start(t, builds[name], "6")
 			r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "2s", "--user", "--folded")
 			st := folded(t, r.Stdout)
-			var heavy, light uint64
-			for s, n := range st {
-				switch {
-				case strings.HasSuffix(s, ";main;dispatch;heavy"):
-					heavy += n
-				case strings.HasSuffix(s, ";main;dispatch;light"):
-					light += n
-				}
-			}
-			hit, total := reaching(st, "main")
-			t.Logf("%s: heavy %d, light %d, %d of %d samples reach main", name, heavy, light, hit, total)
-			if heavy+light < 600 {
-				t.Fatalf("only %d samples of main;dispatch;{heavy,light} in 2 s at 999 Hz:\n%s", heavy+light, r.Stdout)
-			}
-			if pct := 100 * float64(heavy) / float64(heavy+light); pct < 72 || pct > 78 {
-				t.Errorf("heavy %.1f%% of heavy+light, want 75 ± 3", pct)
-			}
-			if pct := 100 * float64(hit) / float64(total); pct < 95 {
-				t.Errorf("%.1f%% of samples reach main, want ≥ 95%%", pct)
-			}
+			checkDispatchSplit(t, "profile "+name+" (2 s at 999 Hz)", st, 600, r.Stdout)
 		})
 	}
 }
@@ -292,9 +312,7 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 		p := strconv.Itoa(w.Process.Pid)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
 		var j userStacksJSON
-		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
-			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-		}
+		r.JSON(t, &j)
 		f := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--folded")
 		return j, folded(t, f.Stdout)
 	}
@@ -354,9 +372,7 @@ func TestProfileUnwindsVDSO(t *testing.T) {
 	w := testutil.Start(t, bin, "4", "clock")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
 	var j userStacksJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
-		t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &j)
 	u := j.UserStacks
 	t.Logf("%+v", u)
 	if u.Total < 300 || float64(u.Complete) < 0.99*float64(u.Total) || float64(u.FPFallback) > 0.01*float64(u.Total) {
@@ -381,9 +397,7 @@ func TestProfileFrameLimit(t *testing.T) {
 				FrameLimit uint64 `json:"truncated_frame_limit"`
 			} `json:"user_stacks"`
 		}
-		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
-			t.Fatalf("profile JSON: %v\n%s", err, r.Stdout)
-		}
+		r.JSON(t, &j)
 		t.Logf("depth %s: %+v", c.depth, j.U)
 		got := j.U.FrameLimit
 		if !c.limited {
@@ -428,5 +442,95 @@ func TestProfileShortLivedChildren(t *testing.T) {
 	t.Logf("%d of %d samples of the short-lived children reach main;dispatch", chain, kid)
 	if kid < 200 || float64(chain) < 0.9*float64(kid) {
 		t.Errorf("%d of %d samples of short-lived children unwind and symbolize to main;dispatch, want ≥ 90%%", chain, kid)
+	}
+}
+
+// record -g goes through the same walker (--call-graph auto).
+
+// recordFolded records args (after "record -q -o FILE") and returns the
+// folded stacks and record's stderr.
+func recordFolded(t *testing.T, dir, name string, args ...string) (map[string]uint64, string) {
+	t.Helper()
+	data := filepath.Join(dir, name+".data")
+	r := testutil.MustRun(t, dir, append([]string{"record", "-o", data}, args...)...)
+	f := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded")
+	return folded(t, f.Stdout), r.Stderr
+}
+
+// TestRecordUnwindsWithoutFramePointers: record -g (auto) on main →
+// dispatch → {heavy, light}, 3:1, built without frame pointers and with
+// them: heavy/light within 3 points of 75/25 under the full chain, ≥ 95%
+// of samples reaching main. The kernel's frame-pointer walk of the no-fp
+// build is printed beside it.
+func TestRecordUnwindsWithoutFramePointers(t *testing.T) {
+	dir, builds := unwindBuilds(t, "no-fp", "fp")
+	for _, name := range []string{"no-fp", "fp"} {
+		t.Run(name, func(t *testing.T) {
+			st, stderr := recordFolded(t, dir, name, "-g", "-F", "999", "--", builds[name], "3")
+			if !strings.Contains(stderr, "call graph: auto") || !regexp.MustCompile(`user stacks complete: \d`).MatchString(stderr) {
+				t.Errorf("record -g does not say which call graph ran and how complete it is:\n%s", stderr)
+			}
+			checkDispatchSplit(t, "record -g "+name+" (3 s at 999 Hz)", st, 900, stderr)
+		})
+	}
+	st, _ := recordFolded(t, dir, "fp-mode", "--call-graph", "fp", "-F", "999", "--", builds["no-fp"], "1")
+	hit, total := reaching(st, "main")
+	t.Logf("record --call-graph fp of the no-fp build: %d of %d samples reach main", hit, total)
+}
+
+// TestRecordUprobeNamesCaller: a user probe fires at a function's first
+// instruction, before it sets up a frame: the frame-pointer walk skips
+// its caller, the unwinder must not.
+func TestRecordUprobeNamesCaller(t *testing.T) {
+	dir, bin := testutil.Workload(t, "unwind-nofp", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	count := func(st map[string]uint64) (caller, all uint64) {
+		for s, n := range st {
+			if strings.HasSuffix(s, ";heavy") {
+				all += n
+				if strings.HasSuffix(s, ";main;dispatch;heavy") {
+					caller += n
+				}
+			}
+		}
+		return caller, all
+	}
+	st, stderr := recordFolded(t, dir, "auto", "-e", "u:"+bin+":heavy", "-g", "--", bin, "2")
+	caller, all := count(st)
+	fst, _ := recordFolded(t, dir, "fp", "-e", "u:"+bin+":heavy", "--call-graph", "fp", "--", bin, "0.3")
+	fcaller, fall := count(fst)
+	t.Logf("uprobe on heavy: main;dispatch;heavy in %d of %d stacks with -g, %d of %d with --call-graph fp\n%s", caller, all, fcaller, fall, stderr)
+	if all < 100 {
+		t.Fatalf("only %d probe hits on heavy", all)
+	}
+	if pct := 100 * float64(caller) / float64(all); pct < 95 {
+		t.Errorf("%.1f%% of the probe's stacks name dispatch and main, want ≥ 95%%", pct)
+	}
+}
+
+// TestRecordTracepointKeepsFramePointers: tracepoints are not walked by
+// the unwinder yet (see record.walks): under -g they keep the kernel's
+// frame-pointer chain, user part included, and a run that mixes them with
+// a walked event pairs nothing wrongly.
+func TestRecordTracepointKeepsFramePointers(t *testing.T) {
+	dir, bin := testutil.Workload(t, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer")
+	st, stderr := recordFolded(t, dir, "tp", "-e", "syscalls:sys_enter_exit_group,cpu-clock", "-g", "--", bin, "0.5")
+	var exits, heavy uint64
+	for s, n := range st {
+		switch {
+		case strings.HasSuffix(s, ";_exit") || strings.Contains(s, ";_exit;"):
+			exits += n
+		case strings.HasSuffix(s, ";main;dispatch;heavy"):
+			heavy += n
+		}
+	}
+	t.Logf("exit_group stacks %d, cpu-clock main;dispatch;heavy %d\n%s", exits, heavy, stderr)
+	if exits == 0 {
+		t.Errorf("no exit_group stack through _exit: %v", st)
+	}
+	if heavy == 0 {
+		t.Errorf("no cpu-clock sample of main;dispatch;heavy: %v", st)
+	}
+	if strings.Contains(stderr, "without their walked stack") {
+		t.Errorf("samples went unpaired:\n%s", stderr)
 	}
 }

@@ -2,15 +2,12 @@ package annotate
 
 import (
 	"bytes"
-	"flag"
 	"path/filepath"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fixture is a profile of one hand-assembled function: a counting loop,
 // with samples on the loop and line rows for three source lines.
@@ -59,7 +56,7 @@ func TestAnnotateGolden(t *testing.T) {
 			}
 			var buf bytes.Buffer
 			WriteText(&buf, p, funcs, Options{AsmRaw: true})
-			testutil.Golden(t, filepath.Join("testdata", arch+".golden"), buf.Bytes(), *update)
+			testutil.Golden(t, filepath.Join("testdata", arch+".golden"), buf.Bytes())
 			if funcs[0].Insns[0].IsTarget || !hasTarget(funcs[0].Insns) {
 				t.Errorf("jump target not marked: %+v", funcs[0].Insns)
 			}

@@ -55,8 +55,8 @@ type Tool struct {
 	// event (the unwinder's tables).
 	Loaded func() error
 	// Gate, when set, names a writable __u32 global of the object: the
-	// skeleton sets it to 1 once every hook is attached and back to 0
-	// before any is detached. Hooks are attached one by one (and a
+	// skeleton sets it to 1 once every hook is attached (with Command: as
+	// the command is released) and back to 0 before any is detached. Hooks are attached one by one (and a
 	// multi-place link registers its places one by one), so a tool whose
 	// programs only make sense together (a function's callers and callees,
 	// entries and returns) has its programs do nothing outside the gate.
@@ -153,11 +153,21 @@ func Open(t Tool) (s *Session, err error) {
 		if s.gate = s.coll.Variables[t.Gate]; s.gate == nil {
 			return s, fmt.Errorf("opening the gate of the %s object: no global %s", t.Name, t.Gate)
 		}
-		if err := s.gate.Set(uint32(1)); err != nil {
-			return s, fmt.Errorf("opening the gate of the %s object: %w", t.Name, err)
+		if s.child == nil {
+			return s, s.openGate()
 		}
 	}
 	return s, nil
+}
+
+func (s *Session) openGate() error {
+	if s.gate == nil {
+		return nil
+	}
+	if err := s.gate.Set(uint32(1)); err != nil {
+		return fmt.Errorf("opening the gate of the BPF programs: %w", err)
+	}
+	return nil
 }
 
 // plan chooses a mode per hook and leaves in spec only the programs the
@@ -318,6 +328,12 @@ func (s *Session) Run(ctx context.Context, o runctl.Options) (runctl.Result, err
 	if s.child != nil {
 		c := s.child
 		s.child = nil
+		// The gate opens as the command is released: what the held child
+		// did until now is sonde's, not the command's.
+		if err := s.openGate(); err != nil {
+			c.Abort()
+			return runctl.Result{}, err
+		}
 		if err := c.Go(); err != nil {
 			c.Abort()
 			return runctl.Result{}, fmt.Errorf("releasing the command: %w", err)

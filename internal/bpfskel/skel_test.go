@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/sonde-dev/sonde/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,13 +63,7 @@ func TestChoose(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeFeatures{missing: tc.missing}
 			c, err := choose(tc.hook, f)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
-			} else if err != nil {
-				t.Fatal(err)
-			} else if c.Mode != tc.mode || c.Prog != tc.prog || !strings.Contains(c.Why, tc.why) || (tc.why == "" && c.Why != "") {
+			if !testutil.WantErr(t, err, tc.err) && (c.Mode != tc.mode || c.Prog != tc.prog || !strings.Contains(c.Why, tc.why) || (tc.why == "" && c.Why != "")) {
 				t.Errorf("chose %s %s (%q), want %s %s (%q)", c.Mode, c.Prog, c.Why, tc.mode, tc.prog, tc.why)
 			}
 			for _, a := range f.asked {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -57,14 +58,8 @@ func TestTargetResolve(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := c.flags.Resolve(c.args)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %q", err, c.err)
-				}
+			if testutil.WantErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !c.check(got) {
 				t.Errorf("target %+v", got)

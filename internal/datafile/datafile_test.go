@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"flag"
 	"io"
 	"reflect"
 	"testing"
@@ -13,8 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the fuzz seed corpus")
 
 func TestRoundTrip(t *testing.T) {
 	p := modeltest.Sample()
@@ -86,22 +83,20 @@ func FuzzRead(f *testing.F) {
 // TestWriteFuzzSeeds (with -update) writes seed inputs for FuzzRead:
 // uncompressed-section variants a mutator can reach more easily than gzip.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !*update {
-		t.Skip("run with -update to rewrite testdata/fuzz/FuzzRead")
-	}
-	var good bytes.Buffer
-	Write(&good, modeltest.Sample())
-	var chunks bytes.Buffer
-	grow(t, modeltest.Sample(), 300, NewWriter(&chunks), false)
-	seeds := map[string][]byte{
-		"chunks":     chunks.Bytes(),
-		"chunks_cut": chunks.Bytes()[:chunks.Len()-30],
-		"good":       good.Bytes(),
-		"truncated":  good.Bytes()[:good.Len()/2],
-		"header":     []byte(Magic + "\x01\x00\x00\x00"),
-		"newer":      []byte(Magic + "\x09\x00\x00\x00"),
-	}
-	testutil.WriteFuzzSeeds(t, "FuzzRead", seeds)
+	testutil.WriteFuzzSeeds(t, "FuzzRead", func() map[string][]byte {
+		var good bytes.Buffer
+		Write(&good, modeltest.Sample())
+		var chunks bytes.Buffer
+		grow(t, modeltest.Sample(), 300, NewWriter(&chunks), false)
+		return map[string][]byte{
+			"chunks":     chunks.Bytes(),
+			"chunks_cut": chunks.Bytes()[:chunks.Len()-30],
+			"good":       good.Bytes(),
+			"truncated":  good.Bytes()[:good.Len()/2],
+			"header":     []byte(Magic + "\x01\x00\x00\x00"),
+			"newer":      []byte(Magic + "\x09\x00\x00\x00"),
+		}
+	})
 }
 
 // FuzzSections fuzzes the section decoder below the gzip layer, where a

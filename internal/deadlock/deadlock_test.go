@@ -1,20 +1,12 @@
 package deadlock
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
-
-func TestJSONVocabulary(t *testing.T) {
-	if bad := jsonout.Undocumented(Report{}); len(bad) > 0 {
-		t.Errorf("deadlock writes keys missing from the vocabulary (internal/view/jsonout, docs/json.md): %v", bad)
-	}
-}
 
 // traceWorkload runs testdata/deadlock.c in mode under sonde deadlock and
 // returns its JSON report.
@@ -25,9 +17,7 @@ func traceWorkload(t *testing.T, bin, mode string) Report {
 		t.Fatalf("sonde deadlock -- %s %s: exit %d\n%s%s", bin, mode, r.Code, r.Stdout, r.Stderr)
 	}
 	var rep Report
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("reading the report: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &rep)
 	if rep.Counters.Dropped() > 0 || rep.Counters.StackFailed > 0 {
 		t.Errorf("the program dropped events: %+v", rep.Counters)
 	}

@@ -2,15 +2,12 @@ package diff
 
 import (
 	"bytes"
-	"flag"
 	"path/filepath"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model/modeltest"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestDiffGolden(t *testing.T) {
 	base := modeltest.Sample()
@@ -27,7 +24,7 @@ func TestDiffGolden(t *testing.T) {
 	rows := Compare(base, cur, Options{})
 	var buf bytes.Buffer
 	WriteText(&buf, base, cur, rows)
-	testutil.Golden(t, filepath.Join("testdata", "diff.golden"), buf.Bytes(), *update)
+	testutil.Golden(t, filepath.Join("testdata", "diff.golden"), buf.Bytes())
 	for _, r := range rows {
 		if r.Sym == "spin_a" && r.Delta >= 0 {
 			t.Errorf("spin_a share did not fall: %+v", r)

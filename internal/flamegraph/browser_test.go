@@ -63,24 +63,10 @@ func TestPrunedGraphInBrowser(t *testing.T) {
 	}
 	// Search: both hot frames, exact shares of the whole input.
 	page = dump("?s=%5Ehot%24")
-	pm := regexp.MustCompile(`data-percent="([0-9.]+)"`).FindStringSubmatch(page)
-	if pm == nil {
-		t.Fatalf("no match percentage after search")
-	}
 	want := 100 * float64(90000+500) / total
-	if got, _ := strconv.ParseFloat(pm[1], 64); math.Abs(got-want) > 0.001 {
+	if got := testutil.SearchPercent(t, page); math.Abs(got-want) > 0.001 {
 		t.Errorf("search matched %.3f%%, want %.3f%%", got, want)
 	}
 	// Zoom: warm fills the width.
-	page = dump("?x=warm")
-	z := regexp.MustCompile(`data-name="warm"><title>[^<]*</title><rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"`).FindStringSubmatch(page)
-	if z == nil {
-		t.Fatalf("warm not found after zoom")
-	}
-	if w, _ := strconv.ParseFloat(z[2], 64); w < 1170 {
-		t.Errorf("zoomed warm width %.1f, want the full 1180", w)
-	}
-	if strings.Contains(page, `data-name="cold"`) {
-		t.Errorf("cold still shown after zooming into warm")
-	}
+	testutil.CheckZoomed(t, dump("?x=warm"), "warm", "cold")
 }

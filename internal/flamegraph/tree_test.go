@@ -3,7 +3,6 @@ package flamegraph
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -67,8 +66,6 @@ func TestSVGIsSelfContained(t *testing.T) {
 		t.Error("frame data can close the CDATA section")
 	}
 }
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func foldedOf(t *testing.T, root *Node) string {
 	t.Helper()
@@ -336,7 +333,7 @@ func TestSmallGolden(t *testing.T) {
 
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	testutil.Golden(t, path, []byte(got), *update)
+	testutil.Golden(t, path, []byte(got))
 }
 
 func TestDiffTree(t *testing.T) {

@@ -1,7 +1,6 @@
 package ftrace
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -80,9 +79,7 @@ func sondeReport(t *testing.T, dir, data string) (map[string]int, reportDoc) {
 	t.Helper()
 	r := testutil.MustRun(t, dir, "ftrace", "report", "--json", "-i", data)
 	var doc reportDoc
-	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
-		t.Fatalf("report --json: %v\n%s", err, r.Stdout)
-	}
+	r.JSON(t, &doc)
 	counts := map[string]int{}
 	for _, f := range doc.Functions {
 		if traced[f.Function] {
@@ -188,9 +185,7 @@ func checkSleeps(t *testing.T, replay, stderr string) {
 }
 
 func TestAttachPid(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	dir, bin := testutil.Workload(t, "calltree", []string{"calltree.c"})
 	// sonde is built before the workload starts, so the half second
 	// recorded lies inside the workload's life even on a loaded machine.
 	testutil.Sonde(t)
@@ -222,9 +217,7 @@ func TestAttachPid(t *testing.T) {
 }
 
 func TestDumps(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "calltree", []string{"calltree.c"})
+	dir, bin := testutil.Workload(t, "calltree", []string{"calltree.c"})
 	data := filepath.Join(dir, "d.data")
 	testutil.MustRun(t, dir, "ftrace", "record", "-o", data, "--", bin)
 	chrome := testutil.MustRun(t, dir, "ftrace", "dump", "--chrome", "-i", data).Stdout

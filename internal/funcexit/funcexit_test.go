@@ -3,9 +3,6 @@ package funcexit
 import (
 	"bufio"
 	"debug/elf"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,24 +14,7 @@ import (
 
 func goBuild(t *testing.T, arch string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "goprog-"+arch)
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "goprog")
-	cmd.Env = append(os.Environ(), "GOARCH="+arch, "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return out
-}
-
-func openELF(t *testing.T, path string) *elf.File {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return testutil.BuildGoFor(t, t.TempDir(), "goprog-"+arch, "goprog", arch)
 }
 
 // gnuRets lists the offsets of ret instructions in fn as GNU objdump
@@ -84,7 +64,7 @@ func TestGoReturnsMatchDisassemblers(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
 			bin := goBuild(t, arch)
-			f := openELF(t, bin)
+			f := testutil.OpenELF(t, bin)
 			for _, fn := range []string{"main.work", "main.deep", "main.main", "fmt.Fprintf", "runtime.mallocgc"} {
 				got, err := Returns(f, fn)
 				if err != nil {
@@ -107,21 +87,11 @@ func TestGoReturnsMatchDisassemblers(t *testing.T) {
 
 func TestIsGo(t *testing.T) {
 	bin := goBuild(t, "amd64")
-	f, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if !IsGo(f) {
+	if !IsGo(testutil.Open(t, bin)) {
 		t.Error("a Go binary is not recognised as Go")
 	}
-	c := testutil.BuildC(t, t.TempDir(), "work", []string{filepath.Join(testutil.RepoRoot(), "testdata", "work.c")})
-	cf, err := os.Open(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cf.Close()
-	if IsGo(cf) {
+	c := testutil.BuildC(t, t.TempDir(), "work", []string{"work.c"})
+	if IsGo(testutil.Open(t, c)) {
 		t.Error("a C binary is taken for Go")
 	}
 }
@@ -129,18 +99,13 @@ func TestIsGo(t *testing.T) {
 // C code at -O2 has several returns and tail calls; both must be found,
 // and the tail call must be refused by Returns.
 func TestCExits(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "exits.c")
-	os.WriteFile(src, []byte(`
+	bin := testutil.CompileC(t, t.TempDir(), "exits", `
 __attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }
 __attribute__((noinline)) int two(int x) { if (x > 10) return x - 10; if (x < -5) return -x; return leaf(x) + 7; }
 __attribute__((noinline)) int tail(int x) { return leaf(x + 1); }
 int main(int c, char **v) { return two(c) + tail(c); }
-`), 0o644)
-	bin := filepath.Join(dir, "exits")
-	testutil.RequireTool(t, "gcc", "gcc")
-	testutil.Tool(t, "gcc", "-O2", "-fomit-frame-pointer", "-o", bin, src)
-	f := openELF(t, bin)
+`, "-O2", "-fomit-frame-pointer")
+	f := testutil.OpenELF(t, bin)
 	for _, fn := range []string{"leaf", "two", "main"} {
 		ex, err := Find(f, fn)
 		if err != nil {

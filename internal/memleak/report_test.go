@@ -9,14 +9,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
-
-func TestReportVocabulary(t *testing.T) {
-	if bad := jsonout.Undocumented(Report{}); len(bad) > 0 {
-		t.Errorf("memleak writes keys missing from the vocabulary (internal/view/jsonout, docs/json.md): %v", bad)
-	}
-}
 
 // fakeResult holds 640 B in 5 allocations at malloc ← leak ← main, the
 // kernel's tracing frames above a kmalloc at 100 B, and one stack whose

@@ -3,7 +3,6 @@ package perfdata
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/fuzz seeds")
 
 // The fixtures were recorded by perf 6.1 (see testdata/README.md): work.c
 // with a 3:1 split, 2 ms fixed period, call chains.
@@ -312,19 +309,17 @@ func FuzzRead(f *testing.F) {
 // pipe fixture's first records and a file header whose sections a mutator
 // can reach.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !*update {
-		t.Skip("run with -update to rewrite testdata/fuzz/FuzzRead")
-	}
-	pipe := readFixture(t, "tiny-pipe.data")
-	good := readFixture(t, "tiny.data")
-	dataOff := binary.LittleEndian.Uint64(good[40:])
-	seeds := map[string][]byte{
-		"pipe_head":   pipe[:min(len(pipe), 1200)],
-		"file_head":   good[:min(len(good), int(dataOff)+600)],
-		"pipe_header": []byte("PERFILE2\x10\x00\x00\x00\x00\x00\x00\x00"),
-		"synthetic":   pipeStream(10, 2, 0, 20, 5, 0, 1, 0),
-	}
-	testutil.WriteFuzzSeeds(t, "FuzzRead", seeds)
+	testutil.WriteFuzzSeeds(t, "FuzzRead", func() map[string][]byte {
+		pipe := readFixture(t, "tiny-pipe.data")
+		good := readFixture(t, "tiny.data")
+		dataOff := binary.LittleEndian.Uint64(good[40:])
+		return map[string][]byte{
+			"pipe_head":   pipe[:min(len(pipe), 1200)],
+			"file_head":   good[:min(len(good), int(dataOff)+600)],
+			"pipe_header": []byte("PERFILE2\x10\x00\x00\x00\x00\x00\x00\x00"),
+			"synthetic":   pipeStream(10, 2, 0, 20, 5, 0, 1, 0),
+		}
+	})
 }
 
 // TestBuildIDCachePathForm finds the object in the cache's other layout,

@@ -105,14 +105,8 @@ func TestResolveClones(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+map[bool]string{true: "_return"}[tt.needReturn], func(t *testing.T) {
 			res, err := Resolve(ef, tt.name, tt.needReturn)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want one containing %q", err, tt.err)
-				}
+			if testutil.WantErr(t, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			t.Logf("note: %q", res.Note)
 			var kinds []SiteKind

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"path/filepath"
 	"testing"
 
@@ -10,11 +9,9 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	testutil.Golden(t, filepath.Join("testdata", name+".golden"), got, *update)
+	testutil.Golden(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 func TestReportGolden(t *testing.T) {

@@ -20,19 +20,24 @@ const ChildArg = "__sonde_exec_child"
 // run on the main OS thread (runtime.LockOSThread in init), because the
 // events are attached to the thread whose id is the pid.
 func RunChild(args []string) {
-	hold := os.NewFile(3, "sonde-sync")
-	var b [1]byte
-	n, _ := hold.Read(b[:])
-	if n != 1 {
-		os.Exit(127) // the parent gave up before releasing us
-	}
-	hold.Close()
+	hold, ready := os.NewFile(3, "sonde-hold"), os.NewFile(4, "sonde-ready")
+	// Everything of sonde's own is done before the parent hears we are
+	// ready: from the release to the exec the child only returns from a
+	// read and calls execve, so a tool counting from the release (a BPF
+	// gate) sees the command, not sonde's start-up.
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sonde: %s: command not found\n", args[0])
 		os.Exit(127)
 	}
-	err = syscall.Exec(path, args, os.Environ())
+	env := os.Environ()
+	ready.Write([]byte{1})
+	ready.Close()
+	var b [1]byte
+	if n, _ := hold.Read(b[:]); n != 1 {
+		os.Exit(127) // the parent gave up before releasing us
+	}
+	err = syscall.Exec(path, args, env)
 	fmt.Fprintf(os.Stderr, "sonde: exec %s: %v\n", args[0], err)
 	os.Exit(126)
 }
@@ -60,18 +65,35 @@ func StartChild(args []string) (*Child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the pipe that holds %s: %w", args[0], err)
 	}
-	cmd := exec.Command(self, append([]string{ChildArg}, args...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{r}
-	// Die with sonde: a crashed recorder must not leave the command held.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	rr, rw, err := os.Pipe()
+	if err != nil {
 		r.Close()
 		w.Close()
+		return nil, fmt.Errorf("making the pipe that holds %s: %w", args[0], err)
+	}
+	cmd := exec.Command(self, append([]string{ChildArg}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{r, rw}
+	// Die with sonde: a crashed recorder must not leave the command held.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	r.Close()
+	rw.Close()
+	if err != nil {
+		w.Close()
+		rr.Close()
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
-	r.Close()
-	return &Child{Cmd: cmd, release: w, done: make(chan struct{})}, nil
+	c := &Child{Cmd: cmd, release: w, done: make(chan struct{})}
+	// Wait until the child has done its own start-up (EOF: it died).
+	var b [1]byte
+	n, _ := rr.Read(b[:])
+	rr.Close()
+	if n != 1 {
+		c.Abort()
+		return nil, fmt.Errorf("starting %s: the held child exited before it was ready", args[0])
+	}
+	return c, nil
 }
 
 // Go lets the child exec its command.

@@ -6,6 +6,11 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include "sonde_maps.h"
+/* Gated (sonde_target.h): nothing is counted until every program is
+ * attached and the command (with -- CMD) is released, so the held child's
+ * own start-up (a Go runtime's futex and nanosleep calls while sonde
+ * loads) is not counted. */
+#define SONDE_GATED
 #include "sonde_target.h"
 #include "syscount.h"
 

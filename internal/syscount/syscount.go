@@ -70,7 +70,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Name: "syscall counter", Spec: loadSyscount, Maps: &maps,
 		Consts: map[string]any{syscountVarTargetPid: uint32(o.Pid), syscountVarPerProcess: o.PerProcess, syscountVarLatency: o.Latency},
 		// The command is held before its exec, so its pid can be the filter.
-		Command: o.Command, PidConst: syscountVarTargetPid,
+		Command: o.Command, PidConst: syscountVarTargetPid, Gate: syscountVarArmed,
 		Hooks: hooks(o.Latency),
 	})
 	if err != nil {

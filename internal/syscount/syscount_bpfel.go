@@ -30,7 +30,7 @@ type syscountSyscountVal struct {
 // Names of the object's maps, programs and globals.
 const syscountMapByNr, syscountMapCounts, syscountMapLost, syscountMapStarts = "by_nr", "counts", "lost", "starts"
 const syscountProgNoreturnEnter, syscountProgSysEnter, syscountProgSysExit = "noreturn_enter", "sys_enter", "sys_exit"
-const syscountVarLatency, syscountVarPerProcess, syscountVarTargetPid = "latency", "per_process", "target_pid"
+const syscountVarArmed, syscountVarLatency, syscountVarPerProcess, syscountVarTargetPid = "armed", "latency", "per_process", "target_pid"
 
 // syscountMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.

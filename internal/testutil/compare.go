@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -15,11 +16,15 @@ import (
 	"testing"
 )
 
+// update is -update of every test binary that imports testutil: golden
+// files and fuzz seed corpora are rewritten instead of compared.
+var update = flag.Bool("update", false, "rewrite golden files and fuzz seed corpora")
+
 // Golden compares got with the golden file at path, rewriting the file
-// first when update is set (each package's `go test -update` flag).
-func Golden(t testing.TB, path string, got []byte, update bool) {
+// first under -update.
+func Golden(t testing.TB, path string, got []byte) {
 	t.Helper()
-	if update {
+	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -34,6 +39,23 @@ func Golden(t testing.TB, path string, got []byte, update bool) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("output differs from %s:\n%s", path, got)
 	}
+}
+
+// WantErr checks the error of a table case that wants one containing
+// want, or none when want is "": it fails the test otherwise, and reports
+// whether an error was wanted (the case has nothing more to check).
+func WantErr(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+	return true
 }
 
 // SameLines reports whether got and want hold the same lines in any
@@ -158,15 +180,19 @@ func SameShares[N int | uint64 | float64](t testing.TB, what, whose string, got 
 	return compared
 }
 
-// WriteFuzzSeeds writes seeds into testdata/fuzz/<fuzz> in the form go test
-// reads its corpus from (run by a package's TestWriteFuzzSeeds -update).
-func WriteFuzzSeeds(t testing.TB, fuzz string, seeds map[string][]byte) {
+// WriteFuzzSeeds writes the seeds that seeds returns into
+// testdata/fuzz/<fuzz> in the form go test reads its corpus from; without
+// -update it skips (a package's TestWriteFuzzSeeds).
+func WriteFuzzSeeds(t testing.TB, fuzz string, seeds func() map[string][]byte) {
 	t.Helper()
+	if !*update {
+		t.Skipf("run with -update to rewrite testdata/fuzz/%s", fuzz)
+	}
 	dir := filepath.Join("testdata", "fuzz", fuzz)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range seeds {
+	for name, data := range seeds() {
 		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)

@@ -4,10 +4,12 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -76,14 +78,36 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 	return dst
 }
 
+// CompileC writes the C program text to dir/out.c and compiles it with
+// exactly flags (no defaults, unlike BuildC) into dir/out.
+func CompileC(t testing.TB, dir, out, text string, flags ...string) string {
+	t.Helper()
+	RequireTool(t, "gcc", "gcc")
+	src := filepath.Join(dir, out+".c")
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, out)
+	if b, err := exec.Command("gcc", append(append([]string{}, flags...), "-o", bin, src)...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v %s: %v\n%s", flags, src, err, b)
+	}
+	return bin
+}
+
 // BuildGo builds the Go program in testdata/src (a package, or a module
 // of its own) into dir/out.
 func BuildGo(t testing.TB, dir, out, src string) string {
 	t.Helper()
+	return BuildGoFor(t, dir, out, src, runtime.GOARCH)
+}
+
+// BuildGoFor is BuildGo for the architecture goarch (GOARCH's names).
+func BuildGoFor(t testing.TB, dir, out, src, goarch string) string {
+	t.Helper()
 	bin := filepath.Join(dir, out)
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = filepath.Join(RepoRoot(), "testdata", src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building testdata/%s: %v\n%s", src, err, b)
 	}
@@ -120,8 +144,18 @@ func Sonde(t testing.TB) string {
 
 // Result of one sonde run.
 type Result struct {
+	Args           []string // sonde's arguments
 	Stdout, Stderr string
 	Code           int
+}
+
+// JSON decodes the run's standard output into v; the test fails, showing
+// the output, when it is not that JSON.
+func (r Result) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
+		t.Fatalf("sonde %s: decoding its JSON output: %v\n%.2000s", strings.Join(r.Args, " "), err, r.Stdout)
+	}
 }
 
 // Run runs sonde with args in dir.
@@ -140,7 +174,7 @@ func Run(t testing.TB, dir string, args ...string) Result {
 			t.Fatalf("running sonde %v: %v", args, err)
 		}
 	}
-	return Result{Stdout: o.String(), Stderr: e.String(), Code: code}
+	return Result{Args: args, Stdout: o.String(), Stderr: e.String(), Code: code}
 }
 
 // MustRun runs sonde and fails the test on a non-zero exit.
@@ -172,4 +206,12 @@ func Workload(t testing.TB, out string, srcs []string, extra ...string) (dir, bi
 	RequirePrivileged(t)
 	dir = t.TempDir()
 	return dir, BuildC(t, dir, out, srcs, extra...)
+}
+
+// GoWorkload is Workload for a Go program of testdata (see BuildGo).
+func GoWorkload(t testing.TB, out, src string) (dir, bin string) {
+	t.Helper()
+	RequirePrivileged(t)
+	dir = t.TempDir()
+	return dir, BuildGo(t, dir, out, src)
 }

@@ -218,7 +218,7 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 		if !mp.Exec() || !strings.Contains(mp.Path, "libc.so") {
 			continue
 		}
-		tab, err := unwindtable.Build(mustOpen(t, mp.Path))
+		tab, err := unwindtable.Build(testutil.Open(t, mp.Path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,14 +268,4 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 		t.Fatalf("checked %d addresses of libc", checked)
 	}
 	t.Logf("%d libc addresses: the walker's maps agree with the table", checked)
-}
-
-func mustOpen(t *testing.T, path string) *os.File {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }

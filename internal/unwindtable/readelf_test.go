@@ -61,17 +61,12 @@ func runReadelf(t *testing.T, args ...string) []byte {
 	return out
 }
 
-// readelfFrames parses frames-interp output, and the raw dump to learn which
-// FDEs set the RA column undefined (readelf prints "u" both for that and for a
-// column without a rule, which on arm64 means the RA is still in x30).
-func readelfFrames(t *testing.T, path string, raReg string) *refDump {
-	d := &refDump{cies: map[string]refRow{}, raOf: map[string]string{}}
-	byKey := map[string]*refFDE{}
+// readelfLines runs readelf with flag on path and calls fn with each line
+// of its dump and the section the line is in.
+func readelfLines(t *testing.T, flag, path string, fn func(sect, line string)) {
+	t.Helper()
 	sect := ""
-	var cur *refFDE
-	var curCIE string
-	var cols []string
-	sc := bufio.NewScanner(bytes.NewReader(runReadelf(t, "-wF", path)))
+	sc := bufio.NewScanner(bytes.NewReader(runReadelf(t, flag, path)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -79,9 +74,23 @@ func readelfFrames(t *testing.T, path string, raReg string) *refDump {
 			sect = m[1]
 			continue
 		}
+		fn(sect, line)
+	}
+}
+
+// readelfFrames parses frames-interp output, and the raw dump to learn which
+// FDEs set the RA column undefined (readelf prints "u" both for that and for a
+// column without a rule, which on arm64 means the RA is still in x30).
+func readelfFrames(t *testing.T, path string, raReg string) *refDump {
+	d := &refDump{cies: map[string]refRow{}, raOf: map[string]string{}}
+	byKey := map[string]*refFDE{}
+	var cur *refFDE
+	var curCIE string
+	var cols []string
+	readelfLines(t, "-wF", path, func(sect, line string) {
 		if strings.Contains(line, "ZERO terminator") {
 			cur, curCIE, cols = nil, "", nil
-			continue
+			return
 		}
 		if m := reEntry.FindStringSubmatch(line); m != nil {
 			off, _ := strconv.ParseUint(m[1], 16, 64)
@@ -91,7 +100,7 @@ func readelfFrames(t *testing.T, path string, raReg string) *refDump {
 				if ra := reCIERA.FindStringSubmatch(line); ra != nil {
 					d.raOf[curCIE] = ra[1]
 				}
-				continue
+				return
 			}
 			cie, _ := strconv.ParseUint(m[3], 16, 64)
 			b, _ := strconv.ParseUint(m[4], 16, 64)
@@ -99,11 +108,11 @@ func readelfFrames(t *testing.T, path string, raReg string) *refDump {
 			cur = &refFDE{section: sect, offset: off, cie: cie, begin: b, end: e}
 			d.fdes = append(d.fdes, cur)
 			byKey[fmt.Sprintf("%s:%x", sect, off)] = cur
-			continue
+			return
 		}
 		if m := reHeader.FindStringSubmatch(line); m != nil {
 			cols = strings.Fields(m[1])
-			continue
+			return
 		}
 		if m := reRow.FindStringSubmatch(line); m != nil && cols != nil {
 			loc, _ := strconv.ParseUint(m[1], 16, 64)
@@ -129,26 +138,19 @@ func readelfFrames(t *testing.T, path string, raReg string) *refDump {
 				d.cies[curCIE] = r
 			}
 		}
-	}
+	})
 	// Raw dump: find DW_CFA_undefined on the RA register.
-	sect, cur = "", nil
-	sc = bufio.NewScanner(bytes.NewReader(runReadelf(t, "-wf", path)))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if m := reSect.FindStringSubmatch(line); m != nil {
-			sect = m[1]
-			continue
-		}
+	cur = nil
+	readelfLines(t, "-wf", path, func(sect, line string) {
 		if m := reEntry.FindStringSubmatch(line); m != nil {
 			off, _ := strconv.ParseUint(m[1], 16, 64)
 			cur = byKey[fmt.Sprintf("%s:%x", sect, off)]
-			continue
+			return
 		}
 		if cur != nil && strings.Contains(line, "DW_CFA_undefined: "+raReg+" ") {
 			cur.raUndef = true
 		}
-	}
+	})
 	return d
 }
 

@@ -1,9 +1,7 @@
 package unwindtable
 
 import (
-	"debug/elf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,22 +15,12 @@ import (
 const libcX86 = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 const python311 = "/usr/bin/python3.11"
 
-func openELF(t *testing.T, path string) *elf.File {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Skipf("%s: %v", path, err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
 // TestPLT checks the rows of python3.11's lazy-binding PLT against the stub
 // layout: PLT0 pushes once (CFA rsp+16), then jumps with one more word pushed
 // (rsp+24); each 16-byte entry has CFA rsp+8 before its push at offset 11 and
 // rsp+16 after, which is the KindPLT expression with threshold 11.
 func TestPLT(t *testing.T) {
-	f := openELF(t, python311)
+	f := testutil.OpenELF(t, python311)
 	plt := f.Section(".plt")
 	if plt == nil {
 		t.Skip("no .plt")
@@ -98,11 +86,11 @@ func TestSignalFrame(t *testing.T) {
 // TestStopFrames: _start (python3's entry point) and the child side of clone
 // set the return address undefined; those pcs must end the walk.
 func TestStopFrames(t *testing.T) {
-	py := openELF(t, python311)
+	py := testutil.OpenELF(t, python311)
 	if r := buildFile(t, python311).Lookup(py.Entry); r.Kind != KindStop {
 		t.Errorf("python3.11 _start at %#x: %+v, want a stop row", py.Entry, r)
 	}
-	libc := openELF(t, libcX86)
+	libc := testutil.OpenELF(t, libcX86)
 	syms, err := libc.DynamicSymbols()
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +149,7 @@ func TestGaps(t *testing.T) {
 // TestEHFrameFromHeader: the PT_GNU_EH_FRAME route finds the same FDEs as the
 // section headers do.
 func TestEHFrameFromHeader(t *testing.T) {
-	f := openELF(t, libcX86)
+	f := testutil.OpenELF(t, libcX86)
 	data, addr, ok := ehFrameFromHeader(f)
 	if !ok {
 		t.Fatal("PT_GNU_EH_FRAME did not lead to .eh_frame")
@@ -197,24 +185,12 @@ int main(int argc, char **argv) { dispatch(argc > 1 ? strtoul(argv[1], 0, 10) : 
 
 func gcc(t *testing.T, dir, out string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	src := filepath.Join(dir, "prog.c")
-	if err := os.WriteFile(src, []byte(testProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, out)
-	cmd := exec.Command("gcc", append(append([]string{}, args...), "-o", bin, src)...)
-	if o, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, o)
-	}
-	return bin
+	return testutil.CompileC(t, dir, out, testProg, args...)
 }
 
 func symbolAddr(t *testing.T, path, name string) (uint64, uint64) {
 	t.Helper()
-	f := openELF(t, path)
+	f := testutil.OpenELF(t, path)
 	syms, err := f.Symbols()
 	if err != nil {
 		t.Fatalf("%s symbols: %v", path, err)
@@ -256,7 +232,7 @@ func TestDebugFrameOnly(t *testing.T) {
 	bin := gcc(t, dir, "prog", "-O2", "-g", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-exceptions")
 	only := filepath.Join(dir, "prog.debugframe")
 	testutil.Tool(t, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", bin, only)
-	if f := openELF(t, only); f.Section(".eh_frame") != nil || f.Section(".debug_frame") == nil {
+	if f := testutil.OpenELF(t, only); f.Section(".eh_frame") != nil || f.Section(".debug_frame") == nil {
 		t.Fatal("objcopy did not leave .debug_frame only")
 	}
 	for _, path := range []string{bin, only} {
@@ -282,12 +258,7 @@ func TestNoUnwindInfo(t *testing.T) {
 	bin := gcc(t, dir, "prog", "-O2", "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-nostartfiles", "-Wl,-e,main", "-Wl,--no-eh-frame-hdr")
 	bare := filepath.Join(dir, "prog.bare")
 	testutil.Tool(t, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame", bin, bare)
-	f, err := os.Open(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := Build(f); err != ErrNoUnwindInfo {
+	if _, err := Build(testutil.Open(t, bare)); err != ErrNoUnwindInfo {
 		t.Fatalf("Build: %v, want ErrNoUnwindInfo", err)
 	}
 }
@@ -327,7 +298,7 @@ func TestCache(t *testing.T) {
 	if err != nil || k4.BuildID != "" || k4.Ino == 0 || t4 == nil {
 		t.Fatalf("no build-id file: key %v, err %v", k4, err)
 	}
-	if _, _, err := c.Get(filepath.Join(dir, "prog.c")); err == nil || strings.Contains(err.Error(), "\n") {
+	if _, _, err := c.Get(filepath.Join(dir, "noid.c")); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a C source file: err %v, want one line", err)
 	}
 	s := c.Stats()
@@ -341,7 +312,7 @@ func TestCache(t *testing.T) {
 }
 
 func TestBuildID(t *testing.T) {
-	f := openELF(t, libcX86)
+	f := testutil.OpenELF(t, libcX86)
 	out := runReadelf(t, "-n", libcX86)
 	m := regexp.MustCompile(`Build ID: ([0-9a-f]+)`).FindSubmatch(out)
 	if m == nil {
@@ -381,7 +352,7 @@ func TestCompact(t *testing.T) {
 // stub layout, checked here against the instructions in the file.
 func TestPLTARM64(t *testing.T) {
 	const path = "/usr/aarch64-linux-gnu/lib/libc.so.6"
-	f := openELF(t, path)
+	f := testutil.OpenELF(t, path)
 	plt := f.Section(".plt")
 	if plt == nil {
 		t.Skip("no .plt")
