@@ -28,11 +28,11 @@ func newAnnotateCmd() *cobra.Command {
 	f.Bool("stdio", true, "plain text (the only mode; accepted for perf compatibility)")
 	f.BoolVar(&noSource, "no-source", false, "no source lines")
 	f.BoolVar(&raw, "asm-raw", false, "show instruction bytes")
-	addJSONFlag(f, &asJSON)
+	cli.AddJSONFlag(f, &asJSON)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			if sym != "" {
-				return usagef("give the symbol once: -s %s or %s", sym, args[0])
+				return cli.Usagef("give the symbol once: -s %s or %s", sym, args[0])
 			}
 			sym = args[0] // perf annotate SYMBOL
 		}
@@ -45,12 +45,8 @@ func newAnnotateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out := cli.Stdout()
-		if asJSON {
-			return out.Finish(annotate.WriteJSON(out, funcs))
-		}
-		annotate.WriteText(out, p, funcs, o)
-		return out.Finish(nil)
+		return cli.WriteStdout(asJSON, func(w *cli.Output) error { return annotate.WriteJSON(w, funcs) },
+			func(w *cli.Output) { annotate.WriteText(w, p, funcs, o) })
 	}
 	return cmd
 }

@@ -77,7 +77,7 @@ func TestBPFCommandLines(t *testing.T) {
 				return
 			}
 			l := &cli.Live{}
-			l.Duration, _ = parseDuration(cmd.Flags().Lookup("duration").Value.String())
+			l.Duration, _ = cli.ParseDuration(cmd.Flags().Lookup("duration").Value.String())
 			if cmd.Name() != "funclat" && cmd.Name() != "syscount" && len(args) > 0 {
 				if err := l.BareDuration(cmd, args); err != nil {
 					t.Fatalf("duration: %v", err)

@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/memleak"
+)
 
 // bpfCommands are the live BPF tools. They take bcc's habits as well as
 // perf's: a bare number after the options is how long to trace
@@ -10,6 +14,6 @@ func bpfCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newProfileCmd(), newOffcpuCmd("offcpu"), newOffcpuCmd("wakeup"), newFunclatCmd(), newSyscountCmd(),
 		newRunqlatCmd(), newBiolatCmd(), newBiosnoopCmd(), newCputimeCmd(), newListenCmd(), newTopCmd(),
-		newDeadlockCmd(), newMemleakCmd(), newFiletopCmd(), newFileslowerCmd(),
+		newDeadlockCmd(), memleak.Command(version), newFiletopCmd(), newFileslowerCmd(),
 	}
 }

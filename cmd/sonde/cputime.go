@@ -27,7 +27,7 @@ func newCputimeCmd() *cobra.Command {
 		Args:    cli.MaxArgs(2, "unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)"),
 	}
 	f := cmd.Flags()
-	durationVarP(f, &o.Interval, "interval", "i", time.Second, "report interval: seconds (1) or a duration (500ms)")
+	cli.DurationVarP(f, &o.Interval, "interval", "i", time.Second, "report interval: seconds (1) or a duration (500ms)")
 	f.IntVarP(&o.Count, "count", "n", 0, "stop after this many reports")
 	f.IntVar(&o.Top, "top", 10, "tasks per report (and per CPU with --per-cpu)")
 	f.BoolVar(&o.PerCPU, "per-cpu", false, "each CPU's top tasks as well")
@@ -36,7 +36,7 @@ func newCputimeCmd() *cobra.Command {
 	f.StringVar(&o.Stream, "stream", "", "also send each report to udp://HOST:PORT or tcp://HOST:PORT")
 	f.BoolVar(&compare, "compare-sampled", false, "sample with cpu-clock beside the exact figure and show the estimate's error")
 	f.Uint64VarP(&freq, "freq", "F", 100, "sampling rate for --compare-sampled")
-	addDurationFlag(f, &o.Duration, "reporting")
+	cli.AddDurationFlag(f, &o.Duration, "reporting")
 	f.BoolVar(&o.JSON, "json", false, "write JSON Lines, one report a line (keys in docs/json.md)")
 	cli.AtLeast(f, 1, "count", "top", "pid")
 	cli.Between(f, "freq", 1, 100000)
@@ -46,7 +46,7 @@ func newCputimeCmd() *cobra.Command {
 			return err
 		}
 		if o.Interval < 10*time.Millisecond {
-			return usagef("-i/--interval %s: at least 10ms", o.Interval)
+			return cli.Usagef("-i/--interval %s: at least 10ms", o.Interval)
 		}
 		if compare {
 			o.SampleHz = freq

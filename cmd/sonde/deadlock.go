@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
@@ -8,29 +10,23 @@ import (
 )
 
 func newDeadlockCmd() *cobra.Command {
-	l := &cli.Live{}
+	l := &cli.Live{TakesCommand: true}
 	var o deadlock.Options
-	cmd := l.Command(acceptsCommand(&cobra.Command{
+	cmd := l.Command(&cobra.Command{
 		Use:   "deadlock [flags] [--] [COMMAND [ARGS…]]",
 		Short: "lock-order inversions (potential deadlocks) of pthread mutexes and rwlocks (uprobes, BPF)",
 		Long: "Keep the order in which threads take pthread mutexes and rwlocks as a graph in the kernel and\n" +
 			"report its cycles as ThreadSanitizer does: the locks, the threads and both acquisition stacks.",
 		Example: "  sonde deadlock ./server\n  sonde deadlock -p 1234 -d 30\n  sonde deadlock --lib ./libmypthread.so -- ./app",
-	}), "trace only this process")
+	}, "trace only this process")
 	cmd.Flags().StringVar(&o.Lib, "lib", "", "library or binary with the pthread functions (default: libc.so.6)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	l.Check = func(_ *cobra.Command, args []string) error {
 		if l.Pid != 0 && len(args) > 0 {
-			return usagef("give -p PID or a command, not both")
+			return cli.Usagef("give -p PID or a command, not both")
 		}
-		what := "tracing lock order"
-		if len(args) > 0 {
-			what = "" // the command's run is the measurement
-		}
-		ctx, tgt, stop, err := l.Start(cmd, nil, what)
-		if err != nil {
-			return err
-		}
-		defer stop()
+		return nil
+	}
+	cmd.RunE = l.RunE("tracing lock order", func(ctx context.Context, tgt string, args []string) error {
 		o.Pid, o.Command, o.Duration = l.Pid, args, l.Duration
 		res, err := deadlock.Run(ctx, o)
 		if err != nil {
@@ -39,7 +35,7 @@ func newDeadlockCmd() *cobra.Command {
 		if err := l.W.Final(deadlock.NewReport(res, tgt)); err != nil || res.Command == nil {
 			return err
 		}
-		return exitWith(res.ExitCode)
-	}
+		return cli.ExitWith(res.ExitCode)
+	})
 	return cmd
 }

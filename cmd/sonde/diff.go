@@ -26,12 +26,12 @@ func newDiffCmd() *cobra.Command {
 	f.StringVarP(&sortKeys, "sort", "s", "dso,sym", "compare by dso, sym or both")
 	f.Float64Var(&minPct, "min", 0, "hide entries below this percent in both profiles")
 	cli.Between(f, "min", 0.0, 100.0)
-	addJSONFlag(f, &asJSON)
+	cli.AddJSONFlag(f, &asJSON)
 	cmd.RunE = func(cmd *cobra.Command, files []string) error {
-		keys := splitList(sortKeys)
+		keys := cli.SplitList(sortKeys)
 		for _, k := range keys {
 			if k != "dso" && k != "sym" {
-				return usagef("-s/--sort %q: want dso, sym or dso,sym", sortKeys)
+				return cli.Usagef("-s/--sort %q: want dso, sym or dso,sym", sortKeys)
 			}
 		}
 		base, cur, err := load.ForDiff(files[0], files[1], os.Stderr)
@@ -39,12 +39,8 @@ func newDiffCmd() *cobra.Command {
 			return err
 		}
 		rows := diff.Compare(base, cur, diff.Options{Sort: keys, Min: minPct})
-		out := cli.Stdout()
-		if asJSON {
-			return out.Finish(diff.WriteJSON(out, rows))
-		}
-		diff.WriteText(out, base, cur, rows)
-		return out.Finish(nil)
+		return cli.WriteStdout(asJSON, func(w *cli.Output) error { return diff.WriteJSON(w, rows) },
+			func(w *cli.Output) { diff.WriteText(w, base, cur, rows) })
 	}
 	return cmd
 }

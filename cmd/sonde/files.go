@@ -1,7 +1,7 @@
 package main
 
 import (
-	"time"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +10,7 @@ import (
 )
 
 func newFiletopCmd() *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond}
+	l := &cli.Live{Intervals: true}
 	var o files.TopOptions
 	var noClear bool
 	cmd := l.Command(&cobra.Command{
@@ -26,18 +26,11 @@ func newFiletopCmd() *cobra.Command {
 	f.BoolVarP(&noClear, "noclear", "C", false, "do not clear the screen between reports")
 	f.BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
 	cli.AtLeast(f, 0, "rows")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := files.TopArgs(cmd, args, l, &o); err != nil {
-			return err
-		}
-		ctx, tgt, stop, err := l.Start(cmd, nil, "tracing file reads and writes")
-		if err != nil {
-			return err
-		}
-		defer stop()
+	l.Check = func(cmd *cobra.Command, args []string) error { return files.TopArgs(cmd, args, l, &o) }
+	cmd.RunE = l.RunE("tracing file reads and writes", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.Target, o.Clear = l.Pid, tgt, !noClear && !l.JSON && cli.IsTerminal(1)
 		return files.RunTop(ctx, o, l)
-	}
+	})
 	return cmd
 }
 
@@ -52,17 +45,10 @@ func newFileslowerCmd() *cobra.Command {
 		Example: "  sonde fileslower\n  sonde fileslower 1 -p 1234\n  sonde fileslower -a 50 -- ./server",
 	}, "trace only this process")
 	cmd.Flags().BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := files.SlowerArgs(cmd, args, &o); err != nil {
-			return err
-		}
-		ctx, _, stop, err := l.Start(cmd, nil, "")
-		if err != nil {
-			return err
-		}
-		defer stop()
+	l.Check = func(cmd *cobra.Command, args []string) error { return files.SlowerArgs(cmd, args, &o) }
+	cmd.RunE = l.RunE("", func(ctx context.Context, _ string, _ []string) error {
 		o.Pid, o.Duration = l.Pid, l.Duration
 		return files.RunSlower(ctx, o, l)
-	}
+	})
 	return cmd
 }

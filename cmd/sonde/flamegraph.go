@@ -33,20 +33,20 @@ func newFlamegraphCmd() *cobra.Command {
 	f.Var(&minWidth, "minwidth", "leave out of the drawing frames narrower than this: pixels (default 0.1, as FlameGraph) or a percentage of the total with % (0 draws all; folded output stays exact)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		if diffMode && len(pos) != 2 {
-			return usagef("--diff takes two inputs: BASE NEW")
+			return cli.Usagef("--diff takes two inputs: BASE NEW")
 		}
 		if !diffMode && len(pos) > 0 {
-			return usagef("unexpected argument %q (the input goes after -i)", pos[0])
+			return cli.Usagef("unexpected argument %q (the input goes after -i)", pos[0])
 		}
 		var err error
 		if format, err = flamegraph.FormatOf(format, output); err != nil {
-			return usagef("--format %v", err)
+			return cli.Usagef("--format %v", err)
 		}
 		o := flamegraph.Options{Title: title, Inverted: inverted, MinWidth: minWidth}
 		var root *flamegraph.Node
 		if diffMode {
 			if format == "folded" {
-				return usagef("--diff draws a graph: use -o FILE.svg or .html")
+				return cli.Usagef("--diff draws a graph: use -o FILE.svg or .html")
 			}
 			if root, o.Diff, o.Subtitle, err = load.FlameDiff(pos[0], pos[1]); err != nil {
 				return err

@@ -18,7 +18,7 @@ func newFtraceCmd() *cobra.Command {
 	o.AddFlags(rec.Flags())
 	rec.RunE = func(cmd *cobra.Command, args []string) error {
 		if (o.Pid > 0) == (len(args) > 0) {
-			return usagef("give a command (-- CMD ARGS) or a process (-p PID), one of them")
+			return cli.Usagef("give a command (-- CMD ARGS) or a process (-p PID), one of them")
 		}
 		o.Command, o.Version, o.Log = args, version, os.Stderr
 		s, err := ftrace.Record(cmd.Context(), o)
@@ -26,9 +26,9 @@ func newFtraceCmd() *cobra.Command {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "sonde: %d calls of %d functions in %d threads written to %s (%s; %d lost)\n", s.Calls, s.Funcs, s.Threads, o.Output, s.Mechanism, s.Lost)
-		return exitWith(s.ExitCode)
+		return cli.ExitWith(s.ExitCode)
 	}
-	root.AddCommand(acceptsCommand(rec))
+	root.AddCommand(cli.AcceptsCommand(rec))
 	var v ftrace.ViewOptions
 	var chrome, flame bool
 	var output string
@@ -58,7 +58,7 @@ func newFtraceCmd() *cobra.Command {
 			f.BoolVar(&v.PerThread, "per-thread", false, "each thread's calls together (default: merged by time)")
 		case "report":
 			f.StringVarP(&v.Sort, "sort", "s", "total", "sort by total, self, call, avg, max, min or func")
-			addJSONFlag(f, &v.JSON)
+			cli.AddJSONFlag(f, &v.JSON)
 		case "dump":
 			f.BoolVar(&chrome, "chrome", false, "Chrome trace event JSON")
 			f.BoolVar(&flame, "flamegraph", false, "flame graph of wall time (HTML; --format svg or folded)")

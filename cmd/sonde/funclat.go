@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +13,7 @@ import (
 )
 
 func newFunclatCmd() *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond, Dist: true}
+	l := &cli.Live{Intervals: true, Dist: true}
 	var binary string
 	cmd := l.Command(&cobra.Command{
 		Use:   "funclat [flags] FUNCTION…",

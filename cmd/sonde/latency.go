@@ -17,14 +17,14 @@ import (
 
 func newLatencyCmd() *cobra.Command {
 	var (
-		tf                                    targetFlags
+		tf                                    cli.TargetFlags
 		start, end, key, input, per, unitName string
 		filter                                string
 		showEvents, asJSON                    bool
 		linear                                uint64
 		duration                              time.Duration
 	)
-	cmd := acceptsCommand(&cobra.Command{
+	cmd := cli.AcceptsCommand(&cobra.Command{
 		Use:   "latency --start EV --end EV [flags] [--] [COMMAND [ARGS…]]",
 		Short: "latency distribution between two events paired by key fields (e.g. block issue → complete)",
 		Long: "Pair a start event with its end event by key fields and show the time between them.\n" +
@@ -44,19 +44,19 @@ func newLatencyCmd() *cobra.Command {
 	f.BoolVar(&showEvents, "events", false, "print every pair")
 	f.StringVarP(&unitName, "unit", "u", "us", "ns, us, ms or s")
 	f.Uint64Var(&linear, "linear", 0, "linear buckets of this width (in --unit) instead of log2")
-	addDurationFlag(f, &duration, "tracing")
+	cli.AddDurationFlag(f, &duration, "tracing")
 	f.StringVar(&filter, "filter", "", "kernel-side filter for both events (recordings only: record --filter, then latency -i)")
-	addJSONFlag(f, &asJSON)
+	cli.AddJSONFlag(f, &asJSON)
 	cli.AtLeast(f, 1, "linear")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if start == "" || end == "" {
-			return usagef("--start and --end are required")
+			return cli.Usagef("--start and --end are required")
 		}
 		unit, err := histogram.ParseUnit(unitName)
 		if err != nil {
-			return usagef("-u/--unit: %v", err)
+			return cli.Usagef("-u/--unit: %v", err)
 		}
-		lo := latency.Options{Start: start, End: end, Key: splitList(key), Per: per, Events: showEvents}
+		lo := latency.Options{Start: start, End: end, Key: cli.SplitList(key), Per: per, Events: showEvents}
 		r := latencyview.Report{Start: start, End: end, Key: lo.Key, Unit: unit, Linear: linear, Events: showEvents}
 		exit := 0
 		if input != "" { // from a recording: pair the recorded samples
@@ -71,7 +71,7 @@ func newLatencyCmd() *cobra.Command {
 		if err := emit.New(os.Stdout, asJSON).Final(&r); err != nil {
 			return err
 		}
-		return exitWith(exit)
+		return cli.ExitWith(exit)
 	}
 	return cmd
 }

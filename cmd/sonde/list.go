@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
 )
 
@@ -28,6 +29,6 @@ func newListCmd() *cobra.Command {
 			return eventlist.WriteText(cmd.OutOrStdout(), evs)
 		},
 	}
-	addJSONFlag(cmd.Flags(), &asJSON)
+	cli.AddJSONFlag(cmd.Flags(), &asJSON)
 	return cmd
 }

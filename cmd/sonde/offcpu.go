@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/offcpu"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -15,7 +16,7 @@ import (
 // newOffcpuCmd is offcpu, or with name "wakeup" the same tool following
 // each block to the stack that ended it (bcc's offwaketime).
 func newOffcpuCmd(name string) *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true}
+	l := &cli.Live{Intervals: true, DurationArg: true}
 	o := offcpu.Options{Version: version, Wakers: name == "wakeup"}
 	var minBlock, maxBlock uint64
 	var state string
@@ -40,7 +41,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 	f.IntVar(&vo.Top, "top", 20, "stacks to print")
 	cli.AtLeast(f, 1, "top")
 	sf.Add(f, "microseconds")
-	l.Check = func([]string) (err error) {
+	l.Check = func(*cobra.Command, []string) (err error) {
 		if maxBlock > 0 && minBlock > maxBlock {
 			return cli.Usagef("-m/--min-block %d is above -M/--max-block %d: no block could be counted", minBlock, maxBlock)
 		}
@@ -53,21 +54,18 @@ func newOffcpuCmd(name string) *cobra.Command {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		vo.Target, vo.Comms = tgt, sf.Comms
-		report := func(r *offcpu.Result) emit.Report {
-			rep := blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
-			if o.User {
-				rep.UserStacks = &r.Stacks
-			}
-			return rep
-		}
-		if l.Interval > 0 && !sf.Folded {
-			o.OnInterval = func(r *offcpu.Result) { l.W.Interval(report(r)) }
-		}
-		res, err := offcpu.Run(ctx, o)
-		if err != nil {
-			return err
-		}
-		return sf.Files("sonde "+name, "blocked time in µs").Finish(l.W, res.Profile, report(res))
+		return cli.RunStacks(l, &sf, cli.Stacked[*offcpu.Result]{Title: "sonde " + name,
+			Run: func(each func(*offcpu.Result)) (*offcpu.Result, error) {
+				o.OnInterval = each
+				return offcpu.Run(ctx, o)
+			},
+			Report: func(r *offcpu.Result) emit.Report {
+				rep := blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
+				rep.UserStacks = sf.UserOf(&r.Stacks)
+				return rep
+			},
+			Profile: func(r *offcpu.Result) (*model.Profile, string) { return r.Profile, "blocked time in µs" },
+		})
 	})
 	return cmd
 }

@@ -24,7 +24,7 @@ func newProbeCmd() *cobra.Command {
 	f.BoolVarP(&p.List, "list", "l", false, "list probes")
 	f.StringVarP(&p.Del, "del", "d", "", "remove a probe (group:event or event)")
 	f.BoolVar(&p.DelAll, "del-all", false, "remove every probe sonde created (probe_* and sonde_* groups)")
-	addJSONFlag(f, &p.JSON)
+	cli.AddJSONFlag(f, &p.JSON)
 	cmd.RunE = func(_ *cobra.Command, args []string) error { return p.Run(args) }
 	return cmd
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/profile"
 	"github.com/sonde-dev/sonde/internal/view/emit"
@@ -15,7 +15,7 @@ import (
 )
 
 func newProfileCmd() *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true}
+	l := &cli.Live{Intervals: true, DurationArg: true}
 	o := profile.Options{Version: version}
 	var all bool
 	var cpus string
@@ -35,7 +35,7 @@ func newProfileCmd() *cobra.Command {
 	cli.Conflicting(f, "all-cpus", "pid", "choose one target")
 	f.BoolP("callchain", "g", true, "accepted for perf's habit: profile always counts whole stacks")
 	sf.Add(f, "samples")
-	l.Check = func([]string) (err error) {
+	l.Check = func(*cobra.Command, []string) (err error) {
 		if cpus != "" {
 			if o.CPUs, err = perf.ParseCPUList(cpus); err != nil {
 				return cli.Usagef("-C/--cpu: %v", err)
@@ -45,22 +45,21 @@ func newProfileCmd() *cobra.Command {
 	}
 	cmd.RunE = l.RunE("profiling", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
-		report := func(r *profile.Result) emit.Report {
-			e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
-			rep := stackprof.New(r.Profile, e, tgt, sf.Comms)
-			if o.User {
-				rep.UserStacks = &r.Stacks
-			}
-			return rep
-		}
-		if l.Interval > 0 && !sf.Folded {
-			o.OnInterval = func(r *profile.Result) { l.W.Interval(report(r)) }
-		}
-		res, err := profile.Run(ctx, o)
-		if err != nil {
-			return err
-		}
-		return sf.Files("sonde profile", fmt.Sprintf("%d samples", len(res.Profile.Samples))).Finish(l.W, res.Profile, report(res))
+		return cli.RunStacks(l, &sf, cli.Stacked[*profile.Result]{Title: "sonde profile",
+			Run: func(each func(*profile.Result)) (*profile.Result, error) {
+				o.OnInterval = each
+				return profile.Run(ctx, o)
+			},
+			Report: func(r *profile.Result) emit.Report {
+				e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
+				rep := stackprof.New(r.Profile, e, tgt, sf.Comms)
+				rep.UserStacks = sf.UserOf(&r.Stacks)
+				return rep
+			},
+			Profile: func(r *profile.Result) (*model.Profile, string) {
+				return r.Profile, fmt.Sprintf("%d samples", len(r.Profile.Samples))
+			},
+		})
 	})
 	return cmd
 }

@@ -8,7 +8,7 @@ import (
 
 func newRecordCmd() *cobra.Command {
 	r := cli.Record{Version: version}
-	cmd := acceptsCommand(&cobra.Command{
+	cmd := cli.AcceptsCommand(&cobra.Command{
 		Use:   "record [flags] [--] [COMMAND [ARGS…]]",
 		Short: "sample on-CPU stacks of a command, processes or the whole system into a data file",
 		Long: "Sample a command, existing processes (-p), threads (-t) or the whole system (-a) into a\n" +
@@ -23,7 +23,7 @@ func newRecordCmd() *cobra.Command {
 	r.Sampling.Add(f)
 	r.CallGraph.Add(f)
 	r.Target.Add(f, "record")
-	addDurationFlag(f, &r.Duration, "recording")
+	cli.AddDurationFlag(f, &r.Duration, "recording")
 	f.StringVarP(&r.Output, "output", "o", "sonde.data", "data file to write")
 	f.IntVarP(&r.Pages, "mmap-pages", "m", 128, "ring buffer pages per CPU (a power of two)")
 	f.BoolVarP(&r.Quiet, "quiet", "q", false, "no progress or summary on stderr")

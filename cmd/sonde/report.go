@@ -42,7 +42,7 @@ func newReportCmd() *cobra.Command {
 	f.Float64Var(&limit, "percent-limit", 0, "hide entries below this percent")
 	cli.Between(f, "percent-limit", 0.0, 100.0)
 	f.Bool("stdio", true, "plain text output (the only mode; accepted for perf compatibility)")
-	addJSONFlag(f, &asJSON)
+	cli.AddJSONFlag(f, &asJSON)
 	f.StringVar(&format, "format", "text", "text, json or pprof")
 	f.StringVarP(&output, "output", "o", "", "output file (required for pprof; default stdout)")
 	f.BoolVar(&webView, "web", false, "show the recording in the browser instead (as sonde serve -i FILE)")
@@ -51,7 +51,7 @@ func newReportCmd() *cobra.Command {
 			// -g takes its argument attached (-gcallee, -g=callee) as perf
 			// does; a separate one (-g callee) arrives here.
 			if !cmd.Flags().Changed("call-graph") {
-				return usagef("unexpected argument %q (the data file goes after -i)", args[0])
+				return cli.Usagef("unexpected argument %q (the data file goes after -i)", args[0])
 			}
 			graph = args[0]
 		}
@@ -62,15 +62,15 @@ func newReportCmd() *cobra.Command {
 			format = "json"
 		}
 		if format != "text" && format != "json" && format != "pprof" {
-			return usagef("--format %q: want text, json or pprof", format)
+			return cli.Usagef("--format %q: want text, json or pprof", format)
 		}
 		keys, err := report.ParseSort(sortKeys)
 		if err != nil {
-			return usagef("%v", err)
+			return cli.Usagef("%v", err)
 		}
 		o := report.Options{Sort: keys, Children: !noChildren || children, PercentLimit: limit}
 		if o.Graph, o.GraphMin, err = report.ParseGraph(graph); err != nil {
-			return usagef("-g %v", err)
+			return cli.Usagef("-g %v", err)
 		}
 		if err := cli.ReportFilters(&o, comm, dso, sym, pid, tid); err != nil {
 			return err
@@ -80,7 +80,7 @@ func newReportCmd() *cobra.Command {
 			return err
 		}
 		if format == "pprof" && output == "" {
-			return usagef("--format pprof needs -o FILE.pb.gz")
+			return cli.Usagef("--format pprof needs -o FILE.pb.gz")
 		}
 		out, err := cli.Create(output)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 func newRunqlatCmd() *cobra.Command {
-	l := &cli.Live{MinInterval: 100 * time.Millisecond, DurationArg: true, Dist: true}
+	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true}
 	var pids, tids bool
 	cmd := l.Command(&cobra.Command{
 		Use:     "runqlat [flags] [DURATION]",
@@ -26,7 +26,7 @@ func newRunqlatCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
 	cmd.Flags().BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
 	cli.Conflicting(cmd.Flags(), "pids", "tids", "choose one split")
-	l.Check = func(args []string) error {
+	l.Check = func(_ *cobra.Command, args []string) error {
 		if len(args) == 2 { // bcc's runqlat INTERVAL COUNT
 			iv, err1 := cli.ParseDuration(args[0])
 			n, err2 := strconv.Atoi(args[1])

@@ -26,11 +26,11 @@ func newScriptCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&fieldList, "fields", "F", "", "fields to print, comma-separated (default all the recording has): comm,pid,tid,cpu,time,event,period,trace,ip,sym,dso")
-	addJSONFlag(f, &asJSON)
+	cli.AddJSONFlag(f, &asJSON)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		fields, err := script.ParseFields(splitList(fieldList))
+		fields, err := script.ParseFields(cli.SplitList(fieldList))
 		if err != nil {
-			return usagef("-F/--fields: %v", err)
+			return cli.Usagef("-F/--fields: %v", err)
 		}
 		p, err := load.Profile(input, load.Options{})
 		if err != nil {

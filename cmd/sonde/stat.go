@@ -10,7 +10,7 @@ import (
 
 func newStatCmd() *cobra.Command {
 	var s cli.Stat
-	cmd := acceptsCommand(&cobra.Command{
+	cmd := cli.AcceptsCommand(&cobra.Command{
 		Use:   "stat [flags] [--] [COMMAND [ARGS…]]",
 		Short: "count events (software, hardware, tracepoints, probes) for a command, processes or the system",
 		Long: "Count events as perf stat does, for a command, existing processes (-p), threads (-t)\n" +
@@ -25,8 +25,8 @@ func newStatCmd() *cobra.Command {
 	f.IntVarP(&s.Repeat, "repeat", "r", 1, "run the command N times and show mean ± standard error")
 	cli.MillisVarP(f, &s.Interval, "interval-print", "I", "print counts every interval: milliseconds (1000) or a duration (1s)")
 	f.StringVarP(&s.Sep, "field-separator", "x", "", "CSV output with this separator")
-	addJSONFlag(f, &s.JSON)
-	addDurationFlag(f, &s.Duration, "counting")
+	cli.AddJSONFlag(f, &s.JSON)
+	cli.AddDurationFlag(f, &s.Duration, "counting")
 	f.StringVarP(&s.Output, "output", "o", "", "write the counts to this file instead of stderr")
 	cli.AtLeast(f, 1, "repeat")
 	cli.AtLeast(f, 10*time.Millisecond, "interval-print")

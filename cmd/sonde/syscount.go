@@ -11,54 +11,48 @@ import (
 )
 
 func newSyscountCmd() *cobra.Command {
-	l := &cli.Live{}
+	l := &cli.Live{TakesCommand: true}
 	var so syscounts.Options
-	cmd := l.Command(acceptsCommand(&cobra.Command{
+	cmd := l.Command(&cobra.Command{
 		Use:   "syscount [flags] [--] [COMMAND [ARGS…]]",
 		Short: "system calls counted and timed in the kernel, named from the architecture's table",
 		Long: "Count system calls in the kernel, as bcc's syscount does: of a command given after the options,\n" +
 			"of one process (-p; a command then only sets how long, as perf: -p PID sleep 5), or of all.",
 		Example: "  sonde syscount -L ls -l\n  sonde syscount -p 1234 sleep 5\n  sonde syscount -P -T 10 -d 2",
-	}), "count only this process")
+	}, "count only this process")
 	f := cmd.Flags()
 	f.BoolVarP(&so.Latency, "latency", "L", false, "also time each syscall (total, average, max)")
 	f.BoolVarP(&so.PerProcess, "per-process", "P", false, "count per process and syscall")
 	f.StringVar(&so.Comm, "comm", "", "only processes with this name")
 	f.IntVarP(&so.Top, "top", "T", 20, "rows to print (0: all)")
 	cli.AtLeast(f, 0, "top")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		what := "counting syscalls"
-		if len(args) > 0 && l.Pid == 0 {
-			what = "" // the command's run is the measurement
+	cmd.RunE = l.RunE("counting syscalls", func(ctx context.Context, tgt string, args []string) error {
+		t := cli.Target{Command: args}
+		if l.Pid != 0 {
+			t = cli.Target{Alongside: args}
+		} else if len(args) > 0 {
+			tgt = t.String()
 		}
-		return l.RunE(what, func(ctx context.Context, tgt string, args []string) error {
-			t := target{Command: args}
-			if l.Pid != 0 {
-				t = target{Alongside: args}
-			} else if len(args) > 0 {
-				tgt = t.String()
-			}
-			ctx, wait, err := t.StartAlongside(ctx)
-			if err != nil {
-				return err
-			}
-			// --comm needs per-process counts to filter on; they are merged
-			// back per syscall unless --per-process was asked for.
-			res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
-				Latency: so.Latency, Duration: l.Duration})
-			exit := wait()
-			if err != nil {
-				return err
-			}
-			if len(t.Command) > 0 {
-				exit = res.ExitCode
-			}
-			so.Target, so.Command = tgt, len(args) > 0
-			if err := l.W.Final(syscounts.New(res, so)); err != nil {
-				return err
-			}
-			return exitWith(exit)
-		})(cmd, args)
-	}
+		ctx, wait, err := t.StartAlongside(ctx)
+		if err != nil {
+			return err
+		}
+		// --comm needs per-process counts to filter on; they are merged
+		// back per syscall unless --per-process was asked for.
+		res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
+			Latency: so.Latency, Duration: l.Duration})
+		exit := wait()
+		if err != nil {
+			return err
+		}
+		if len(t.Command) > 0 {
+			exit = res.ExitCode
+		}
+		so.Target, so.Command = tgt, len(args) > 0
+		if err := l.W.Final(syscounts.New(res, so)); err != nil {
+			return err
+		}
+		return cli.ExitWith(exit)
+	})
 	return cmd
 }

@@ -26,7 +26,7 @@ func newTopCmd() *cobra.Command {
 	f.Uint64VarP(&o.Hz, "freq", "F", 997, "sampling rate for hot symbols")
 	f.BoolVar(&o.TasksOnly, "tasks", false, "tasks only (no symbol sampling)")
 	f.IntVarP(&o.Frames, "batch", "b", 0, "print N plain-text frames and exit (for pipes)")
-	durationVarP(f, &o.Interval, "interval", "i", time.Second, "refresh interval: seconds (1) or a duration (500ms)")
+	cli.DurationVarP(f, &o.Interval, "interval", "i", time.Second, "refresh interval: seconds (1) or a duration (500ms)")
 	f.IntVar(&o.Rows, "rows", 15, "rows per table")
 	cli.AtLeast(f, 0, "batch")
 	cli.AtLeast(f, 1, "freq", "rows")
@@ -35,7 +35,7 @@ func newTopCmd() *cobra.Command {
 		if err := bpfskel.CheckPrivileges(); err != nil {
 			return err
 		}
-		if o.Frames == 0 && !isTerminal(1) {
+		if o.Frames == 0 && !cli.IsTerminal(1) {
 			o.Frames = 1 // a pipe gets one frame, not a screen
 		}
 		return cli.UntilSignal(func(ctx context.Context) error { return top.Run(ctx, o, os.Stdout) })

@@ -71,6 +71,7 @@ type Session struct {
 	links   []io.Closer
 	gate    *ebpf.Variable
 	child   *runctl.Child
+	rings   []*Ring
 }
 
 // Open loads and attaches t. On error everything opened so far is closed
@@ -223,12 +224,7 @@ func (s *Session) attach(c Choice) error {
 		group, name, _ := strings.Cut(h.event, ":")
 		l, err = link.Tracepoint(group, name, p, nil)
 	case Kprobe:
-		o := &link.KprobeOptions{Cookie: h.cookie}
-		if h.ret {
-			l, err = link.Kretprobe(h.event, p, o)
-		} else {
-			l, err = link.Kprobe(h.event, p, o)
-		}
+		l, err = entryOrReturn(h.ret, link.Kprobe, link.Kretprobe)(h.event, p, &link.KprobeOptions{Cookie: h.cookie})
 	case UprobeMulti:
 		return s.attachMulti(p, c)
 	case Uprobe:
@@ -240,11 +236,7 @@ func (s *Session) attach(c Choice) error {
 			return fmt.Errorf("opening %s: %w", h.binary, err)
 		}
 		o := &link.UprobeOptions{PID: h.pid, Cookie: h.cookie, Offset: h.offset}
-		if h.ret {
-			l, err = ex.Uretprobe(h.event, p, o)
-		} else {
-			l, err = ex.Uprobe(h.event, p, o)
-		}
+		l, err = entryOrReturn(h.ret, ex.Uprobe, ex.Uretprobe)(h.event, p, o)
 	case PerfEvent:
 		return s.attachPerf(p, h)
 	default:
@@ -259,6 +251,15 @@ func (s *Session) attach(c Choice) error {
 	}
 	s.links = append(s.links, l)
 	return nil
+}
+
+// entryOrReturn picks the probe of a function's return for a return hook
+// (kprobes and uprobes alike), else the probe of its entry.
+func entryOrReturn[O any](ret bool, entry, exit func(string, *ebpf.Program, O) (link.Link, error)) func(string, *ebpf.Program, O) (link.Link, error) {
+	if ret {
+		return exit
+	}
+	return entry
 }
 
 type perfFD int
@@ -342,7 +343,29 @@ func (s *Session) Run(ctx context.Context, o runctl.Options) (runctl.Result, err
 	}
 	r, err := runctl.Run(ctx, o)
 	s.Detach()
+	// The programs are detached: what is left in the rings is the last of
+	// their records, read before Run returns.
+	s.stopRings()
 	return r, err
+}
+
+// ReadRing reads the ring buffer m, calling fn with each record on the
+// reader's goroutine, until Run (or Close) has detached the programs and
+// fn has seen every record they wrote.
+func (s *Session) ReadRing(m *ebpf.Map, fn func([]byte)) error {
+	r, err := ReadRing(m, fn)
+	if err != nil {
+		return err
+	}
+	s.rings = append(s.rings, r)
+	return nil
+}
+
+func (s *Session) stopRings() {
+	for _, r := range s.rings {
+		r.Stop()
+	}
+	s.rings = nil
 }
 
 // Detach stops the programs (links and perf events); maps stay readable.
@@ -361,6 +384,7 @@ func (s *Session) Detach() {
 // Close detaches and frees everything; a command never released is killed.
 func (s *Session) Close() {
 	s.Detach()
+	s.stopRings()
 	if s.child != nil {
 		s.child.Abort()
 		s.child = nil

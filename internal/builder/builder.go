@@ -6,15 +6,16 @@
 package builder
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
@@ -29,8 +30,7 @@ type Builder struct {
 	dsos         map[symbolize.Object]int32 // object → index into prof.DSOs
 	objs         []symbolize.Object         // what each DSO is, for the symbolize pass
 	rawLocs      map[rawLoc]int32
-	stacks       map[string]int32
-	keyBuf       []byte
+	stacks       model.Stacks
 	frames       []int32
 	frameBuf     []Frame // reused by the unwinder, one sample at a time
 	kernelDSO    int32
@@ -80,7 +80,6 @@ func New() *Builder {
 		threads:      model.Threads{},
 		dsos:         map[symbolize.Object]int32{},
 		rawLocs:      map[rawLoc]int32{},
-		stacks:       map[string]int32{},
 		kernelDSO:    -1,
 		syntheticDSO: -1,
 		Unwinder:     FramePointer{},
@@ -238,16 +237,7 @@ func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 		}
 		b.frames = append(b.frames, id)
 	}
-	b.keyBuf = b.keyBuf[:0]
-	for _, id := range b.frames {
-		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
-	}
-	st, ok := b.stacks[string(b.keyBuf)]
-	if !ok {
-		st = int32(len(b.prof.Stacks))
-		b.stacks[string(b.keyBuf)] = st
-		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), b.frames...))
-	}
+	st := b.stacks.ID(&b.prof, b.frames)
 	var raw []byte
 	if len(s.Raw) > 0 {
 		raw = append([]byte(nil), s.Raw...)
@@ -286,13 +276,7 @@ func (b *Builder) loc(pid uint32, f Frame) int32 {
 			return -1
 		}
 	}
-	if id, ok := b.rawLocs[k]; ok {
-		return id
-	}
-	id := int32(len(b.prof.Locs))
-	b.rawLocs[k] = id
-	b.prof.Locs = append(b.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
-	return id
+	return model.Intern(b.rawLocs, &b.prof.Locs, k, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 }
 
 func find(ms []mapping, addr uint64) (mapping, bool) {
@@ -407,17 +391,7 @@ func (b *Builder) SampleLocs(pid, tid uint32, locs []int32, period uint64) {
 
 // SampleLocsN adds n identical samples (counts aggregated in the kernel).
 func (b *Builder) SampleLocsN(pid, tid uint32, locs []int32, period, n uint64) {
-	b.keyBuf = b.keyBuf[:0]
-	for _, id := range locs {
-		b.keyBuf = binary.AppendUvarint(b.keyBuf, uint64(id))
-	}
-	st, ok := b.stacks[string(b.keyBuf)]
-	if !ok {
-		st = int32(len(b.prof.Stacks))
-		b.stacks[string(b.keyBuf)] = st
-		b.prof.Stacks = append(b.prof.Stacks, append([]int32(nil), locs...))
-	}
-	smp := model.Sample{Thread: b.thread(pid, tid), Stack: st, Period: period}
+	smp := model.Sample{Thread: b.thread(pid, tid), Stack: b.stacks.ID(&b.prof, locs), Period: period}
 	for i := uint64(0); i < n; i++ {
 		b.prof.Samples = append(b.prof.Samples, smp)
 	}
@@ -450,6 +424,23 @@ func (b *Builder) DropSamples() {
 // now, once each, while they are still on disk.
 func (b *Builder) Finish(meta model.Meta) *model.Profile {
 	return b.FinishWith(symbolize.Default(), meta)
+}
+
+// FinishLive finishes the profile of a live BPF tool (profile, offcpu,
+// memleak): it names the target (pid 0: the whole system) and the host,
+// adds the tool's warnings, then one when user stacks were taken (user)
+// and came out incomplete (stacks).
+func (b *Builder) FinishLive(meta model.Meta, pid int, user bool, stacks *stackstat.Completeness, warnings ...string) *model.Profile {
+	meta.Target = "system-wide"
+	if pid != 0 {
+		meta.Target = fmt.Sprintf("pid %d", pid)
+	}
+	host.Fill(&meta)
+	meta.Warnings = append(meta.Warnings, warnings...)
+	if user && stacks.Total > stacks.Complete {
+		meta.Warnings = append(meta.Warnings, "user "+stacks.String())
+	}
+	return b.Finish(meta)
 }
 
 // FinishWith names locations with s (tests pass fake resolvers).

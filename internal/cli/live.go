@@ -11,7 +11,9 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/view/dist"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
@@ -24,28 +26,38 @@ type Live struct {
 	Pid                int
 	Duration, Interval time.Duration
 	JSON               bool
-	MinInterval        time.Duration             // 0: the tool has no -i
-	DurationArg        bool                      // a bare argument is the duration
-	Dist               bool                      // the tool shows distributions: -u/--unit, --linear
-	Check              func(args []string) error // the tool's own checks, first in Start
-	W                  *emit.Writer              // set by Start
-	DistOptions        dist.Options              // with Dist, set by Start
-	dist               Dist
-	lap                time.Time // when the current interval began
+	Intervals          bool // the tool reports every -i/--interval (at least MinInterval)
+	DurationArg        bool // a bare argument is the duration
+	// TakesCommand: the arguments are a command to run (AcceptsCommand);
+	// without -p, its run is the measurement, and Start says nothing.
+	TakesCommand bool
+	Dist         bool                                          // the tool shows distributions: -u/--unit, --linear
+	Check        func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
+	W            *emit.Writer                                  // set by Start
+	DistOptions  dist.Options                                  // with Dist, set by Start
+	dist         Dist
+	lap          time.Time // when the current interval began
 }
+
+// MinInterval is the shortest -i/--interval of a live tool: a report
+// costs a map walk, and shorter ones would measure sonde.
+const MinInterval = 100 * time.Millisecond
 
 // Command adds the shared flags to c; pidUsage says what -p does ("" for
 // no -p).
 func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
+	if l.TakesCommand {
+		AcceptsCommand(c)
+	}
 	f := c.Flags()
 	if pidUsage != "" {
 		f.IntVarP(&l.Pid, "pid", "p", 0, pidUsage)
 		AtLeast(f, 1, "pid")
 	}
 	AddDurationFlag(f, &l.Duration, "tracing")
-	if l.MinInterval > 0 {
+	if l.Intervals {
 		DurationVarP(f, &l.Interval, "interval", "i", 0, "print a report every interval: seconds (1) or a duration (500ms)")
-		AtLeast(f, l.MinInterval, "interval")
+		AtLeast(f, MinInterval, "interval")
 	}
 	AddJSONFlag(f, &l.JSON)
 	if l.Dist {
@@ -68,12 +80,12 @@ func (l *Live) RunE(what string, run func(ctx context.Context, target string, ar
 }
 
 // Start checks the tool's options (Check, then the shared ones) and says on a terminal what runs (what,
-// unless empty: a traced command sets the run's length itself). The
+// unless empty or a traced command sets the run's length itself). The
 // context ends on Ctrl-C or SIGTERM (call stop); target names what is
 // traced as the text views do.
 func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx context.Context, target string, stop func(), err error) {
 	if l.Check != nil {
-		if err := l.Check(args); err != nil {
+		if err := l.Check(cmd, args); err != nil {
 			return nil, "", nil, err
 		}
 	}
@@ -89,6 +101,9 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 	}
 	if target, err = CheckLive(l.Pid); err != nil {
 		return nil, "", nil, err
+	}
+	if l.TakesCommand && len(args) > 0 && l.Pid == 0 {
+		what = "" // the command's run is the measurement
 	}
 	if what != "" && IsTerminal(2) {
 		how := "Ctrl-C to stop"
@@ -187,9 +202,40 @@ func (s *Stacks) Check() error {
 	return nil
 }
 
-// Files are the outputs asked for beside the report.
-func (s *Stacks) Files(title, what string) stackprof.Files {
-	return stackprof.Files{Data: s.Output, Flame: s.Flame, Folded: s.Folded, Title: title, What: what}
+// UserOf is c, how complete the user stacks are, when user stacks were
+// taken (not with -K), for the reports to say.
+func (s *Stacks) UserOf(c *stackstat.Completeness) *stackstat.Completeness {
+	if s.Kernel {
+		return nil
+	}
+	return c
+}
+
+// Stacked is a run of a tool that counts stacks (profile, offcpu, wakeup).
+type Stacked[R any] struct {
+	Title string // of the flame graph and data file
+	// Run runs the tool; onInterval prints a report every -i (nil without
+	// -i, and with -f: folded stacks come once, at the end).
+	Run func(onInterval func(R)) (R, error)
+	// Report is a result's report, every interval and at the end.
+	Report func(R) emit.Report
+	// Profile is the final profile, and what its values count (for the files).
+	Profile func(R) (p *model.Profile, what string)
+}
+
+// RunStacks runs t, then writes the final report and the files asked for.
+func RunStacks[R any](l *Live, s *Stacks, t Stacked[R]) error {
+	var each func(R)
+	if l.Interval > 0 && !s.Folded {
+		each = func(r R) { l.W.Interval(t.Report(r)) }
+	}
+	r, err := t.Run(each)
+	if err != nil {
+		return err
+	}
+	p, what := t.Profile(r)
+	files := stackprof.Files{Data: s.Output, Flame: s.Flame, Folded: s.Folded, Title: t.Title, What: what}
+	return files.Finish(l.W, p, t.Report(r))
 }
 
 // Dist is how funclat, runqlat and biolat show distributions.

@@ -82,6 +82,17 @@ func (o *Output) Finish(err error) error {
 	return o.Close()
 }
 
+// WriteStdout writes a view to standard output: with asJSON its JSON,
+// else its text.
+func WriteStdout(asJSON bool, writeJSON func(*Output) error, writeText func(*Output)) error {
+	out := Stdout()
+	if asJSON {
+		return out.Finish(writeJSON(out))
+	}
+	writeText(out)
+	return out.Finish(nil)
+}
+
 // FileSize is a file's size for humans (KiB, MiB, GiB), "?" when unknown.
 func FileSize(path string) string {
 	st, err := os.Stat(path)

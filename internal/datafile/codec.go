@@ -14,6 +14,15 @@ func (e *enc) str(s string) {
 	e.uvarint(uint64(len(s)))
 	e.b = append(e.b, s...)
 }
+func (e *enc) strs(ss []string) { list(e, ss, e.str) }
+
+// list writes a counted list: its length, then each element with put.
+func list[T any](e *enc, xs []T, put func(T)) {
+	e.uvarint(uint64(len(xs)))
+	for _, x := range xs {
+		put(x)
+	}
+}
 func (e *enc) bool(v bool) {
 	if v {
 		e.b = append(e.b, 1)
@@ -100,6 +109,15 @@ func (d *dec) str() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// strs reads a counted list of strings (nil when empty).
+func (d *dec) strs() []string {
+	var ss []string
+	for n := d.count(1); len(ss) < n; {
+		ss = append(ss, d.str())
+	}
+	return ss
 }
 
 // count reads an element count and checks that the section can hold that

@@ -180,10 +180,7 @@ func (w *Writer) chunk(p *model.Profile, final bool) error {
 		}},
 		{tagStacks, w.stacks == len(p.Stacks), func(e *enc) {
 			table(e, w.stacks, p.Stacks, func(s []int32) {
-				e.uvarint(uint64(len(s)))
-				for _, id := range s {
-					e.uvarint(uint64(id))
-				}
+				list(e, s, func(id int32) { e.uvarint(uint64(id)) })
 			})
 		}},
 		{tagSamples, len(p.Samples) == 0, func(e *enc) {
@@ -405,10 +402,7 @@ func encodeMeta(e *enc, m *model.Meta) {
 	e.uvarint(m.Period)
 	e.bool(m.Callchain)
 	e.str(m.Target)
-	e.uvarint(uint64(len(m.Command)))
-	for _, c := range m.Command {
-		e.str(c)
-	}
+	e.strs(m.Command)
 	e.str(m.Hostname)
 	e.str(m.Kernel)
 	e.str(m.Arch)
@@ -419,28 +413,23 @@ func encodeMeta(e *enc, m *model.Meta) {
 	e.str(m.SondeVersion)
 	e.varint(int64(m.ExitCode))
 	e.str(m.Unwinder)
-	e.uvarint(uint64(len(m.Warnings)))
-	for _, w := range m.Warnings {
-		e.str(w)
-	}
+	e.strs(m.Warnings)
 	e.str(m.Unit)
-	e.uvarint(uint64(len(m.Events)))
-	for _, ev := range m.Events {
+	list(e, m.Events, func(ev model.EventInfo) {
 		e.str(ev.Name)
 		e.str(ev.Kind)
 		e.uvarint(ev.Freq)
 		e.uvarint(ev.Period)
 		e.str(ev.Filter)
-		e.uvarint(uint64(len(ev.Fields)))
-		for _, f := range ev.Fields {
+		list(e, ev.Fields, func(f model.Field) {
 			e.str(f.Name)
 			e.str(f.Type)
 			e.varint(int64(f.Offset))
 			e.varint(int64(f.Size))
 			e.bool(f.Signed)
 			e.uvarint(uint64(f.Kind))
-		}
-	}
+		})
+	})
 	e.bool(m.Unsymbolized)
 	// Since the unwinder (readers before it stop at Unsymbolized).
 	e.bool(m.UserStacks != nil)
@@ -453,11 +442,10 @@ func encodeMeta(e *enc, m *model.Meta) {
 			files = append(files, f)
 		}
 		sort.Strings(files)
-		e.uvarint(uint64(len(files)))
-		for _, f := range files {
+		list(e, files, func(f string) {
 			e.str(f)
 			e.uvarint(c.NoUnwindFiles[f])
-		}
+		})
 	}
 }
 
@@ -467,10 +455,7 @@ func decodeMeta(d *dec, m *model.Meta) {
 	m.Period = d.uvarint()
 	m.Callchain = d.bool()
 	m.Target = d.str()
-	n := d.count(1)
-	for i := 0; i < n; i++ {
-		m.Command = append(m.Command, d.str())
-	}
+	m.Command = d.strs()
 	m.Hostname = d.str()
 	m.Kernel = d.str()
 	m.Arch = d.str()
@@ -481,12 +466,9 @@ func decodeMeta(d *dec, m *model.Meta) {
 	m.SondeVersion = d.str()
 	m.ExitCode = int(d.varint())
 	m.Unwinder = d.str()
-	n = d.count(1)
-	for i := 0; i < n; i++ {
-		m.Warnings = append(m.Warnings, d.str())
-	}
+	m.Warnings = d.strs()
 	m.Unit = d.str()
-	n = d.count(6)
+	n := d.count(6)
 	for i := 0; i < n && d.err == nil; i++ {
 		ev := model.EventInfo{Name: d.str(), Kind: d.str(), Freq: d.uvarint(), Period: d.uvarint(), Filter: d.str()}
 		nf := d.count(6)

@@ -207,15 +207,12 @@ func findLib(lib string, pid int) (string, error) {
 		}
 		return filepath.Abs(lib)
 	}
-	if pid > 0 {
-		p, err := procfs.LibcOf(pid)
-		if err == nil && p == "" {
-			p = fmt.Sprintf("/proc/%d/exe", pid)
-		}
+	p, err := procfs.Libc(pid)
+	if err != nil || p != "" {
 		return p, err
 	}
-	if p := procfs.SystemLibc(); p != "" {
-		return p, nil
+	if pid > 0 {
+		return fmt.Sprintf("/proc/%d/exe", pid), nil // a static program has its own
 	}
 	return "", errors.New("no libc.so.6 found: give the library or binary that has the pthread functions with --lib")
 }

@@ -187,10 +187,10 @@ func (ps *paths) name(dev uint32, ino uint64) string {
 	return fmt.Sprintf("[dev %s ino %d]", Dev(dev), ino)
 }
 
-// readEvents reads the ring: paths into ps, slow calls to slow (nil:
-// none are sent).
-func readEvents(m *filesMaps, ps *paths, slow func(*filesFilesSlow)) (*bpfskel.Ring, error) {
-	return bpfskel.ReadRing(m.Events, func(raw []byte) {
+// readEvents reads the ring until s's run ends: paths into ps, slow calls
+// to slow (nil: none are sent).
+func readEvents(s *bpfskel.Session, m *filesMaps, ps *paths, slow func(*filesFilesSlow)) error {
+	return s.ReadRing(m.Events, func(raw []byte) {
 		if bpfskel.View[uint32](raw) == nil {
 			return
 		}

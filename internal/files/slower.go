@@ -60,7 +60,7 @@ func Slower(ctx context.Context, o SlowerOptions, out func(Slow)) (*SlowerResult
 	defer s.Close()
 	res := &SlowerResult{}
 	ps := &paths{m: map[fileID]string{}}
-	ring, err := readEvents(&maps, ps, func(e *filesFilesSlow) {
+	err = readEvents(s, &maps, ps, func(e *filesFilesSlow) {
 		res.Calls++
 		out(slowOf(e, ps))
 	})
@@ -68,7 +68,6 @@ func Slower(ctx context.Context, o SlowerOptions, out func(Slow)) (*SlowerResult
 		return nil, err
 	}
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	ring.Stop()
 	if err != nil {
 		return nil, err
 	}

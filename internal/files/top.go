@@ -70,8 +70,7 @@ func Top(ctx context.Context, o TopOptions) (*TopReport, error) {
 	}
 	defer s.Close()
 	ps := &paths{m: map[fileID]string{}}
-	ring, err := readEvents(&maps, ps, nil)
-	if err != nil {
+	if err := readEvents(s, &maps, ps, nil); err != nil {
 		return nil, err
 	}
 	snap := func(_ time.Time, elapsed time.Duration) (*TopReport, error) {
@@ -82,9 +81,7 @@ func Top(ctx context.Context, o TopOptions) (*TopReport, error) {
 	if o.Interval > 0 && o.OnReport != nil {
 		ro.Interval, ro.OnInterval = o.Interval, iv.Tick
 	}
-	run, err := s.Run(ctx, ro)
-	// The programs are detached: what is left in the ring is every path.
-	ring.Stop()
+	run, err := s.Run(ctx, ro) // every path is read when it returns
 	if err != nil {
 		return nil, err
 	}

@@ -318,7 +318,7 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 	if err != nil {
 		return nil, err
 	}
-	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
+	err = s.ReadRing(maps.Events, func(raw []byte) {
 		e := bpfskel.View[ftraceFtraceEvent](raw)
 		if e == nil || int(e.Fn) >= len(fs) {
 			return
@@ -338,7 +338,6 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 		ro.Done = watchPid(ctx, o.Pid)
 	}
 	run, err := s.Run(ctx, ro)
-	ring.Stop()
 	if err != nil {
 		sk.f.Abort()
 		return nil, err

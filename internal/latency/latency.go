@@ -95,6 +95,15 @@ func pick(fields []tracefs.Field, names []string, ev string) ([]tracefs.Field, e
 	return out, nil
 }
 
+// pairKey is what pairs a start with its end: the --key fields of the
+// event (fields), or without --key the thread.
+func pairKey(p *model.Profile, o Options, fields []tracefs.Field, s *model.Sample) string {
+	if len(o.Key) == 0 {
+		return strconv.Itoa(int(p.Threads[s.Thread].Tid))
+	}
+	return keyString(fields, s.Raw)
+}
+
 func keyString(fields []tracefs.Field, raw []byte) string {
 	var b strings.Builder
 	for i, f := range fields {
@@ -150,10 +159,7 @@ func Compute(p *model.Profile, o Options) (*Result, error) {
 		}
 		if ev == si {
 			res.Starts++
-			k := keyString(skey, s.Raw)
-			if len(o.Key) == 0 {
-				k = strconv.Itoa(int(p.Threads[s.Thread].Tid))
-			}
+			k := pairKey(p, o, skey, &s)
 			g := ""
 			t := p.Threads[s.Thread]
 			switch o.Per {
@@ -172,10 +178,7 @@ func Compute(p *model.Profile, o Options) (*Result, error) {
 		}
 		if ev == ei {
 			res.Ends++
-			k := keyString(ekey, s.Raw)
-			if len(o.Key) == 0 {
-				k = strconv.Itoa(int(p.Threads[s.Thread].Tid))
-			}
+			k := pairKey(p, o, ekey, &s)
 			st, ok := pending[k]
 			if !ok || st.time > s.Time {
 				res.Unmatched++

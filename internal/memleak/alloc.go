@@ -157,15 +157,12 @@ func lookPath(name string) (string, error) {
 // findLibc is the C library pid maps (through its root, for containers),
 // or the system's.
 func findLibc(pid int) (string, error) {
-	if pid > 0 {
-		p, err := procfs.LibcOf(pid)
-		if err == nil && p == "" {
-			err = fmt.Errorf("pid %d maps no libc (a static program?): name its allocator with --lib PATH or --symbol-prefix", pid)
-		}
-		return p, err
+	p, err := procfs.Libc(pid)
+	switch {
+	case err == nil && p == "" && pid > 0:
+		err = fmt.Errorf("pid %d maps no libc (a static program?): name its allocator with --lib PATH or --symbol-prefix", pid)
+	case err == nil && p == "":
+		err = fmt.Errorf("no libc.so.6 found: name the allocator with --lib PATH")
 	}
-	if p := procfs.SystemLibc(); p != "" {
-		return p, nil
-	}
-	return "", fmt.Errorf("no libc.so.6 found: name the allocator with --lib PATH")
+	return p, err
 }

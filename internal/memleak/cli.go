@@ -11,15 +11,23 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
-// Command is sonde memleak's usage; the caller adds the live flags.
-func Command() *cobra.Command {
-	return &cobra.Command{
+// Command is sonde memleak: the live tools' options (cli.Live), its own
+// (AddFlags), and a run of runCommand.
+func Command(version string) *cobra.Command {
+	l := &cli.Live{Intervals: true, TakesCommand: true}
+	o, v := Options{Version: version}, View{}
+	cmd := l.Command(&cobra.Command{
 		Use:   "memleak [flags] [--] [COMMAND [ARGS…]]",
 		Short: "memory allocated and not freed, by stack: allocator uprobes or kmem tracepoints (BPF)",
 		Long: "Track allocations and frees, as bcc's memleak does, and report what is outstanding per stack: of a\n" +
 			"command (at its exit, what it never freed), of a process (-p), or of the kernel (--kernel).",
 		Example: "  sonde memleak -- ./server --once\n  sonde memleak -p 1234 -i 10 --older 5s\n  sonde memleak --kernel -d 10",
-	}
+	}, "trace this process")
+	v.AddFlags(cmd.Flags(), &o)
+	cmd.RunE = l.RunE("tracing allocations", func(ctx context.Context, tgt string, args []string) error {
+		return runCommand(ctx, l, o, v, tgt, args)
+	})
+	return cmd
 }
 
 // AddFlags defines memleak's own flags. bcc's -o AGE is --older: -o is
@@ -43,11 +51,11 @@ type View struct {
 	Flame, Output string // flame graph and data file ("" for none)
 }
 
-// Main runs sonde memleak once the shared live options are started: it
+// runCommand runs sonde memleak once the shared live options are started: it
 // traces args (a command) or l.Pid, prints a report every interval and
 // the final one, writes the files asked for and ends with the command's
 // exit status.
-func Main(ctx context.Context, l *cli.Live, o Options, v View, target string, args []string) error {
+func runCommand(ctx context.Context, l *cli.Live, o Options, v View, target string, args []string) error {
 	if l.Pid != 0 && len(args) > 0 {
 		return cli.Usagef("-p/--pid and a command conflict: trace a process or run one")
 	}

@@ -5,6 +5,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/sonde-dev/sonde/internal/stackstat"
@@ -117,6 +118,32 @@ type Threads map[Thread]int32
 // ID is t's index in p.Threads, appending t the first time it is seen.
 func (ts Threads) ID(p *Profile, t Thread) int32 {
 	return Intern(ts, &p.Threads, t, t)
+}
+
+// Stacks interns stacks (location ids, leaf first) into a profile's Stacks
+// table. The key is the ids as varints, built in a buffer reused across
+// calls so a stack already seen costs no allocation.
+type Stacks struct {
+	ids map[string]int32
+	key []byte
+}
+
+// ID is locs' index in p.Stacks, appending a copy of locs the first time.
+func (s *Stacks) ID(p *Profile, locs []int32) int32 {
+	s.key = s.key[:0]
+	for _, id := range locs {
+		s.key = binary.AppendUvarint(s.key, uint64(id))
+	}
+	if id, ok := s.ids[string(s.key)]; ok {
+		return id
+	}
+	if s.ids == nil {
+		s.ids = map[string]int32{}
+	}
+	id := int32(len(p.Stacks))
+	s.ids[string(s.key)] = id
+	p.Stacks = append(p.Stacks, append([]int32(nil), locs...))
+	return id
 }
 
 // DSO is a loaded object.

@@ -15,7 +15,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/builder"
-	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/runctl"
@@ -183,21 +182,15 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 		event = "wakeup"
 	}
 	meta := model.Meta{
-		Event: event, Callchain: true, Target: "system-wide", Arch: runtime.GOARCH, SondeVersion: o.Version,
+		Event: event, Callchain: true, Arch: runtime.GOARCH, SondeVersion: o.Version,
 		StartUnixNS: start.UnixNano(), DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull,
 		Unwinder: "bpf-tables", Unit: "ns",
 	}
-	if o.Pid != 0 {
-		meta.Target = fmt.Sprintf("pid %d", o.Pid)
-	}
-	host.Fill(&meta)
+	var warn []string
 	if res.Errors.StackFailures > 0 {
-		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
+		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
-	if o.User && res.Stacks.Total > res.Stacks.Complete {
-		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
-	}
-	res.Profile = b.Finish(meta)
+	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	trimBPFFrames(res.Profile)
 	return res, nil
 }

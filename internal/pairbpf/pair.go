@@ -170,7 +170,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	res := &Result{Result: &latency.Result{Groups: map[string]*histogram.Hist{}}}
-	ring, err := bpfskel.ReadRing(maps.Events, func(raw []byte) {
+	err = s.ReadRing(maps.Events, func(raw []byte) {
 		if e := bpfskel.View[pairPairEvent](raw); e != nil {
 			res.add(e, sk, groupField, auxField, o)
 		}
@@ -179,7 +179,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	ring.Stop()
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package perfdata
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -89,8 +88,7 @@ type converter struct {
 	dsos     map[string]int32
 	dsoInfo  []dsoInfo
 	rawLocs  map[rawLoc]int32
-	stacks   map[string]int32
-	keyBuf   []byte
+	stacks   model.Stacks
 	frames   []int32
 	kernel   int32  // index of [kernel.kallsyms], -1 before the first kernel frame
 	kernRef  string // the symbol the kernel map is relative to ("_text")
@@ -133,7 +131,7 @@ type process struct {
 func newConverter() *converter {
 	return &converter{
 		procs: map[uint32]*process{}, comms: map[uint32]string{}, threads: model.Threads{},
-		dsos: map[string]int32{}, rawLocs: map[rawLoc]int32{}, stacks: map[string]int32{},
+		dsos: map[string]int32{}, rawLocs: map[rawLoc]int32{},
 		kernel: -1, attrHits: map[int]uint64{},
 	}
 }
@@ -351,16 +349,7 @@ func (c *converter) sample(r *Record) {
 			c.frames = append(c.frames, c.loc(s.Pid, s.IP, mode, true))
 		}
 	}
-	c.keyBuf = c.keyBuf[:0]
-	for _, id := range c.frames {
-		c.keyBuf = binary.AppendUvarint(c.keyBuf, uint64(id))
-	}
-	st, ok := c.stacks[string(c.keyBuf)]
-	if !ok {
-		st = int32(len(c.prof.Stacks))
-		c.stacks[string(c.keyBuf)] = st
-		c.prof.Stacks = append(c.prof.Stacks, append([]int32(nil), c.frames...))
-	}
+	st := c.stacks.ID(&c.prof, c.frames)
 	// Event holds the attribute index until finish renumbers events.
 	c.prof.Samples = append(c.prof.Samples, model.Sample{
 		Time: s.Time, Thread: c.thread(s.Pid, s.Tid), CPU: s.CPU, Stack: st,
@@ -396,13 +385,7 @@ func (c *converter) loc(pid uint32, addr uint64, mode int, leaf bool) int32 {
 			}
 		}
 	}
-	if id, ok := c.rawLocs[k]; ok {
-		return id
-	}
-	id := int32(len(c.prof.Locs))
-	c.rawLocs[k] = id
-	c.prof.Locs = append(c.prof.Locs, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
-	return id
+	return model.Intern(c.rawLocs, &c.prof.Locs, k, model.Loc{DSO: k.dso, Addr: k.addr, Func: -1, File: -1})
 }
 
 // Format is what a file holds, told from its first bytes.

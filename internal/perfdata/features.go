@@ -41,42 +41,33 @@ func (rd *reader) wantFeature(bit int) bool {
 func (rd *reader) feature(bit int, b []byte) error {
 	c := cursor{b: b, bo: rd.bo}
 	f := rd.f
+	// The features that are one perf_header_string.
+	strs := map[int]*string{FeatHostname: &f.Hostname, FeatOSRelease: &f.OSRelease, FeatVersion: &f.PerfVersion,
+		FeatArch: &f.Arch, FeatCPUDesc: &f.CPUDesc, FeatCPUID: &f.CPUID}
 	var err error
+	if s, ok := strs[bit]; ok {
+		*s, err = c.str()
+		return err
+	}
 	switch bit {
 	case FeatTracingData:
 		f.Tracing, err = parseTracing(b)
 	case FeatBuildID:
 		err = rd.buildIDs(b)
-	case FeatHostname:
-		f.Hostname, err = c.str()
-	case FeatOSRelease:
-		f.OSRelease, err = c.str()
-	case FeatVersion:
-		f.PerfVersion, err = c.str()
-	case FeatArch:
-		f.Arch, err = c.str()
-	case FeatCPUDesc:
-		f.CPUDesc, err = c.str()
-	case FeatCPUID:
-		f.CPUID, err = c.str()
 	case FeatNrCPUs:
 		f.NrCPUsAvail, f.NrCPUsOnline = c.u32(), c.u32()
-		err = c.err
 	case FeatTotalMem:
 		f.TotalMemKB = c.u64()
-		err = c.err
 	case FeatCmdline:
 		f.Cmdline, err = c.strList()
 	case FeatSampleTime:
 		f.SampleTimeStart, f.SampleTimeEnd = c.u64(), c.u64()
-		err = c.err
 	case FeatClockID:
 		f.ClockResNS = c.u64()
-		err = c.err
 	case FeatClockData:
 		c.u32() // version
 		cd := &ClockData{ClockID: c.u32(), WallClockNS: c.u64(), ClockNS: c.u64()}
-		if err = c.err; err == nil {
+		if c.err == nil {
 			f.Clock = cd
 		}
 	case FeatEventDesc:
@@ -86,10 +77,10 @@ func (rd *reader) feature(bit int, b []byte) error {
 		// all this reader takes.
 		return fmt.Errorf("directory-format recordings (perf record --dir) are not supported; convert with perf inject")
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		err = c.err // the fixed-size features read without a check of their own
 	}
-	return nil
+	return err
 }
 
 // str reads a perf_header_string: a u32 length (padding included) and a

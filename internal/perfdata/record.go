@@ -55,35 +55,23 @@ type cursor struct {
 	err error
 }
 
-func (c *cursor) u64() uint64 {
-	if c.err != nil || c.off+8 > len(c.b) {
+// zeros is what a fixed-size field reads as once the body is used up.
+var zeros [8]byte
+
+// field returns the next n (at most 8) bytes; past the end, n zero bytes,
+// and the cursor keeps errShort.
+func (c *cursor) field(n int) []byte {
+	if c.err != nil || c.off+n > len(c.b) {
 		c.err = errShort
-		return 0
+		return zeros[:n]
 	}
-	v := c.bo.Uint64(c.b[c.off:])
-	c.off += 8
-	return v
+	c.off += n
+	return c.b[c.off-n : c.off]
 }
 
-func (c *cursor) u32() uint32 {
-	if c.err != nil || c.off+4 > len(c.b) {
-		c.err = errShort
-		return 0
-	}
-	v := c.bo.Uint32(c.b[c.off:])
-	c.off += 4
-	return v
-}
-
-func (c *cursor) u16() uint16 {
-	if c.err != nil || c.off+2 > len(c.b) {
-		c.err = errShort
-		return 0
-	}
-	v := c.bo.Uint16(c.b[c.off:])
-	c.off += 2
-	return v
-}
+func (c *cursor) u64() uint64 { return c.bo.Uint64(c.field(8)) }
+func (c *cursor) u32() uint32 { return c.bo.Uint32(c.field(4)) }
+func (c *cursor) u16() uint16 { return c.bo.Uint16(c.field(2)) }
 
 func (c *cursor) skip(n uint64) {
 	if c.err != nil || n > uint64(len(c.b)-c.off) {
@@ -110,32 +98,15 @@ func parseSample(b []byte, a *Attr, bo binary.ByteOrder, r *Record) error {
 	c := cursor{b: b, bo: bo}
 	t := a.SampleType
 	s := &r.Sample
+	var id sampleID
 	if t&SampleIdentifier != 0 {
-		s.ID = c.u64()
+		id.id = c.u64()
 	}
 	if t&SampleIP != 0 {
 		s.IP = c.u64()
 	}
-	if t&SampleTID != 0 {
-		s.Pid = c.u32()
-		s.Tid = c.u32()
-	}
-	if t&SampleTime != 0 {
-		s.Time = c.u64()
-	}
-	if t&SampleAddr != 0 {
-		r.Addr = c.u64()
-	}
-	if t&SampleID != 0 {
-		s.ID = c.u64()
-	}
-	if t&SampleStreamID != 0 {
-		c.u64()
-	}
-	if t&SampleCPU != 0 {
-		s.CPU = c.u32()
-		c.u32()
-	}
+	id.read(&c, t, &r.Addr)
+	s.Pid, s.Tid, s.Time, s.ID, s.CPU = id.pid, id.tid, id.time, id.id, id.cpu
 	if t&SamplePeriod != 0 {
 		s.Period = c.u64()
 	}
@@ -215,6 +186,32 @@ type sampleID struct {
 	cpu      uint32
 }
 
+// read decodes the fields a sample and a sample_id trailer share, in the
+// order both lay them out: TID, TIME, ADDR (samples only: addr nil for a
+// trailer), ID, STREAM_ID, CPU.
+func (id *sampleID) read(c *cursor, t uint64, addr *uint64) {
+	if t&SampleTID != 0 {
+		id.pid = c.u32()
+		id.tid = c.u32()
+	}
+	if t&SampleTime != 0 {
+		id.time = c.u64()
+	}
+	if t&SampleAddr != 0 && addr != nil {
+		*addr = c.u64()
+	}
+	if t&SampleID != 0 {
+		id.id = c.u64()
+	}
+	if t&SampleStreamID != 0 {
+		c.u64()
+	}
+	if t&SampleCPU != 0 {
+		id.cpu = c.u32()
+		c.u32()
+	}
+}
+
 // parseSampleID decodes the trailer at the end of a non-sample record and
 // returns the body without it.
 func parseSampleID(b []byte, a *Attr, bo binary.ByteOrder) (sampleID, []byte, error) {
@@ -228,23 +225,7 @@ func parseSampleID(b []byte, a *Attr, bo binary.ByteOrder) (sampleID, []byte, er
 	}
 	c := cursor{b: b[len(b)-n:], bo: bo}
 	t := a.SampleType
-	if t&SampleTID != 0 {
-		id.pid = c.u32()
-		id.tid = c.u32()
-	}
-	if t&SampleTime != 0 {
-		id.time = c.u64()
-	}
-	if t&SampleID != 0 {
-		id.id = c.u64()
-	}
-	if t&SampleStreamID != 0 {
-		c.u64()
-	}
-	if t&SampleCPU != 0 {
-		id.cpu = c.u32()
-		c.u32()
-	}
+	id.read(&c, t, nil)
 	if t&SampleIdentifier != 0 {
 		id.id = c.u64()
 	}

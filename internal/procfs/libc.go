@@ -23,6 +23,16 @@ func LibcOf(pid int) (string, error) {
 	return "", nil
 }
 
+// Libc is the C library of process pid (0: the system's), from LibcOf or
+// SystemLibc; "" without an error when there is none (a static program, a
+// system without libc.so.6), for the caller to say what to give instead.
+func Libc(pid int) (string, error) {
+	if pid > 0 {
+		return LibcOf(pid)
+	}
+	return SystemLibc(), nil
+}
+
 // SystemLibc is the machine's libc.so.6 ("" when none is found in the usual
 // library directories).
 func SystemLibc() string {

@@ -16,7 +16,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/builder"
-	"github.com/sonde-dev/sonde/internal/host"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/procfs"
@@ -216,7 +215,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	res.Errors.KernelStack = errs[profileProfileErrorERR_KERNEL_STACK]
 	res.Errors.MapFull = errs[profileProfileErrorERR_COUNTS_FULL]
 	meta := model.Meta{
-		Event: "cpu-clock", Freq: o.Freq, Callchain: true, Target: "system-wide",
+		Event: "cpu-clock", Freq: o.Freq, Callchain: true,
 		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),
 		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-tables",
 	}
@@ -224,16 +223,10 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	// Samples whose user stack found the stack map full carry none.
 	res.Stacks.Lost = res.Unwind.Walker.StacksFull
 	res.Stacks.Total += res.Stacks.Lost
-	if o.Pid != 0 {
-		meta.Target = fmt.Sprintf("pid %d", o.Pid)
-	}
-	host.Fill(&meta)
+	var warn []string
 	if res.Errors.KernelStack > 0 {
-		meta.Warnings = append(meta.Warnings, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
+		warn = append(warn, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
 	}
-	if o.User && res.Stacks.Total > res.Stacks.Complete {
-		meta.Warnings = append(meta.Warnings, "user "+res.Stacks.String())
-	}
-	res.Profile = b.Finish(meta)
+	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	return res, nil
 }

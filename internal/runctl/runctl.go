@@ -63,24 +63,51 @@ type Result struct {
 	ExitCode int
 }
 
+// Clock is a run's time: the deadline (a channel that never fires without
+// a duration) and the interval ticks (never, without an interval).
+type Clock struct {
+	Deadline, Tick <-chan time.Time
+	timer          *time.Timer
+	ticker         *time.Ticker
+}
+
+// NewClock starts the clock of a run of duration (0: none) reporting every
+// interval (0: never); call Stop.
+func NewClock(duration, interval time.Duration) *Clock {
+	c := &Clock{}
+	if duration > 0 {
+		c.timer = time.NewTimer(duration)
+		c.Deadline = c.timer.C
+	}
+	if interval > 0 {
+		c.ticker = time.NewTicker(interval)
+		c.Tick = c.ticker.C
+	}
+	return c
+}
+
+// Stop frees the timers.
+func (c *Clock) Stop() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.ticker != nil {
+		c.ticker.Stop()
+	}
+}
+
 // Run blocks until ctx ends, SIGINT or SIGTERM arrives, the duration
 // passes, Done is closed or the target exits.
 func Run(ctx context.Context, o Options) (Result, error) {
 	start := time.Now()
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
+	interval := o.Interval
+	if o.OnInterval == nil {
+		interval = 0
 	}
-	var ticks <-chan time.Time
-	if o.Interval > 0 && o.OnInterval != nil {
-		tk := time.NewTicker(o.Interval)
-		defer tk.Stop()
-		ticks = tk.C
-	}
+	clock := NewClock(o.Duration, interval)
+	defer clock.Stop()
 	var exited chan struct{}
 	var waitErr error
 	if o.Target != nil {
@@ -98,7 +125,7 @@ loop:
 				res.Reason = Cancelled
 			}
 			break loop
-		case <-deadline:
+		case <-clock.Deadline:
 			res.Reason = Deadline
 			break loop
 		case <-o.Done:
@@ -107,7 +134,7 @@ loop:
 		case <-exited:
 			res.Reason = Done
 			break loop
-		case <-ticks:
+		case <-clock.Tick:
 			if err = o.OnInterval(); err != nil {
 				res.Reason = Failed
 				break loop

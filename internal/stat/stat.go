@@ -193,18 +193,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}()
 	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var tick <-chan time.Time
-	if o.Interval > 0 {
-		tk := time.NewTicker(o.Interval)
-		defer tk.Stop()
-		tick = tk.C
-	}
+	clock := runctl.NewClock(o.Duration, o.Interval)
+	defer clock.Stop()
 	prev := make([]Count, len(res.Counts))
 	copy(prev, res.Counts)
 	// The caller's context ends the count (runctl.WithSignals: Ctrl-C,
@@ -222,13 +212,13 @@ loop:
 			cancelled = nil
 		case <-done:
 			break loop
-		case <-deadline:
+		case <-clock.Deadline:
 			if child != nil {
 				child.Cmd.Process.Signal(syscall.SIGTERM)
 				continue
 			}
 			break loop
-		case <-tick:
+		case <-clock.Tick:
 			cur := readAll(ctrs, res.Counts)
 			if o.OnInterval != nil {
 				o.OnInterval(time.Since(start), delta(cur, prev))

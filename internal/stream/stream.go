@@ -129,61 +129,31 @@ func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Add
 		return err
 	}
 	lines := make(chan string, 1024)
-	done := make(chan error, 1)
-	switch network {
-	case "udp":
+	var (
+		c     io.Closer
+		local net.Addr
+		serve func() // receives until c is closed
+	)
+	if network == "udp" {
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", listen, err)
 		}
-		defer pc.Close()
-		if ready != nil {
-			ready(pc.LocalAddr())
-		}
-		go func() {
-			buf := make([]byte, 65536)
-			for {
-				n, from, err := pc.ReadFrom(buf)
-				if err != nil {
-					done <- nil
-					return
-				}
-				host := from.String()
-				for _, l := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
-					lines <- fmt.Sprintf("[%s] %s", host, Sanitize(l))
-				}
-			}
-		}()
-		go func() { <-stop; pc.Close() }()
-	case "tcp":
+		c, local, serve = pc, pc.LocalAddr(), func() { readDatagrams(pc, lines) }
+	} else {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", listen, err)
 		}
-		defer ln.Close()
-		if ready != nil {
-			ready(ln.Addr())
-		}
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					done <- nil
-					return
-				}
-				go func(c net.Conn) {
-					defer c.Close()
-					host := c.RemoteAddr().String()
-					sc := bufio.NewScanner(c)
-					sc.Buffer(make([]byte, 65536), 1<<20)
-					for sc.Scan() {
-						lines <- fmt.Sprintf("[%s] %s", host, Sanitize(sc.Text()))
-					}
-				}(c)
-			}
-		}()
-		go func() { <-stop; ln.Close() }()
+		c, local, serve = ln, ln.Addr(), func() { acceptStreams(ln, lines) }
 	}
+	defer c.Close()
+	if ready != nil {
+		ready(local)
+	}
+	done := make(chan error, 1)
+	go func() { serve(); done <- nil }()
+	go func() { <-stop; c.Close() }()
 	for {
 		select {
 		case l := <-lines:
@@ -196,5 +166,41 @@ func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Add
 		case err := <-done:
 			return err
 		}
+	}
+}
+
+// readDatagrams sends each line of each datagram to lines, prefixed with
+// its sender, until pc is closed.
+func readDatagrams(pc net.PacketConn, lines chan<- string) {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		host := from.String()
+		for _, l := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
+			lines <- fmt.Sprintf("[%s] %s", host, Sanitize(l))
+		}
+	}
+}
+
+// acceptStreams sends each line of each connection to lines, prefixed
+// with its sender, until ln is closed.
+func acceptStreams(ln net.Listener, lines chan<- string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func(c net.Conn) {
+			defer c.Close()
+			host := c.RemoteAddr().String()
+			sc := bufio.NewScanner(c)
+			sc.Buffer(make([]byte, 65536), 1<<20)
+			for sc.Scan() {
+				lines <- fmt.Sprintf("[%s] %s", host, Sanitize(sc.Text()))
+			}
+		}(c)
 	}
 }

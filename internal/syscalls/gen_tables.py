@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""Regenerates table_x86.go and table_generic.go from Debian's
-linux-libc-dev headers (go generate ./internal/syscalls)."""
+"""Regenerates the syscall tables from Debian's linux-libc-dev headers
+(go generate ./internal/syscalls).
+
+Since Linux 5.1 every architecture numbers new system calls alike, from
+424 (pidfd_send_signal) on, so those go into one table (table_unified.go);
+table_x86.go and table_generic.go keep only what differs below 424. The
+script stops if an architecture ever disagrees with the unified numbers."""
 import re
+import sys
+
+UNIFIED = 424
 
 amd = {}
 for line in open('/usr/include/x86_64-linux-gnu/asm/unistd_64.h'):
@@ -18,6 +26,15 @@ for m in re.finditer(r'#define __NR(3264)?_(\w+)\s+(\d+)', src):
         name = 'newfstatat'
     gen.setdefault(num, name)
 
+unified = {}
+for num in sorted(set(amd) | set(gen)):
+    if num < UNIFIED:
+        continue
+    if amd.get(num) != gen.get(num):
+        sys.exit('syscall %d is %s on amd64 but %s in asm-generic: the unified range no longer holds'
+                 % (num, amd.get(num), gen.get(num)))
+    unified[num] = amd[num]
+
 
 def emit(fn, var, table, note):
     with open(fn, 'w') as f:
@@ -28,5 +45,12 @@ def emit(fn, var, table, note):
         f.write('}\n')
 
 
-emit('table_x86.go', 'amd64Names', amd, 'linux-libc-dev asm/unistd_64.h')
-emit('table_generic.go', 'genericNames', gen, 'linux-libc-dev asm-generic/unistd.h (arm64, riscv64)')
+def below(table):
+    return {k: v for k, v in table.items() if k < UNIFIED}
+
+
+emit('table_x86.go', 'amd64Names', below(amd), 'linux-libc-dev asm/unistd_64.h, numbers below %d' % UNIFIED)
+emit('table_generic.go', 'genericNames', below(gen),
+     'linux-libc-dev asm-generic/unistd.h (arm64, riscv64), numbers below %d' % UNIFIED)
+emit('table_unified.go', 'unifiedNames', unified,
+     'linux-libc-dev asm/unistd_64.h and asm-generic/unistd.h, numbers from %d (alike on every architecture)' % UNIFIED)

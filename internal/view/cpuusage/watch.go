@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/cputime"
+	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/stream"
 )
 
@@ -55,19 +56,13 @@ func Watch(ctx context.Context, o WatchOptions, w, errw io.Writer) error {
 	if sampler != nil {
 		sampler.Take() // start the estimate where the exact figure starts
 	}
-	tick := time.NewTicker(o.Interval)
-	defer tick.Stop()
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
+	clock := runctl.NewClock(o.Duration, o.Interval)
+	defer clock.Stop()
 	for n := 1; ; n++ {
 		last := false
 		select {
-		case <-tick.C:
-		case <-deadline:
+		case <-clock.Tick:
+		case <-clock.Deadline:
 			last = true
 		case <-ctx.Done():
 			last = true
