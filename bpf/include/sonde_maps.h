@@ -29,22 +29,41 @@ static __always_inline bool map_add(void *map, const void *key, __u64 delta)
 }
 
 /* A map declared in one line: the struct libbpf reads from ".maps". */
-#define SONDE_MAP(name, map_type, key_type, value_type, entries) \
-	struct {                                                 \
-		__uint(type, map_type);                              \
-		__type(key, key_type);                               \
-		__type(value, value_type);                           \
-		__uint(max_entries, entries);                        \
+#define SONDE_MAP_FLAGS(name, map_type, key_type, value_type, entries, flags) \
+	struct {                                                              \
+		__uint(type, map_type);                                           \
+		__type(key, key_type);                                            \
+		__type(value, value_type);                                        \
+		__uint(max_entries, entries);                                     \
+		__uint(map_flags, flags);                                         \
 	} name SEC(".maps")
+
+#define SONDE_MAP(name, map_type, key_type, value_type, entries) \
+	SONDE_MAP_FLAGS(name, map_type, key_type, value_type, entries, 0)
 
 /* A hash map of up to entries key → value; every use says what key and
  * value are, with units. */
 #define HASH_MAP(name, key_type, value_type, entries) \
 	SONDE_MAP(name, BPF_MAP_TYPE_HASH, key_type, value_type, entries)
 
+/* An array of entries values (key: index, u32), one copy per CPU. */
+#define PERCPU_ARRAY(name, value_type, entries) \
+	SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, value_type, entries)
+
+/* value_type hung off each task (key: the task): one pointer away, where
+ * a hash keyed by tid costs a hashed update and a delete per use. Entries
+ * are allocated on first use (task storage cannot be preallocated). */
+#define TASK_STORAGE(name, value_type) \
+	SONDE_MAP_FLAGS(name, BPF_MAP_TYPE_TASK_STORAGE, int, value_type, 0, BPF_F_NO_PREALLOC)
+
 /* A per-CPU array of n u64 counters (key: counter index, u32; value: count,
  * u64, one per CPU so the hot path never contends; user space sums them). */
-#define PERCPU_COUNTERS(name, n) SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, n)
+#define PERCPU_COUNTERS(name, n) PERCPU_ARRAY(name, __u64, n)
+
+/* PERCPU_COUNTERS keyed by key_enum (an enum type, 4 bytes like a u32):
+ * the map's BTF names its counters, so Go reads them by the members' names
+ * (bpfskel.Counters) and never repeats the enum. n is the enum's count. */
+#define ENUM_COUNTERS(name, key_enum, n) SONDE_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, key_enum, __u64, n)
 
 /* Bump counter which of a PERCPU_COUNTERS map (this CPU's copy: no atomics). */
 static __always_inline void counter_inc(void *map, __u32 which)

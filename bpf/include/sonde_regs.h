@@ -24,6 +24,11 @@ struct pt_regs___arm {
 	unsigned long uregs[18];
 } __attribute__((preserve_access_index));
 
+/* Which architecture the running kernel is (CO-RE constants). */
+#define REGS_X86 bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14)
+#define REGS_ARM64 bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)
+#define REGS_ARM bpf_core_field_exists(((struct pt_regs___arm *)0)->uregs)
+
 /* Offsets in struct pt_regs (bytes). */
 #define X86_DI 112
 #define X86_SI 104
@@ -33,8 +38,12 @@ struct pt_regs___arm {
 #define X86_R9 64
 #define X86_AX 80
 #define X86_R14 8
+#define X86_BP 32
 #define X86_SP 152
 #define ARM64_SP 248 /* after regs[31] */
+#define ARM64_FP (29 * 8)
+#define ARM64_LR (30 * 8)
+#define ARM64_G (28 * 8) /* x28: the goroutine, by Go's internal ABI */
 
 /* The 8-byte register at off in pt_regs. */
 static __always_inline __u64 reg_at(void *ctx, __u32 off)
@@ -48,7 +57,7 @@ static __always_inline __u64 reg_at(void *ctx, __u32 off)
  * when the architecture passes it on the stack (arm: i >= 4). */
 static __always_inline __u64 reg_arg(void *ctx, int i)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14)) {
+	if (REGS_X86) {
 		switch (i) {
 		case 0: return reg_at(ctx, X86_DI);
 		case 1: return reg_at(ctx, X86_SI);
@@ -59,9 +68,9 @@ static __always_inline __u64 reg_arg(void *ctx, int i)
 		}
 		return 0;
 	}
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs))
+	if (REGS_ARM64)
 		return i >= 0 && i < 8 ? reg_at(ctx, i * 8) : 0;
-	if (bpf_core_field_exists(((struct pt_regs___arm *)0)->uregs)) {
+	if (REGS_ARM) {
 		__u32 v = 0;
 		if (i >= 0 && i < 4)
 			bpf_probe_read_kernel(&v, 4, (char *)ctx + i * 4);
@@ -73,34 +82,48 @@ static __always_inline __u64 reg_arg(void *ctx, int i)
 /* The integer return value, at a return probe. */
 static __always_inline __u64 reg_ret(void *ctx)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14))
+	if (REGS_X86)
 		return reg_at(ctx, X86_AX);
 	return reg_arg(ctx, 0); /* x0 on arm64, r0 on arm */
 }
 
-/* The stack pointer (amd64, arm64; 0 elsewhere). */
-static __always_inline __u64 reg_sp(void *ctx)
+/* The register at x86_off in pt_regs on amd64, at arm64_off on arm64; 0
+ * elsewhere. */
+static __always_inline __u64 reg_either(void *ctx, __u32 x86_off, __u32 arm64_off)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14))
-		return reg_at(ctx, X86_SP);
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs))
-		return reg_at(ctx, ARM64_SP);
+	if (REGS_X86)
+		return reg_at(ctx, x86_off);
+	if (REGS_ARM64)
+		return reg_at(ctx, arm64_off);
 	return 0;
+}
+
+/* The stack pointer (amd64, arm64; 0 elsewhere). */
+static __always_inline __u64 reg_sp(void *ctx) { return reg_either(ctx, X86_SP, ARM64_SP); }
+
+/* The frame pointer (rbp on amd64, x29 on arm64; 0 elsewhere). */
+static __always_inline __u64 reg_fp(void *ctx) { return reg_either(ctx, X86_BP, ARM64_FP); }
+
+/* The return address at a function's first instruction: the word at the
+ * stack pointer on amd64 (pushed by the call), the link register on arm64;
+ * false where it cannot be read. */
+static __always_inline bool reg_entry_ret(void *ctx, __u64 *ret)
+{
+	if (REGS_X86)
+		return !bpf_probe_read_user(ret, sizeof(*ret), (void *)reg_at(ctx, X86_SP));
+	if (REGS_ARM64) {
+		*ret = reg_at(ctx, ARM64_LR);
+		return true;
+	}
+	return false;
 }
 
 /* The running goroutine (Go's internal ABI keeps g in r14 on amd64, x28
  * on arm64); false elsewhere. */
 static __always_inline bool reg_goroutine(void *ctx, __u64 *g)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14)) {
-		*g = reg_at(ctx, X86_R14);
-		return true;
-	}
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
-		*g = reg_at(ctx, 28 * 8);
-		return true;
-	}
-	return false;
+	*g = reg_either(ctx, X86_R14, ARM64_G);
+	return REGS_X86 || REGS_ARM64;
 }
 
 #endif

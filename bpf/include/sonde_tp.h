@@ -16,6 +16,17 @@
 	int raw_##name(__u64 *ctx) { return name##_body(ctx, false); }           \
 	static __always_inline int name##_body(__u64 *ctx, const bool btf)
 
+/* The same for uprobes: UPROBE_OR_MULTI(sec, name, call) defines
+ * multi_<name> (SEC <sec>.multi: one link for every place, Linux 6.6+)
+ * and uprobe_<name> (SEC <sec>: one link per place), each returning call
+ * (an expression of ctx). sec is "uprobe" or "uretprobe"; the skeleton
+ * loads one of the two (bpfskel.UprobeMulti). */
+#define UPROBE_OR_MULTI(sec, name, call)                        \
+	SEC(sec ".multi")                                           \
+	int multi_##name(void *ctx) { return call; }                \
+	SEC(sec)                                                    \
+	int uprobe_##name(void *ctx) { return call; }
+
 /* A task field read directly where the program has typed (tp_btf)
  * arguments, through bpf_probe_read_kernel where it has raw ones: btf is
  * the body's constant, so each program keeps only its own branch. A

@@ -40,36 +40,54 @@ var mapType = reflect.TypeFor[*ebpf.Map]()
 // of structs it embeds) from coll: a field takes the map its `ebpf` tag
 // names, or else the map whose GoName is the field's name (bpfgen's
 // <stem>Maps). coll keeps owning the maps; every field must find one.
-func AssignMaps(coll *ebpf.Collection, dst any) error {
+// A *Counters field needs the object's spec (Open passes it).
+func AssignMaps(coll *ebpf.Collection, dst any) error { return assign(nil, coll, dst) }
+
+func assign(spec *ebpf.CollectionSpec, coll *ebpf.Collection, dst any) error {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("assigning maps: %T is not a pointer to a struct", dst)
 	}
-	byGo := map[string]*ebpf.Map{}
-	for name, m := range coll.Maps {
-		byGo[GoName(name)] = m
+	byGo := map[string]string{}
+	for name := range coll.Maps {
+		byGo[GoName(name)] = name
 	}
-	return assignMaps(v.Elem(), coll, byGo)
+	return assignMaps(v.Elem(), spec, coll, byGo)
 }
 
-func assignMaps(v reflect.Value, coll *ebpf.Collection, byGo map[string]*ebpf.Map) error {
+func assignMaps(v reflect.Value, spec *ebpf.CollectionSpec, coll *ebpf.Collection, byGo map[string]string) error {
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		switch {
-		case f.Anonymous && f.Type.Kind() == reflect.Struct:
-			if err := assignMaps(v.Field(i), coll, byGo); err != nil {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if err := assignMaps(v.Field(i), spec, coll, byGo); err != nil {
 				return err
 			}
-		case f.Type == mapType:
-			m := byGo[f.Name]
-			if tag := f.Tag.Get("ebpf"); tag != "" {
-				m = coll.Maps[tag]
-			}
-			if m == nil {
-				return fmt.Errorf("assigning maps: the object has no map for field %s", f.Name)
-			}
-			v.Field(i).Set(reflect.ValueOf(m))
+			continue
 		}
+		if f.Type != mapType && f.Type != countersType {
+			continue
+		}
+		name := byGo[f.Name]
+		if tag := f.Tag.Get("ebpf"); tag != "" {
+			name = tag
+		}
+		m := coll.Maps[name]
+		if m == nil {
+			return fmt.Errorf("assigning maps: the object has no map for field %s", f.Name)
+		}
+		if f.Type == mapType {
+			v.Field(i).Set(reflect.ValueOf(m))
+			continue
+		}
+		var ms *ebpf.MapSpec
+		if spec != nil {
+			ms = spec.Maps[name]
+		}
+		c, err := newCounters(name, ms, m)
+		if err != nil {
+			return fmt.Errorf("assigning maps: %w", err)
+		}
+		v.Field(i).Set(reflect.ValueOf(c))
 	}
 	return nil
 }

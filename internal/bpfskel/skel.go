@@ -131,12 +131,12 @@ func Open(t Tool) (s *Session, err error) {
 		return s, loadError(t.Name, s.Choices, err)
 	}
 	if t.Maps != nil {
-		if err := AssignMaps(s.coll, t.Maps); err != nil {
+		if err := assign(spec, s.coll, t.Maps); err != nil {
 			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
 		}
 	}
 	for _, m := range t.More {
-		if err := AssignMaps(s.coll, m); err != nil {
+		if err := assign(spec, s.coll, m); err != nil {
 			return s, fmt.Errorf("reading the %s maps: %w", t.Name, err)
 		}
 	}

@@ -14,16 +14,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Keep the shared types in BTF for bpf2go -type. */
-KEEP_TYPE(enum cputime_counter, cputime_counter);
-
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__type(key, __u32);
-	__type(value, struct cputime_val);
-	__uint(max_entries, 32768);
-} times SEC(".maps");
+SONDE_MAP(times, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct cputime_val, 32768);
 
 /* key: tid (u32); value: the task's se.sum_exec_runtime (ns) when its
  * runtime was last accounted. Slices are differences of the kernel's own
@@ -32,15 +24,10 @@ struct {
 HASH_MAP(base, __u32, __u64, 32768);
 
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct cputime_curr);
-	__uint(max_entries, 1);
-} curr SEC(".maps");
+PERCPU_ARRAY(curr, struct cputime_curr, 1);
 
 /* key: enum cputime_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(lost, CPUTIME_NCOUNTERS);
+ENUM_COUNTERS(lost, enum cputime_counter, CPUTIME_NCOUNTERS);
 
 /* The switch path, once with direct BTF reads (tp_btf: plain loads, no
  * helper calls) and once with probe reads (raw_tp). Only the task ids are

@@ -138,16 +138,27 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 	}
 }
 
-// Lost is how many slices were dropped because the map was full.
-func (t *Tracer) Lost() uint64 {
-	return bpfmaps.SumPerCPU(t.maps.Lost, uint32(cputimeCputimeCounterCPUTIME_LOST_FULL))
+// counts are the program's counters (each tag names its member of enum
+// cputime_counter, bpfskel.Counters).
+type counts struct {
+	Lost   uint64 `counter:"CPUTIME_LOST_FULL"`
+	Unseen uint64 `counter:"CPUTIME_UNSEEN"`
 }
+
+// counts reads the counters; zero when they cannot be read (a test checks
+// the tags against the object).
+func (t *Tracer) counts() counts {
+	var c counts
+	t.maps.Lost.Read(&c)
+	return c
+}
+
+// Lost is how many slices were dropped because the map was full.
+func (t *Tracer) Lost() uint64 { return t.counts().Lost }
 
 // Unseen is how many switches the kernel did not report to the program
 // (their slices went to the task that switched out).
-func (t *Tracer) Unseen() uint64 {
-	return bpfmaps.SumPerCPU(t.maps.Lost, uint32(cputimeCputimeCounterCPUTIME_UNSEEN))
-}
+func (t *Tracer) Unseen() uint64 { return t.counts().Unseen }
 
 // Usage is one task's time in an interval.
 type Usage struct {

@@ -12,14 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type cputimeCputimeCounter uint32
-
-const (
-	cputimeCputimeCounterCPUTIME_LOST_FULL cputimeCputimeCounter = 0
-	cputimeCputimeCounterCPUTIME_UNSEEN    cputimeCputimeCounter = 1
-	cputimeCputimeCounterCPUTIME_NCOUNTERS cputimeCputimeCounter = 2
-)
-
 type cputimeCputimeCurr struct {
 	_     structs.HostLayout
 	Since uint64
@@ -40,11 +32,13 @@ type cputimeCputimeVal struct {
 // Names of the object's maps, programs and globals.
 const cputimeMapBase, cputimeMapCurr, cputimeMapLost, cputimeMapTimes = "base", "curr", "lost", "times"
 const cputimeProgRawSwitch, cputimeProgTpBtfSwitch = "raw_switch", "tp_btf_switch"
-const cputimeVarUnusedCputimeCounter = "unused_cputime_counter"
 
 // cputimeMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type cputimeMaps struct{ Base, Curr, Lost, Times *ebpf.Map }
+type cputimeMaps struct {
+	Base, Curr, Times *ebpf.Map
+	Lost              *bpfskel.Counters
+}
 
 //go:embed cputime_bpfel.o
 var cputimeObject []byte

@@ -4,4 +4,4 @@ package cputime
 //
 // bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type cputime_val -type cputime_curr -type cputime_counter cputime cputime.bpf.c
+//go:generate go tool bpfgen -type cputime_val -type cputime_curr cputime cputime.bpf.c

@@ -13,6 +13,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
+#include "sonde_regs.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "sonde_tp.h"
@@ -20,13 +22,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(struct dl_edge_key, dl_edge_key);
-KEEP_TYPE(struct dl_edge, dl_edge);
-KEEP_TYPE(enum dl_counter, dl_counter);
 KEEP_TYPE(enum dl_mode, dl_mode);
 KEEP_TYPE(enum dl_limit, dl_limit);
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 
 struct held_lock {
 	__u64 addr;
@@ -45,12 +43,7 @@ struct held {
 /* key: tid (u32); value: the locks the thread holds now, in no order.
  * Kept while the thread lives (n may be 0), deleted at its exit, so the
  * hot path updates in place and never inserts twice. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct held);
-	__uint(max_entries, 16384);
-} held SEC(".maps");
+HASH_MAP(held, __u32, struct held, 16384);
 
 struct pending {
 	__u64 addr;
@@ -60,62 +53,18 @@ struct pending {
 
 /* key: tid (u32); value: the try-lock in progress (address, mode), from
  * its entry to its return. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct pending);
-	__uint(max_entries, 16384);
-} pending SEC(".maps");
+HASH_MAP(pending, __u32, struct pending, 16384);
 
 /* key: struct dl_edge_key (process, held lock, acquired lock, modes);
  * value: struct dl_edge (first thread and stacks, acquisitions). The
  * lock-order graph. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct dl_edge_key);
-	__type(value, struct dl_edge);
-	__uint(max_entries, 65536);
-} edges SEC(".maps");
+HASH_MAP(edges, struct dl_edge_key, struct dl_edge, 65536);
 
 /* key: enum dl_counter; value: events (u64), per CPU. */
-PERCPU_COUNTERS(counters, DL_C_MAX);
+ENUM_COUNTERS(counters, enum dl_counter, DL_C_MAX);
 
 /* A zeroed held set, the initial value of a thread's entry. */
 static const struct held empty_held;
-
-/* Registers through CO-RE, so one object serves both architectures:
- * the first argument and the return value (rdi and rax on x86-64, x0 on
- * arm64). */
-struct pt_regs___x86 {
-	unsigned long di;
-	unsigned long ax;
-	unsigned long sp;
-	unsigned long bp;
-} __attribute__((preserve_access_index));
-
-struct pt_regs___arm64 {
-	__u64 regs[31];
-	__u64 sp;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u64 arg0(void *ctx)
-{
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->di))
-		return BPF_CORE_READ((struct pt_regs___x86 *)ctx, di);
-	return BPF_CORE_READ((struct pt_regs___arm64 *)ctx, regs[0]);
-}
-
-static __always_inline long retval(void *ctx)
-{
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->ax))
-		return (long)BPF_CORE_READ((struct pt_regs___x86 *)ctx, ax);
-	return (long)BPF_CORE_READ((struct pt_regs___arm64 *)ctx, regs[0]);
-}
-
-static __always_inline bool traced(__u64 id)
-{
-	return !target_pid || (id >> 32) == target_pid;
-}
 
 /* The walk, as a global function: the verifier checks it once, alone,
  * instead of at every state the lock programs reach it in (which
@@ -143,28 +92,15 @@ struct memo_key {
  * table walk costs about a microsecond, a lock loop calls from the same
  * few places millions of times. Only whole walks are kept. LRU: places
  * not seen for long age out. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct memo_key);
-	__type(value, __u64);
-	__uint(max_entries, 16384);
-} memo SEC(".maps");
+SONDE_MAP(memo, BPF_MAP_TYPE_LRU_HASH, struct memo_key, __u64, 16384);
 
 /* The memo key of this entry; false when it cannot be read. */
 static __always_inline bool memo_key(void *ctx, struct memo_key *k)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->bp)) {
-		struct pt_regs___x86 *r = ctx;
-		k->sp = BPF_CORE_READ(r, sp);
-		k->fp = BPF_CORE_READ(r, bp);
-		if (bpf_probe_read_user(&k->ret, sizeof(k->ret), (void *)k->sp))
-			return false;
-	} else {
-		struct pt_regs___arm64 *r = ctx;
-		k->sp = BPF_CORE_READ(r, sp);
-		k->fp = BPF_CORE_READ(r, regs[29]);
-		k->ret = BPF_CORE_READ(r, regs[30]);
-	}
+	k->sp = reg_sp(ctx);
+	k->fp = reg_fp(ctx);
+	if (!reg_entry_ret(ctx, &k->ret))
+		return false;
 	/* Without a frame pointer this reads whatever the register points
 	 * at, or fails: the key is still the same for the same place. */
 	bpf_probe_read_user(&k->ret2, sizeof(k->ret2), (void *)(k->fp + 8));
@@ -214,15 +150,23 @@ struct find_args {
 	__s32 found; /* index, -1: not held */
 };
 
+/* Index i of a held set, masked into the array. i's range is hidden from
+ * the compiler first (the loop callbacks check i < n), so the mask the
+ * verifier needs as a bound stays in the code. */
+static __always_inline __u32 held_index(__u32 i)
+{
+	asm volatile("" : "+r"(i));
+	return i & (DL_MAX_HELD - 1);
+}
+
 static long find_step(__u32 i, void *data)
 {
 	struct find_args *a = data;
 	if (i >= a->n)
 		return 1;
-	__u32 k = i;
-	asm volatile("" : "+r"(k));
-	if (a->hs->locks[k & (DL_MAX_HELD - 1)].addr == a->addr) {
-		a->found = k & (DL_MAX_HELD - 1);
+	__u32 k = held_index(i);
+	if (a->hs->locks[k].addr == a->addr) {
+		a->found = k;
 		return 1;
 	}
 	return 0;
@@ -261,11 +205,7 @@ static long edge_step(__u32 i, void *data)
 	struct edge_args *a = data;
 	if (i >= a->n)
 		return 1;
-	/* Hide i's range from the compiler, so the mask the verifier needs
-	 * as a bound stays in the code. */
-	__u32 k = i;
-	asm volatile("" : "+r"(k));
-	add_edge(&a->hs->locks[k & (DL_MAX_HELD - 1)], a->addr, a->mode, a->stack, a->partial, a->id);
+	add_edge(&a->hs->locks[held_index(i)], a->addr, a->mode, a->stack, a->partial, a->id);
 	return 0;
 }
 
@@ -292,9 +232,8 @@ static __always_inline __u64 stack_of(void *ctx, __u32 pid, bool *partial)
 	return stack;
 }
 
-static __always_inline void acquire(void *ctx, __u64 addr, __u32 mode, bool try)
+static __always_inline void acquire(void *ctx, __u64 id, __u64 addr, __u32 mode, bool try)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	counter_inc(&counters, DL_C_ACQUIRE);
 	struct held *hs = lookup_or_init(&held, &tid, &empty_held);
@@ -330,9 +269,9 @@ static __always_inline void acquire(void *ctx, __u64 addr, __u32 mode, bool try)
 	hs->n = n + 1;
 }
 
-static __always_inline void release(__u64 addr)
+static __always_inline void release(__u64 id, __u64 addr)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct held *hs = bpf_map_lookup_elem(&held, &tid);
 	if (!hs) {
 		counter_inc(&counters, DL_C_UNKNOWN_RELEASE);
@@ -358,64 +297,48 @@ static __always_inline void release(__u64 addr)
 
 /* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock; the
  * cookie is the mode. */
-SEC("uprobe")
-int uprobe_lock(void *ctx)
+TRACED_PROG("uprobe", uprobe_lock, void)
 {
-	if (!traced(bpf_get_current_pid_tgid()))
-		return 0;
-	acquire(ctx, arg0(ctx), (__u32)bpf_get_attach_cookie(ctx), false);
+	acquire(ctx, id, reg_arg(ctx, 0), (__u32)bpf_get_attach_cookie(ctx), false);
 	return 0;
 }
 
 /* Entry of a try-lock: remember what it tries until it returns. */
-SEC("uprobe")
-int uprobe_trylock(void *ctx)
+TRACED_PROG("uprobe", uprobe_trylock, void)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
-		return 0;
-	__u32 tid = (__u32)id;
-	struct pending p = {.addr = arg0(ctx), .mode = (__u32)bpf_get_attach_cookie(ctx)};
+	struct pending p = {.addr = reg_arg(ctx, 0), .mode = (__u32)bpf_get_attach_cookie(ctx)};
 	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
 	return 0;
 }
 
 /* Return of a try-lock: 0 means it took the lock. */
-SEC("uretprobe")
-int uretprobe_trylock(void *ctx)
+TRACED_PROG("uretprobe", uretprobe_trylock, void)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
-		return 0;
-	__u32 tid = (__u32)id;
 	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return 0;
 	struct pending v = *p;
 	bpf_map_delete_elem(&pending, &tid);
-	if (retval(ctx) != 0) {
+	if ((long)reg_ret(ctx) != 0) {
 		counter_inc(&counters, DL_C_TRY_FAILED);
 		return 0;
 	}
-	acquire(NULL, v.addr, v.mode, true);
+	acquire(NULL, id, v.addr, v.mode, true);
 	return 0;
 }
 
 /* pthread_mutex_unlock, pthread_rwlock_unlock. */
-SEC("uprobe")
-int uprobe_unlock(void *ctx)
+TRACED_PROG("uprobe", uprobe_unlock, void)
 {
-	if (!traced(bpf_get_current_pid_tgid()))
-		return 0;
-	release(arg0(ctx));
+	release(id, reg_arg(ctx, 0));
 	return 0;
 }
 
 /* A thread's end: its held set and any try-lock in flight go. */
 TP_BTF_OR_RAW(sched_process_exit, deadlock_exit)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
+	__u64 id;
+	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
 	bpf_map_delete_elem(&held, &tid);

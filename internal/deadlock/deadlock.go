@@ -33,18 +33,19 @@ type Options struct {
 	Duration time.Duration
 }
 
-// Counters are the program's counts of what it saw and what it dropped.
+// Counters are the program's counts of what it saw and what it dropped
+// (each tag names its member of enum dl_counter, bpfskel.Counters).
 type Counters struct {
-	Acquisitions    uint64 `json:"acquisitions"`
-	Releases        uint64 `json:"releases"`
-	TryFailed       uint64 `json:"try_failed"`
-	Recursive       uint64 `json:"recursive"`
-	UnknownReleases uint64 `json:"unknown_releases"`
-	EdgesFull       uint64 `json:"lost_map_full"`
-	HeldFull        uint64 `json:"too_many_held"`
-	ThreadsFull     uint64 `json:"threads_map_full"`
-	StackFailed     uint64 `json:"stack_failures"`
-	StacksReused    uint64 `json:"stacks_reused"`
+	Acquisitions    uint64 `json:"acquisitions" counter:"DL_C_ACQUIRE"`
+	Releases        uint64 `json:"releases" counter:"DL_C_RELEASE"`
+	TryFailed       uint64 `json:"try_failed" counter:"DL_C_TRY_FAILED"`
+	Recursive       uint64 `json:"recursive" counter:"DL_C_RECURSIVE"`
+	UnknownReleases uint64 `json:"unknown_releases" counter:"DL_C_UNKNOWN_RELEASE"`
+	EdgesFull       uint64 `json:"lost_map_full" counter:"DL_C_EDGES_FULL"`
+	HeldFull        uint64 `json:"too_many_held" counter:"DL_C_HELD_FULL"`
+	ThreadsFull     uint64 `json:"threads_map_full" counter:"DL_C_THREADS_FULL"`
+	StackFailed     uint64 `json:"stack_failures" counter:"DL_C_STACK_FAILED"`
+	StacksReused    uint64 `json:"stacks_reused" counter:"DL_C_STACK_REUSED"`
 }
 
 // Dropped is everything lost: edges or acquisitions the graph misses.
@@ -173,13 +174,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.Edges, err = readEdges(maps.Edges); err != nil {
 		return nil, err
 	}
-	c := bpfmaps.Counters(maps.Counters, int(deadlockDlCounterDL_C_MAX))
-	res.Counters = Counters{
-		Acquisitions: c[deadlockDlCounterDL_C_ACQUIRE], Releases: c[deadlockDlCounterDL_C_RELEASE],
-		TryFailed: c[deadlockDlCounterDL_C_TRY_FAILED], Recursive: c[deadlockDlCounterDL_C_RECURSIVE],
-		UnknownReleases: c[deadlockDlCounterDL_C_UNKNOWN_RELEASE], EdgesFull: c[deadlockDlCounterDL_C_EDGES_FULL],
-		HeldFull: c[deadlockDlCounterDL_C_HELD_FULL], ThreadsFull: c[deadlockDlCounterDL_C_THREADS_FULL],
-		StackFailed: c[deadlockDlCounterDL_C_STACK_FAILED], StacksReused: c[deadlockDlCounterDL_C_STACK_REUSED],
+	if err := maps.Counters.Read(&res.Counters); err != nil {
+		return nil, err
 	}
 	resolve(res, FindCycles(res.Edges), ld)
 	return res, nil

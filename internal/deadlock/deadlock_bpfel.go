@@ -12,22 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type deadlockDlCounter uint32
-
-const (
-	deadlockDlCounterDL_C_ACQUIRE         deadlockDlCounter = 0
-	deadlockDlCounterDL_C_RELEASE         deadlockDlCounter = 1
-	deadlockDlCounterDL_C_TRY_FAILED      deadlockDlCounter = 2
-	deadlockDlCounterDL_C_RECURSIVE       deadlockDlCounter = 3
-	deadlockDlCounterDL_C_EDGES_FULL      deadlockDlCounter = 4
-	deadlockDlCounterDL_C_HELD_FULL       deadlockDlCounter = 5
-	deadlockDlCounterDL_C_THREADS_FULL    deadlockDlCounter = 6
-	deadlockDlCounterDL_C_STACK_FAILED    deadlockDlCounter = 7
-	deadlockDlCounterDL_C_UNKNOWN_RELEASE deadlockDlCounter = 8
-	deadlockDlCounterDL_C_STACK_REUSED    deadlockDlCounter = 9
-	deadlockDlCounterDL_C_MAX             deadlockDlCounter = 10
-)
-
 type deadlockDlEdge struct {
 	_         structs.HostLayout
 	FromStack uint64
@@ -65,11 +49,14 @@ const (
 // Names of the object's maps, programs and globals.
 const deadlockMapCounters, deadlockMapEdges, deadlockMapHeld, deadlockMapMemo, deadlockMapPending, deadlockMapUnwindCounters, deadlockMapUnwindNoticed, deadlockMapUnwindNotices, deadlockMapUnwindProcs, deadlockMapUnwindRows, deadlockMapUnwindRules, deadlockMapUnwindScratch, deadlockMapUnwindStacks = "counters", "edges", "held", "memo", "pending", "unwind_counters", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
 const deadlockProgRawDeadlockExit, deadlockProgRawUnwindExec, deadlockProgRawUnwindExit, deadlockProgTpBtfDeadlockExit, deadlockProgTpBtfUnwindExec, deadlockProgTpBtfUnwindExit, deadlockProgUprobeLock, deadlockProgUprobeTrylock, deadlockProgUprobeUnlock, deadlockProgUretprobeTrylock = "raw_deadlock_exit", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_deadlock_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "uprobe_lock", "uprobe_trylock", "uprobe_unlock", "uretprobe_trylock"
-const deadlockVarTargetPid, deadlockVarUnusedDlCounter, deadlockVarUnusedDlEdge, deadlockVarUnusedDlEdgeKey, deadlockVarUnusedDlLimit, deadlockVarUnusedDlMode, deadlockVarUnwindArch, deadlockVarUnwindMaxFrames, deadlockVarUnwindNoticeNs, deadlockVarUnwindOffFp, deadlockVarUnwindOffLr, deadlockVarUnwindOffPc, deadlockVarUnwindOffSp = "target_pid", "unused_dl_counter", "unused_dl_edge", "unused_dl_edge_key", "unused_dl_limit", "unused_dl_mode", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp"
+const deadlockVarTargetPid, deadlockVarUnusedDlLimit, deadlockVarUnusedDlMode, deadlockVarUnwindArch, deadlockVarUnwindMaxFrames, deadlockVarUnwindNoticeNs, deadlockVarUnwindOffFp, deadlockVarUnwindOffLr, deadlockVarUnwindOffPc, deadlockVarUnwindOffSp = "target_pid", "unused_dl_limit", "unused_dl_mode", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp"
 
 // deadlockMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type deadlockMaps struct{ Counters, Edges, Held, Memo, Pending, UnwindCounters, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map }
+type deadlockMaps struct {
+	Edges, Held, Memo, Pending, UnwindCounters, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Counters                                                                                                                                    *bpfskel.Counters
+}
 
 //go:embed deadlock_bpfel.o
 var deadlockObject []byte

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -122,5 +123,12 @@ func TestDeadlockText(t *testing.T) {
 	r = testutil.Run(t, t.TempDir(), "deadlock", "--", bin, "ordered")
 	if !strings.Contains(r.Stdout, "no lock-order inversions found (2 locks, 1 edge,") {
 		t.Errorf("ordered locks: %s%s", r.Stdout, r.Stderr)
+	}
+}
+
+// The Go counters name members of the C enum (no root: the object's BTF).
+func TestCounterTags(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadDeadlock, deadlockMapCounters, &Counters{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -13,18 +13,16 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_task.h"
 #include "sonde_tp.h"
 #include "files.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(struct files_path, files_path);
 KEEP_TYPE(struct files_slow, files_slow);
-KEEP_TYPE(enum files_counter, files_counter);
 KEEP_TYPE(enum files_rec_type, files_rec_type);
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool follow_children = false; /* also target_pid's descendants */
 const volatile bool all_files = false; /* false: regular files only */
 const volatile bool slow_mode = false; /* false: count (filetop); true: report slow calls */
@@ -129,7 +127,7 @@ SONDE_MAP(known, BPF_MAP_TYPE_LRU_HASH, struct files_key, __u8, 16384);
 RINGBUF(events, 1 << 20);
 
 /* key: enum files_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(counters, FILES_NCOUNTERS);
+ENUM_COUNTERS(counters, enum files_counter, FILES_NCOUNTERS);
 
 /* key: pid (u32) of a descendant of target_pid; value: unused (u8). A
  * traced command's children are traced too (a shell script's work is in
@@ -138,9 +136,7 @@ HASH_MAP(children, __u32, __u8, 8192);
 
 static __always_inline bool traced(__u32 pid)
 {
-	if (!target_pid || pid == target_pid)
-		return true;
-	return follow_children && bpf_map_lookup_elem(&children, &pid);
+	return pid_traced(pid) || (follow_children && bpf_map_lookup_elem(&children, &pid));
 }
 
 /* sched_process_fork(struct task_struct *parent, struct task_struct *child) */
@@ -229,6 +225,18 @@ static __always_inline bool identify(struct file *f, struct ident *id)
 	return true;
 }
 
+/* The file behind fd with its identity; NULL when fd names no open file
+ * (counted) or one not to report. */
+static __always_inline struct file *file_of(int fd, struct ident *id)
+{
+	struct file *f = fd_file(fd);
+	if (!f) {
+		counter_inc(&counters, FILES_NO_FILE);
+		return NULL;
+	}
+	return identify(f, id) ? f : NULL;
+}
+
 /* key: 0; value: a path being walked (too big for the stack), per CPU. */
 SONDE_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct files_path, 1);
 
@@ -301,13 +309,9 @@ static __always_inline void path_once(struct file *f, struct ident *id)
 /* filetop: count one call's bytes on the file behind fd. */
 static __always_inline void count(__u64 pidtgid, int fd, bool write, long ret)
 {
-	struct file *f = fd_file(fd);
-	if (!f) {
-		counter_inc(&counters, FILES_NO_FILE);
-		return;
-	}
 	struct ident id = {};
-	if (!identify(f, &id))
+	struct file *f = file_of(fd, &id);
+	if (!f)
 		return;
 	struct files_key k = id.key;
 	k.pid = pidtgid >> 32;
@@ -334,13 +338,9 @@ static __always_inline void count(__u64 pidtgid, int fd, bool write, long ret)
 /* fileslower: report one slow call on the file behind fd. */
 static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, struct inflight *in, __u64 d)
 {
-	struct file *f = fd_file(fd);
-	if (!f) {
-		counter_inc(&counters, FILES_NO_FILE);
-		return;
-	}
 	struct ident id = {};
-	if (!identify(f, &id))
+	struct file *f = file_of(fd, &id);
+	if (!f)
 		return;
 	path_once(f, &id);
 	struct files_slow *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

@@ -77,11 +77,12 @@ func session(maps *filesMaps, pid int, command []string, consts map[string]any) 
 	})
 }
 
-// Lost counts what the programs could not record.
+// Lost counts what the programs could not record (each tag names its
+// member of enum files_counter, bpfskel.Counters).
 type Lost struct {
-	InFlight uint64 // calls not timed: the in-flight map was full
-	Stats    uint64 // calls not counted: the per-file map was full
-	Ring     uint64 // paths or slow calls dropped: the ring buffer was full
+	InFlight uint64 `counter:"FILES_LOST_INFLIGHT"` // calls not timed: the in-flight map was full
+	Stats    uint64 `counter:"FILES_LOST_STATS"`    // calls not counted: the per-file map was full
+	Ring     uint64 `counter:"FILES_LOST_RING"`     // paths or slow calls dropped: the ring buffer was full
 }
 
 // Total is every loss.
@@ -91,9 +92,9 @@ func (l Lost) String() string {
 	return fmt.Sprintf("lost %d (%d in-flight map full, %d file map full, %d ring full)", l.Total(), l.InFlight, l.Stats, l.Ring)
 }
 
-func readLost(m *filesMaps) Lost {
-	c := bpfmaps.Counters(m.Counters, int(filesFilesCounterFILES_NCOUNTERS))
-	return Lost{InFlight: c[filesFilesCounterFILES_LOST_INFLIGHT], Stats: c[filesFilesCounterFILES_LOST_STATS], Ring: c[filesFilesCounterFILES_LOST_RING]}
+func readLost(m *filesMaps) (Lost, error) {
+	var l Lost
+	return l, m.Counters.Read(&l)
 }
 
 // File types, from the inode's mode.

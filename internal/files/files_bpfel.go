@@ -12,16 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type filesFilesCounter uint32
-
-const (
-	filesFilesCounterFILES_LOST_INFLIGHT filesFilesCounter = 0
-	filesFilesCounterFILES_LOST_STATS    filesFilesCounter = 1
-	filesFilesCounterFILES_LOST_RING     filesFilesCounter = 2
-	filesFilesCounterFILES_NO_FILE       filesFilesCounter = 3
-	filesFilesCounterFILES_NCOUNTERS     filesFilesCounter = 4
-)
-
 type filesFilesKey struct {
 	_   structs.HostLayout
 	Pid uint32
@@ -80,11 +70,14 @@ type filesFilesStats struct {
 // Names of the object's maps, programs and globals.
 const filesMapChildren, filesMapCounters, filesMapEvents, filesMapInflight, filesMapKnown, filesMapScratch, filesMapStats = "children", "counters", "events", "inflight", "known", "scratch", "stats"
 const filesProgEnterRead, filesProgEnterSendfile, filesProgEnterSplice, filesProgEnterWrite, filesProgExitIo, filesProgRawExit, filesProgRawFork, filesProgTpBtfExit, filesProgTpBtfFork = "enter_read", "enter_sendfile", "enter_splice", "enter_write", "exit_io", "raw_exit", "raw_fork", "tp_btf_exit", "tp_btf_fork"
-const filesVarAllFiles, filesVarFollowChildren, filesVarMinNs, filesVarSlowMode, filesVarTargetPid, filesVarUnusedFilesCounter, filesVarUnusedFilesPath, filesVarUnusedFilesRecType, filesVarUnusedFilesSlow = "all_files", "follow_children", "min_ns", "slow_mode", "target_pid", "unused_files_counter", "unused_files_path", "unused_files_rec_type", "unused_files_slow"
+const filesVarAllFiles, filesVarFollowChildren, filesVarMinNs, filesVarSlowMode, filesVarTargetPid, filesVarUnusedFilesRecType, filesVarUnusedFilesSlow = "all_files", "follow_children", "min_ns", "slow_mode", "target_pid", "unused_files_rec_type", "unused_files_slow"
 
 // filesMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type filesMaps struct{ Children, Counters, Events, Inflight, Known, Scratch, Stats *ebpf.Map }
+type filesMaps struct {
+	Children, Events, Inflight, Known, Scratch, Stats *ebpf.Map
+	Counters                                          *bpfskel.Counters
+}
 
 //go:embed files_bpfel.o
 var filesObject []byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/cli"
 )
 
@@ -167,5 +168,12 @@ func TestArgs(t *testing.T) {
 		if err := SlowerArgs(cmd, got, &SlowerOptions{}); err == nil {
 			t.Errorf("MIN_MS %q accepted", bad)
 		}
+	}
+}
+
+// The Go counters name members of the C enum (no root: the object's BTF).
+func TestCounterTags(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadFiles, filesMapCounters, &Lost{}); err != nil {
+		t.Fatal(err)
 	}
 }

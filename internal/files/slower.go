@@ -71,7 +71,10 @@ func Slower(ctx context.Context, o SlowerOptions, out func(Slow)) (*SlowerResult
 	if err != nil {
 		return nil, err
 	}
-	res.Lost, res.ExitCode, res.Elapsed = readLost(&maps), run.ExitCode, run.Elapsed
+	res.ExitCode, res.Elapsed = run.ExitCode, run.Elapsed
+	if res.Lost, err = readLost(&maps); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

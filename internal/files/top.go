@@ -109,7 +109,10 @@ func topReport(m *filesMaps, ps *paths, o TopOptions, elapsed time.Duration) (*T
 		return nil, fmt.Errorf("reading the per-file counts: %w", err)
 	}
 	SortFiles(r.Files, o.Sort)
-	r.lost = readLost(m)
+	var err error
+	if r.lost, err = readLost(m); err != nil {
+		return nil, err
+	}
 	r.Lost = r.lost.Total()
 	return r, nil
 }

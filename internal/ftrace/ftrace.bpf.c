@@ -15,17 +15,15 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_regs.h"
+#include "sonde_tp.h"
 #include "ftrace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(struct ftrace_event, ftrace_event);
-KEEP_TYPE(struct ftrace_fncfg, ftrace_fncfg);
-KEEP_TYPE(struct ftrace_shadow, ftrace_shadow);
-KEEP_TYPE(struct ftrace_frame, ftrace_frame);
 
-const volatile __u32 target_pid = 0;  /* 0: every process */
 const volatile __u32 max_depth = 0;   /* 0: no limit; else calls at depth >= max_depth are not sent */
 const volatile __u64 min_duration = 0; /* ns; shorter calls are not sent */
 /* 1 while every probe is in (the skeleton's gate): entries before that,
@@ -35,40 +33,20 @@ volatile __u32 armed = 0;
 
 /* key: thread id, or goroutine (g) for Go; value: its calls in progress.
  * Preallocated: the entry probe must not fail on allocation. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u64);
-	__type(value, struct ftrace_shadow);
-	__uint(max_entries, 1024);
-} shadows SEC(".maps");
+HASH_MAP(shadows, __u64, struct ftrace_shadow, 1024);
 
 /* key: 0; value: a zeroed shadow stack to insert (too big for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct ftrace_shadow);
-	__uint(max_entries, 1);
-} zero SEC(".maps");
+PERCPU_ARRAY(zero, struct ftrace_shadow, 1);
 
 /* key: function index (the cookie); value: what to capture. Sized by the
  * loader to the number of functions. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct ftrace_fncfg);
-	__uint(max_entries, 1);
-} fncfg SEC(".maps");
+SONDE_MAP(fncfg, BPF_MAP_TYPE_ARRAY, __u32, struct ftrace_fncfg, 1);
 
 /* Completed calls (struct ftrace_event), 16 MiB. */
 RINGBUF(events, 16 << 20);
 
-/* Counters (u64, per CPU), by index: */
-#define C_LOST 0      /* calls not sent: the ring buffer was full */
-#define C_OVERFLOW 1  /* calls deeper than FTRACE_STACK: counted, not timed */
-#define C_UNMATCHED 2 /* returns without their entry (entered before the attach) */
-#define C_NOSTACK 3   /* entries with no shadow stack (more than 1024 threads) */
-#define C_FILTERED 4  /* calls left out by the depth and duration filters */
-PERCPU_COUNTERS(counters, 5);
+/* key: enum ftrace_counter; value: count (u64), per CPU. */
+ENUM_COUNTERS(counters, enum ftrace_counter, FTRACE_NCOUNTERS);
 
 /* Go restarts a function whose goroutine stack had to grow at its entry:
  * it grows the stack (copying it elsewhere) and jumps to the function's
@@ -103,7 +81,7 @@ static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid, boo
 			return 0;
 		s = lookup_or_init(&shadows, &key, init);
 		if (!s) {
-			counter_inc(&counters, C_NOSTACK);
+			counter_inc(&counters, FTRACE_C_NOSTACK);
 			return 0;
 		}
 	}
@@ -121,7 +99,7 @@ static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid, boo
 	s->tid = tid;
 	s->entered = 1;
 	if (d >= FTRACE_STACK) {
-		counter_inc(&counters, C_OVERFLOW);
+		counter_inc(&counters, FTRACE_C_OVERFLOW);
 		return 0;
 	}
 	struct ftrace_frame *f = &s->frames[d & (FTRACE_STACK - 1)];
@@ -149,7 +127,7 @@ static __always_inline int leave(void *ctx, __u64 key, __u32 pid, __u32 tid)
 	__u64 now = bpf_ktime_get_ns();
 	struct ftrace_shadow *s = bpf_map_lookup_elem(&shadows, &key);
 	if (!s || s->depth == 0) {
-		counter_inc(&counters, C_UNMATCHED);
+		counter_inc(&counters, FTRACE_C_UNMATCHED);
 		return 0;
 	}
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
@@ -172,7 +150,7 @@ static __always_inline int leave(void *ctx, __u64 key, __u32 pid, __u32 tid)
 		}
 	}
 	if (found < 0) {
-		counter_inc(&counters, C_UNMATCHED);
+		counter_inc(&counters, FTRACE_C_UNMATCHED);
 		return 0;
 	}
 	d -= found;
@@ -180,12 +158,12 @@ static __always_inline int leave(void *ctx, __u64 key, __u32 pid, __u32 tid)
 	struct ftrace_frame *f = &s->frames[d & (FTRACE_STACK - 1)];
 	__u64 dur = now - f->start_ns;
 	if ((max_depth && d >= max_depth) || dur < min_duration) {
-		counter_inc(&counters, C_FILTERED);
+		counter_inc(&counters, FTRACE_C_FILTERED);
 		return 0;
 	}
 	struct ftrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		counter_inc(&counters, C_LOST);
+		counter_inc(&counters, FTRACE_C_LOST);
 		return 0;
 	}
 	e->start_ns = f->start_ns;
@@ -214,7 +192,7 @@ static __always_inline int native(void *ctx, bool ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32;
-	if (target_pid && pid != target_pid)
+	if (!pid_traced(pid))
 		return 0;
 	if (ret)
 		return leave(ctx, (__u32)id, pid, (__u32)id);
@@ -229,33 +207,14 @@ static __always_inline int golang(void *ctx, bool ret)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32;
 	__u64 g;
-	if ((target_pid && pid != target_pid) || !reg_goroutine(ctx, &g))
+	if (!pid_traced(pid) || !reg_goroutine(ctx, &g))
 		return 0;
 	if (ret)
 		return leave(ctx, g, pid, (__u32)id);
 	return enter(ctx, g, pid, (__u32)id, true);
 }
 
-SEC("uprobe.multi")
-int multi_entry(void *ctx) { return native(ctx, false); }
-
-SEC("uretprobe.multi")
-int multi_return(void *ctx) { return native(ctx, true); }
-
-SEC("uprobe.multi")
-int multi_go_entry(void *ctx) { return golang(ctx, false); }
-
-SEC("uprobe.multi")
-int multi_go_return(void *ctx) { return golang(ctx, true); }
-
-SEC("uprobe")
-int uprobe_entry(void *ctx) { return native(ctx, false); }
-
-SEC("uretprobe")
-int uprobe_return(void *ctx) { return native(ctx, true); }
-
-SEC("uprobe")
-int uprobe_go_entry(void *ctx) { return golang(ctx, false); }
-
-SEC("uprobe")
-int uprobe_go_return(void *ctx) { return golang(ctx, true); }
+UPROBE_OR_MULTI("uprobe", entry, native(ctx, false))
+UPROBE_OR_MULTI("uretprobe", return, native(ctx, true))
+UPROBE_OR_MULTI("uprobe", go_entry, golang(ctx, false))
+UPROBE_OR_MULTI("uprobe", go_return, golang(ctx, true))

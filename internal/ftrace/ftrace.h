@@ -9,6 +9,16 @@
 /* Integer arguments an -A spec can ask for (arg1..arg6). */
 #define FTRACE_ARGS 6
 
+/* Counters (key of the counters map; bpfskel.Counters reads them by name). */
+enum ftrace_counter {
+	FTRACE_C_LOST = 0,      /* calls not sent: the ring buffer was full */
+	FTRACE_C_OVERFLOW = 1,  /* calls deeper than FTRACE_STACK: counted, not timed */
+	FTRACE_C_UNMATCHED = 2, /* returns without their entry (entered before the attach) */
+	FTRACE_C_NOSTACK = 3,   /* entries with no shadow stack (more than 1024 threads) */
+	FTRACE_C_FILTERED = 4,  /* calls left out by the depth and duration filters */
+	FTRACE_NCOUNTERS = 5,
+};
+
 /* flags of ftrace_event */
 #define FTRACE_HAS_RET 1 /* retval holds the return value */
 

@@ -57,11 +57,14 @@ type ftraceFtraceShadow struct {
 // Names of the object's maps, programs and globals.
 const ftraceMapCounters, ftraceMapEvents, ftraceMapFncfg, ftraceMapShadows, ftraceMapZero = "counters", "events", "fncfg", "shadows", "zero"
 const ftraceProgMultiEntry, ftraceProgMultiGoEntry, ftraceProgMultiGoReturn, ftraceProgMultiReturn, ftraceProgUprobeEntry, ftraceProgUprobeGoEntry, ftraceProgUprobeGoReturn, ftraceProgUprobeReturn = "multi_entry", "multi_go_entry", "multi_go_return", "multi_return", "uprobe_entry", "uprobe_go_entry", "uprobe_go_return", "uprobe_return"
-const ftraceVarArmed, ftraceVarMaxDepth, ftraceVarMinDuration, ftraceVarTargetPid, ftraceVarUnusedFtraceEvent, ftraceVarUnusedFtraceFncfg, ftraceVarUnusedFtraceFrame, ftraceVarUnusedFtraceShadow = "armed", "max_depth", "min_duration", "target_pid", "unused_ftrace_event", "unused_ftrace_fncfg", "unused_ftrace_frame", "unused_ftrace_shadow"
+const ftraceVarArmed, ftraceVarMaxDepth, ftraceVarMinDuration, ftraceVarTargetPid, ftraceVarUnusedFtraceEvent = "armed", "max_depth", "min_duration", "target_pid", "unused_ftrace_event"
 
 // ftraceMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type ftraceMaps struct{ Counters, Events, Fncfg, Shadows, Zero *ebpf.Map }
+type ftraceMaps struct {
+	Events, Fncfg, Shadows, Zero *ebpf.Map
+	Counters                     *bpfskel.Counters
+}
 
 //go:embed ftrace_bpfel.o
 var ftraceObject []byte

@@ -16,7 +16,6 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/funcexit"
@@ -185,14 +184,15 @@ func hooks(fs []Func, pid int) ([]bpfskel.Hook, error) {
 	return hs, nil
 }
 
-// counters in ftrace.bpf.c
-const (
-	cLost = iota
-	cOverflow
-	cUnmatched
-	cNoStack
-	cFiltered
-)
+// counts are the program's counters (each tag names its member of enum
+// ftrace_counter, bpfskel.Counters).
+type counts struct {
+	Lost      uint64 `counter:"FTRACE_C_LOST"`
+	Overflow  uint64 `counter:"FTRACE_C_OVERFLOW"`
+	Unmatched uint64 `counter:"FTRACE_C_UNMATCHED"`
+	NoStack   uint64 `counter:"FTRACE_C_NOSTACK"`
+	Filtered  uint64 `counter:"FTRACE_C_FILTERED"`
+}
 
 // sink collects calls into the data file, a chunk at a time.
 type sink struct {
@@ -343,14 +343,17 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 		return nil, err
 	}
 	unfinished(maps.Shadows, sk, o.Depth)
-	sum := &Summary{Funcs: len(fs), Mechanism: mech, Elapsed: run.Elapsed, ExitCode: run.ExitCode,
-		Lost:      bpfmaps.SumPerCPU(maps.Counters, cLost),
-		Unmatched: bpfmaps.SumPerCPU(maps.Counters, cUnmatched),
-		Filtered:  bpfmaps.SumPerCPU(maps.Counters, cFiltered)}
-	if n := bpfmaps.SumPerCPU(maps.Counters, cNoStack); n > 0 {
-		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls of threads beyond the first 1024 were not traced", n))
+	var c counts
+	if err := maps.Counters.Read(&c); err != nil {
+		sk.f.Abort()
+		return nil, err
 	}
-	return sk.close(sum, bpfmaps.SumPerCPU(maps.Counters, cOverflow), 64)
+	sum := &Summary{Funcs: len(fs), Mechanism: mech, Elapsed: run.Elapsed, ExitCode: run.ExitCode,
+		Lost: c.Lost, Unmatched: c.Unmatched, Filtered: c.Filtered}
+	if c.NoStack > 0 {
+		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d calls of threads beyond the first 1024 were not traced", c.NoStack))
+	}
+	return sk.close(sum, c.Overflow, 64)
 }
 
 // fillConfig tells the programs which arguments and return values to read.

@@ -13,13 +13,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
+#include "sonde_regs.h"
 #include "funclat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(struct funclat_sums, funclat_sums);
-
-const volatile __u32 target_pid = 0; /* 0: every process */
 
 /* Entry times of the functions a thread is in, by function index (the
  * attach cookie), 0 when not in it. */
@@ -31,12 +30,7 @@ struct starts_val {
  * storage hangs off the task: one pointer away, where a hash keyed by
  * (tid, function) costs a hashed update per entry and a lookup and a
  * delete per return. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct starts_val);
-} starts SEC(".maps");
+TASK_STORAGE(starts, struct starts_val);
 
 /* key: function index × HIST_SLOTS + slot (u32); value: calls (u64).
  * max_entries is set at load to the functions traced × HIST_SLOTS (59 KiB
@@ -52,12 +46,7 @@ struct {
 
 /* key: function index (u32); value: struct funclat_sums, per CPU (no
  * atomics on the hot path; user space merges the CPUs). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct funclat_sums);
-	__uint(max_entries, MAX_FUNCS);
-} sums SEC(".maps");
+PERCPU_ARRAY(sums, struct funclat_sums, MAX_FUNCS);
 
 /* key: 0; value: calls not counted (a slot outside the map), per CPU. */
 PERCPU_COUNTERS(drops, 1);
@@ -107,7 +96,7 @@ static __always_inline void record(__u64 ts, __u32 fn)
 static __always_inline int entry(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (target_pid && (id >> 32) != target_pid)
+	if (!pid_traced(id >> 32))
 		return 0;
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
 	struct starts_val *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -148,18 +137,8 @@ int kprobe_return(void *ctx) { return ret(ctx); }
  * r14 on amd64, x28 on arm64, by Go's internal ABI) and stack pointer,
  * which is the same at the first instruction and at the return. If the
  * goroutine's stack is moved during the call the pointers differ: the
- * call is counted, untimed. The registers are read through CO-RE, so one
- * object serves both architectures. */
-struct pt_regs___x86 {
-	unsigned long sp;
-	unsigned long r14;
-} __attribute__((preserve_access_index));
-
-struct pt_regs___arm64 {
-	__u64 regs[31];
-	__u64 sp;
-} __attribute__((preserve_access_index));
-
+ * call is counted, untimed. The registers are read as sonde_regs.h says, so
+ * one object serves both architectures. */
 struct gokey {
 	__u64 g;
 	__u64 sp;
@@ -170,12 +149,7 @@ struct gokey {
 /* key: (goroutine, stack pointer at entry, function); value: entry time
  * (u64 ns). LRU: an entry whose return is never seen (a panic unwound
  * through it, or the stack moved) ages out instead of filling the map. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct gokey);
-	__type(value, __u64);
-	__uint(max_entries, 65536);
-} gostarts SEC(".maps");
+SONDE_MAP(gostarts, BPF_MAP_TYPE_LRU_HASH, struct gokey, __u64, 65536);
 
 /* key: function index; value: returns whose entry was not found (counted,
  * not timed), per CPU. */
@@ -183,25 +157,14 @@ PERCPU_COUNTERS(untimed, MAX_FUNCS);
 
 static __always_inline bool go_key(void *ctx, struct gokey *k)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->r14)) {
-		struct pt_regs___x86 *r = ctx;
-		k->g = BPF_CORE_READ(r, r14);
-		k->sp = BPF_CORE_READ(r, sp);
-		return true;
-	}
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
-		struct pt_regs___arm64 *r = ctx;
-		k->g = BPF_CORE_READ(r, regs[28]);
-		k->sp = BPF_CORE_READ(r, sp);
-		return true;
-	}
-	return false;
+	k->sp = reg_sp(ctx);
+	return reg_goroutine(ctx, &k->g);
 }
 
 /* The key of this Go call, in the traced process only. */
 static __always_inline bool go_call(void *ctx, __u64 id, struct gokey *k)
 {
-	if (target_pid && (id >> 32) != target_pid)
+	if (!pid_traced(id >> 32))
 		return false;
 	k->fn = (__u32)bpf_get_attach_cookie(ctx);
 	return go_key(ctx, k);

@@ -23,7 +23,7 @@ type funclatFunclatSums struct {
 // Names of the object's maps, programs and globals.
 const funclatMapDrops, funclatMapGostarts, funclatMapHist, funclatMapStarts, funclatMapSums, funclatMapUntimed = "drops", "gostarts", "hist", "starts", "sums", "untimed"
 const funclatProgFentryEntry, funclatProgFexitReturn, funclatProgKprobeEntry, funclatProgKprobeReturn, funclatProgUprobeEntry, funclatProgUprobeGoEntry, funclatProgUprobeGoReturn, funclatProgUprobeReturn = "fentry_entry", "fexit_return", "kprobe_entry", "kprobe_return", "uprobe_entry", "uprobe_go_entry", "uprobe_go_return", "uprobe_return"
-const funclatVarTargetPid, funclatVarUnusedFunclatSums = "target_pid", "unused_funclat_sums"
+const funclatVarTargetPid = "target_pid"
 
 // funclatMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.

@@ -14,6 +14,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
+#include "sonde_regs.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "memleak.h"
@@ -21,9 +23,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(enum memleak_fn, memleak_fn);
-KEEP_TYPE(enum memleak_counter, memleak_counter);
 
-const volatile __u32 target_pid = 0;    /* 0: every process (kernel mode only) */
 const volatile __u32 sample_every = 1;  /* track every Nth allocation call (per CPU) */
 const volatile __u64 sample_bytes = 0;  /* >0: byte sampling with mean B (at most 2^31) */
 const volatile __u64 page_size = 4096;  /* bytes of an order-0 page */
@@ -43,80 +43,28 @@ struct inflight {
 
 /* key: tid (u32); value: struct inflight, the thread's open allocator
  * call. Hash, not per-CPU: a thread may move CPUs inside malloc. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct inflight);
-	__uint(max_entries, 65536);
-} inflight SEC(".maps");
+HASH_MAP(inflight, __u32, struct inflight, 65536);
 
 /* key: address (u64; a page frame number for mm_page_alloc); value:
  * struct memleak_alloc, one outstanding tracked allocation. Size and
  * preallocation are set by user space before load (kernel mode
  * preallocates: its own allocations must not call the allocator it
  * traces). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u64);
-	__type(value, struct memleak_alloc);
-	__uint(max_entries, 1 << 20);
-} allocs SEC(".maps");
+HASH_MAP(allocs, __u64, struct memleak_alloc, 1 << 20);
 
 /* key: struct memleak_stack (stack and process); value: struct
  * memleak_total, bytes (estimated) and allocations (1/COUNT_ONE) it still
  * holds. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct memleak_stack);
-	__type(value, struct memleak_total);
-	__uint(max_entries, 65536);
-} totals SEC(".maps");
+HASH_MAP(totals, struct memleak_stack, struct memleak_total, 65536);
 
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
 
 /* key: enum memleak_counter; value: events (u64), per CPU. */
-PERCPU_COUNTERS(counters, MEMLEAK_COUNTER_MAX);
+ENUM_COUNTERS(counters, enum memleak_counter, MEMLEAK_COUNTER_MAX);
 
 /* key: 0; value: allocation calls seen on this CPU (u64), for -s N. */
 PERCPU_COUNTERS(nth, 1);
-
-/* Argument and return registers, through CO-RE so one object serves
- * amd64 and arm64 (the SysV and AAPCS64 calling conventions). Read with
- * BPF_CORE_READ: a relocated offset is added to the context pointer, and
- * the verifier refuses loads through a moved context pointer. */
-struct pt_regs___x86 {
-	unsigned long di;
-	unsigned long si;
-	unsigned long dx;
-	unsigned long ax;
-} __attribute__((preserve_access_index));
-
-struct pt_regs___arm64 {
-	__u64 regs[31];
-} __attribute__((preserve_access_index));
-
-static __always_inline __u64 arg(void *ctx, int n)
-{
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->di)) {
-		struct pt_regs___x86 *r = ctx;
-		return n == 0 ? BPF_CORE_READ(r, di) : n == 1 ? BPF_CORE_READ(r, si) : BPF_CORE_READ(r, dx);
-	}
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
-		struct pt_regs___arm64 *r = ctx;
-		return n == 0 ? BPF_CORE_READ(r, regs[0]) : n == 1 ? BPF_CORE_READ(r, regs[1]) : BPF_CORE_READ(r, regs[2]);
-	}
-	return 0;
-}
-
-static __always_inline __u64 retval(void *ctx)
-{
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->ax))
-		return BPF_CORE_READ((struct pt_regs___x86 *)ctx, ax);
-	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs))
-		return BPF_CORE_READ((struct pt_regs___arm64 *)ctx, regs[0]);
-	return 0;
-}
 
 /* Whether to track an allocation of size bytes, and what it stands for.
  * By bytes: one of at least B always, a smaller one with probability
@@ -199,18 +147,8 @@ static __always_inline void remember(__u64 addr, struct memleak_alloc *a)
 	total_add(&a->where, a->bytes, a->count);
 }
 
-static __always_inline bool traced(__u64 id)
+TRACED_PROG("uprobe", alloc_entry, void)
 {
-	return !target_pid || (id >> 32) == target_pid;
-}
-
-SEC("uprobe")
-int alloc_entry(void *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
-		return 0;
-	__u32 tid = (__u32)id;
 	struct inflight *open = bpf_map_lookup_elem(&inflight, &tid);
 	if (open) {
 		/* calloc calling malloc, malloc calling mmap: the outer call
@@ -224,27 +162,27 @@ int alloc_entry(void *ctx)
 	case FN_MALLOC:
 	case FN_VALLOC:
 	case FN_PVALLOC:
-		f.size = arg(ctx, 0);
+		f.size = reg_arg(ctx, 0);
 		break;
 	case FN_CALLOC:
-		f.size = arg(ctx, 0) * arg(ctx, 1);
+		f.size = reg_arg(ctx, 0) * reg_arg(ctx, 1);
 		break;
 	case FN_REALLOC:
-		forget(arg(ctx, 0), false); /* moved or resized: tracked anew at the return */
-		f.size = arg(ctx, 1);
+		forget(reg_arg(ctx, 0), false); /* moved or resized: tracked anew at the return */
+		f.size = reg_arg(ctx, 1);
 		break;
 	case FN_REALLOCARRAY:
-		forget(arg(ctx, 0), false);
-		f.size = arg(ctx, 1) * arg(ctx, 2);
+		forget(reg_arg(ctx, 0), false);
+		f.size = reg_arg(ctx, 1) * reg_arg(ctx, 2);
 		break;
 	case FN_POSIX_MEMALIGN:
-		f.memptr = arg(ctx, 0);
-		f.size = arg(ctx, 2);
+		f.memptr = reg_arg(ctx, 0);
+		f.size = reg_arg(ctx, 2);
 		break;
 	case FN_ALIGNED_ALLOC:
 	case FN_MEMALIGN:
 	case FN_MMAP:
-		f.size = arg(ctx, 1);
+		f.size = reg_arg(ctx, 1);
 		break;
 	}
 	counter_inc(&counters, MEMLEAK_CALLS);
@@ -269,7 +207,7 @@ int alloc_return(void *ctx)
 		return 0;
 	if (--f->depth > 0)
 		return 0;
-	__u64 addr = retval(ctx);
+	__u64 addr = reg_ret(ctx);
 	__u32 fn = bpf_get_attach_cookie(ctx);
 	if (fn == FN_POSIX_MEMALIGN) {
 		if (addr != 0 || bpf_probe_read_user(&addr, sizeof(addr), (void *)f->memptr))
@@ -291,18 +229,13 @@ int alloc_return(void *ctx)
 
 /* free(ptr) and munmap(addr, len), at their entry (nothing to learn from
  * the return). A free inside an allocator call is the allocator's own. */
-SEC("uprobe")
-int free_entry(void *ctx)
+TRACED_PROG("uprobe", free_entry, void)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id))
-		return 0;
-	__u32 tid = (__u32)id;
 	if (bpf_map_lookup_elem(&inflight, &tid))
 		return 0;
 	/* munmap of an address never tracked is usual (thread stacks,
 	 * files): only free() counts as missed. */
-	forget(arg(ctx, 0), bpf_get_attach_cookie(ctx) == FN_FREE);
+	forget(reg_arg(ctx, 0), bpf_get_attach_cookie(ctx) == FN_FREE);
 	return 0;
 }
 
@@ -343,7 +276,7 @@ struct trace_event_raw_mm_page_free_batched {
 static __always_inline int kalloc(void *ctx, __u64 addr, __u64 size)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (!addr || !traced(id))
+	if (!addr || !pid_traced(id >> 32))
 		return 0;
 	counter_inc(&counters, MEMLEAK_CALLS);
 	struct memleak_alloc a = {.size = size};

@@ -51,14 +51,15 @@ type Options struct {
 	MaxAllocs uint32
 }
 
-// Counters are what the program counted.
+// Counters are what the program counted (each tag names its member of
+// enum memleak_counter, bpfskel.Counters).
 type Counters struct {
-	Calls       uint64 `json:"allocation_calls"`    // allocation calls seen (nested ones not counted)
-	Tracked     uint64 `json:"tracked_allocations"` // allocations sampled and tracked
-	Frees       uint64 `json:"tracked_frees"`       // frees of tracked allocations
-	MissedFrees uint64 `json:"missed_frees"`        // free() of an untracked address
-	MapFull     uint64 `json:"lost_map_full"`       // allocations not tracked: a map was full
-	StackFails  uint64 `json:"stack_failures"`      // stack walks that failed
+	Calls       uint64 `json:"allocation_calls" counter:"MEMLEAK_CALLS"`      // allocation calls seen (nested ones not counted)
+	Tracked     uint64 `json:"tracked_allocations" counter:"MEMLEAK_SAMPLED"` // allocations sampled and tracked
+	Frees       uint64 `json:"tracked_frees" counter:"MEMLEAK_FREES"`         // frees of tracked allocations
+	MissedFrees uint64 `json:"missed_frees" counter:"MEMLEAK_MISSED_FREE"`    // free() of an untracked address
+	MapFull     uint64 `json:"lost_map_full" counter:"MEMLEAK_MAP_FULL"`      // allocations not tracked: a map was full
+	StackFails  uint64 `json:"stack_failures" counter:"MEMLEAK_STACK_FAIL"`   // stack walks that failed
 }
 
 // Row is what one stack of one process still holds.
@@ -309,10 +310,9 @@ func (c *collector) collect(final bool) (*Result, error) {
 		res.Rows = append(res.Rows, Row{Pid: k.Pid, Bytes: uint64(g.bytes), Count: uint64((g.count + countOne/2) / countOne),
 			Oldest: time.Duration(mono - min(g.oldest, mono)), Stack: len(res.Rows)})
 	}
-	cs := bpfmaps.Counters(c.m.Counters, int(memleakMemleakCounterMEMLEAK_COUNTER_MAX))
-	res.Counters = Counters{Calls: cs[memleakMemleakCounterMEMLEAK_CALLS], Tracked: cs[memleakMemleakCounterMEMLEAK_SAMPLED],
-		Frees: cs[memleakMemleakCounterMEMLEAK_FREES], MissedFrees: cs[memleakMemleakCounterMEMLEAK_MISSED_FREE],
-		MapFull: cs[memleakMemleakCounterMEMLEAK_MAP_FULL], StackFails: cs[memleakMemleakCounterMEMLEAK_STACK_FAIL]}
+	if err := c.m.Counters.Read(&res.Counters); err != nil {
+		return nil, err
+	}
 	meta := model.Meta{Event: "memleak", Callchain: true, Arch: runtime.GOARCH, SondeVersion: c.o.Version,
 		StartUnixNS: c.start.UnixNano(), DurationNS: uint64(res.Elapsed), Lost: res.Counters.MapFull, Unit: "bytes"}
 	if !c.o.Kernel {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
@@ -181,5 +182,12 @@ func TestKernelPipes(t *testing.T) {
 	}
 	if best.OutstandingBytes < pipes*(page+1024) {
 		t.Errorf("%d B outstanding in all, less than the pipes' own %d", best.OutstandingBytes, pipes*(page+1024))
+	}
+}
+
+// The Go counters name members of the C enum (no root: the object's BTF).
+func TestCounterTags(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadMemleak, memleakMapCounters, &Counters{}); err != nil {
+		t.Fatal(err)
 	}
 }

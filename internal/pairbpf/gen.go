@@ -4,4 +4,4 @@ package pairbpf
 //
 // bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type pair_event -type pair_counter pair pair.bpf.c
+//go:generate go tool bpfgen -type pair_event pair pair.bpf.c

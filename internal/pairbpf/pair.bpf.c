@@ -14,13 +14,13 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "pair.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
 KEEP_TYPE(struct pair_event, pair_event);
-KEEP_TYPE(enum pair_counter, pair_counter);
 
 /* Options set before load: field offsets and sizes in bytes, from the
  * events' format files; nkeys == 0 pairs by thread id. */
@@ -33,7 +33,6 @@ const volatile __u32 group_off = 0;
 const volatile __u32 group_size = 0; /* 0: no group field */
 const volatile __u32 aux_off = 0;
 const volatile __u32 aux_size = 0; /* 0: no aux field */
-const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile __u32 has_mid = 0;    /* 1: a chain, on_mid is attached */
 const volatile bool want_comm = true; /* false: no view shows the task's name */
 const volatile __u32 mid_off[PAIR_MAX_KEYS] = {};
@@ -61,7 +60,7 @@ HASH_MAP(starts, struct pair_key, struct start_val, 65536);
 RINGBUF(events, 4 << 20);
 
 /* key: enum pair_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(counters, PAIR_NCOUNTERS);
+ENUM_COUNTERS(counters, enum pair_counter, PAIR_NCOUNTERS);
 
 static __always_inline __u64 read_field(void *ctx, __u32 off, __u32 size)
 {
@@ -96,6 +95,24 @@ static __always_inline void read_key(void *ctx, const volatile __u32 *off, const
 	}
 }
 
+/* Start the pair of key k at this event, by the current thread (id):
+ * the group and aux fields are read at offsets goff and aoff (sizes gsize
+ * and asize, 0: none), *s has the times. */
+static __always_inline void begin(void *ctx, struct pair_key *k, struct start_val *s, __u64 id,
+				  __u32 goff, __u32 gsize, __u32 aoff, __u32 asize)
+{
+	s->pid = id >> 32;
+	s->tid = (__u32)id;
+	if (gsize)
+		s->group = read_field(ctx, goff, gsize);
+	if (asize)
+		s->aux = read_field(ctx, aoff, asize);
+	if (want_comm)
+		bpf_get_current_comm(&s->comm, sizeof(s->comm));
+	if (bpf_map_update_elem(&starts, k, s, BPF_ANY) != 0)
+		counter_inc(&counters, PAIR_FULL);
+}
+
 SEC("tracepoint")
 int on_start(void *ctx)
 {
@@ -103,21 +120,12 @@ int on_start(void *ctx)
 	struct pair_key k = {};
 	struct start_val s = {};
 
-	if (target_pid && (id >> 32) != target_pid)
+	if (!pid_traced(id >> 32))
 		return 0;
 	counter_inc(&counters, PAIR_STARTS);
 	read_key(ctx, start_off, start_size, &k);
 	s.ts = bpf_ktime_get_ns();
-	s.pid = id >> 32;
-	s.tid = (__u32)id;
-	if (group_size)
-		s.group = read_field(ctx, group_off, group_size);
-	if (aux_size)
-		s.aux = read_field(ctx, aux_off, aux_size);
-	if (want_comm)
-		bpf_get_current_comm(&s.comm, sizeof(s.comm));
-	if (bpf_map_update_elem(&starts, &k, &s, BPF_ANY) != 0)
-		counter_inc(&counters, PAIR_FULL);
+	begin(ctx, &k, &s, id, group_off, group_size, aux_off, aux_size);
 	return 0;
 }
 
@@ -137,20 +145,11 @@ int on_mid(void *ctx)
 		s->mid_ts = now;
 		return 0;
 	}
-	if (target_pid && (id >> 32) != target_pid)
+	if (!pid_traced(id >> 32))
 		return 0;
 	/* No start: the pair begins here, with what the mid event says. */
 	n.mid_ts = now;
-	n.pid = id >> 32;
-	n.tid = (__u32)id;
-	if (mid_group_size)
-		n.group = read_field(ctx, mid_group_off, mid_group_size);
-	if (mid_aux_size)
-		n.aux = read_field(ctx, mid_aux_off, mid_aux_size);
-	if (want_comm)
-		bpf_get_current_comm(&n.comm, sizeof(n.comm));
-	if (bpf_map_update_elem(&starts, &k, &n, BPF_ANY) != 0)
-		counter_inc(&counters, PAIR_FULL);
+	begin(ctx, &k, &n, id, mid_group_off, mid_group_size, mid_aux_off, mid_aux_size);
 	return 0;
 }
 

@@ -41,9 +41,14 @@ type Options struct {
 	OnPair func(latency.Pair)
 }
 
-// Counters the program kept.
+// Counters the program kept (each tag names its member of enum
+// pair_counter, bpfskel.Counters).
 type Counters struct {
-	Starts, Ends, Unmatched, Drops, Full uint64
+	Starts    uint64 `counter:"PAIR_STARTS"`
+	Ends      uint64 `counter:"PAIR_ENDS"`
+	Unmatched uint64 `counter:"PAIR_UNMATCHED"` // an end without a start (began before tracing)
+	Drops     uint64 `counter:"PAIR_DROPS"`     // ring buffer full: the pair is lost
+	Full      uint64 `counter:"PAIR_FULL"`      // start map full: the start is lost
 }
 
 // Result of a live run.
@@ -178,9 +183,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Elapsed, res.ExitCode = run.Elapsed, run.ExitCode
-	c := bpfmaps.Counters(maps.Counters, int(pairPairCounterPAIR_NCOUNTERS))
-	res.Counters = Counters{Starts: c[pairPairCounterPAIR_STARTS], Ends: c[pairPairCounterPAIR_ENDS],
-		Unmatched: c[pairPairCounterPAIR_UNMATCHED], Drops: c[pairPairCounterPAIR_DROPS], Full: c[pairPairCounterPAIR_FULL]}
+	if err := maps.Counters.Read(&res.Counters); err != nil {
+		return nil, err
+	}
 	res.Starts, res.Ends, res.Unmatched = int(res.Counters.Starts), int(res.Counters.Ends+res.Counters.Unmatched), int(res.Counters.Unmatched)
 	return res, nil
 }

@@ -12,18 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type pairPairCounter uint32
-
-const (
-	pairPairCounterPAIR_STARTS    pairPairCounter = 0
-	pairPairCounterPAIR_ENDS      pairPairCounter = 1
-	pairPairCounterPAIR_UNMATCHED pairPairCounter = 2
-	pairPairCounterPAIR_DROPS     pairPairCounter = 3
-	pairPairCounterPAIR_FULL      pairPairCounter = 4
-	pairPairCounterPAIR_MIDS      pairPairCounter = 5
-	pairPairCounterPAIR_NCOUNTERS pairPairCounter = 6
-)
-
 type pairPairEvent struct {
 	_         structs.HostLayout
 	Key       [4]uint64
@@ -40,11 +28,14 @@ type pairPairEvent struct {
 // Names of the object's maps, programs and globals.
 const pairMapCounters, pairMapEvents, pairMapStarts = "counters", "events", "starts"
 const pairProgOnEnd, pairProgOnMid, pairProgOnStart = "on_end", "on_mid", "on_start"
-const pairVarAuxOff, pairVarAuxSize, pairVarEndOff, pairVarEndSize, pairVarGroupOff, pairVarGroupSize, pairVarHasMid, pairVarMidAuxOff, pairVarMidAuxSize, pairVarMidGroupOff, pairVarMidGroupSize, pairVarMidOff, pairVarMidSize, pairVarNkeys, pairVarStartOff, pairVarStartSize, pairVarTargetPid, pairVarUnusedPairCounter, pairVarUnusedPairEvent, pairVarWantComm = "aux_off", "aux_size", "end_off", "end_size", "group_off", "group_size", "has_mid", "mid_aux_off", "mid_aux_size", "mid_group_off", "mid_group_size", "mid_off", "mid_size", "nkeys", "start_off", "start_size", "target_pid", "unused_pair_counter", "unused_pair_event", "want_comm"
+const pairVarAuxOff, pairVarAuxSize, pairVarEndOff, pairVarEndSize, pairVarGroupOff, pairVarGroupSize, pairVarHasMid, pairVarMidAuxOff, pairVarMidAuxSize, pairVarMidGroupOff, pairVarMidGroupSize, pairVarMidOff, pairVarMidSize, pairVarNkeys, pairVarStartOff, pairVarStartSize, pairVarTargetPid, pairVarUnusedPairEvent, pairVarWantComm = "aux_off", "aux_size", "end_off", "end_size", "group_off", "group_size", "has_mid", "mid_aux_off", "mid_aux_size", "mid_group_off", "mid_group_size", "mid_off", "mid_size", "nkeys", "start_off", "start_size", "target_pid", "unused_pair_event", "want_comm"
 
 // pairMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type pairMaps struct{ Counters, Events, Starts *ebpf.Map }
+type pairMaps struct {
+	Events, Starts *ebpf.Map
+	Counters       *bpfskel.Counters
+}
 
 //go:embed pair_bpfel.o
 var pairObject []byte

@@ -1,6 +1,7 @@
 package pairbpf
 
 import (
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/events"
@@ -38,5 +39,12 @@ func TestChainPairs(t *testing.T) {
 	r.add(&pairPairEvent{Key: [4]uint64{1}, LatencyNs: 5, BeforeNs: 0}, []tracefs.Field{sector}, tracefs.Field{}, nsec, o)
 	if got[0].Before != nil {
 		t.Errorf("a plain pair has Before")
+	}
+}
+
+// The Go counters name members of the C enum (no root: the object's BTF).
+func TestCounterTags(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadPair, pairMapCounters, &Counters{}); err != nil {
+		t.Fatal(err)
 	}
 }

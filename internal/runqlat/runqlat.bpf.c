@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include "sonde_bits.h"
 #include "sonde_maps.h"
+#include "sonde_target.h"
 #include "sonde_task.h"
 #include "sonde_tp.h"
 #include "runqlat.h"
@@ -18,9 +19,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
 KEEP_TYPE(enum runqlat_split, runqlat_split);
-KEEP_TYPE(enum runqlat_counter, runqlat_counter);
 
-const volatile __u32 target_pid = 0;
 const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */
 
 /* key: tid (u32); value: when it became runnable (u64 ns). */
@@ -30,11 +29,11 @@ HASH_MAP(starts, __u32, __u64, 32768);
 HASH_MAP(hist, struct runqlat_key, __u64, 65536);
 
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
-PERCPU_COUNTERS(switches, RUNQLAT_NCOUNTERS);
+ENUM_COUNTERS(switches, enum runqlat_counter, RUNQLAT_NCOUNTERS);
 
 static __always_inline void enqueue(__u32 tgid, __u32 tid)
 {
-	if (!tid || (target_pid && tgid != target_pid))
+	if (!tid || !pid_traced(tgid))
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&starts, &tid, &now, BPF_ANY);
@@ -47,7 +46,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	if (preempt || task_state(prev) == 0)
 		enqueue(BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, pid));
 	__u32 tid = BPF_CORE_READ(next, pid), tgid = BPF_CORE_READ(next, tgid);
-	if (!tid || (target_pid && tgid != target_pid))
+	if (!tid || !pid_traced(tgid))
 		return 0;
 	counter_inc(&switches, RUNQLAT_SWITCHES);
 	__u64 *ts = bpf_map_lookup_elem(&starts, &tid);

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/histogram"
 	"github.com/sonde-dev/sonde/internal/runctl"
@@ -39,11 +38,16 @@ type Options struct {
 // Result holds a distribution per group (0 when not split).
 type Result struct {
 	Groups map[uint32]*histogram.Hist
-	// Switches counts tasks switched in; Unknown those whose wait began
-	// before tracing (not in the distributions).
-	Switches, Unknown uint64
-	Elapsed           time.Duration
-	Attach            string
+	Counts
+	Elapsed time.Duration
+	Attach  string
+}
+
+// Counts are the program's counters (each tag names its member of enum
+// runqlat_counter, bpfskel.Counters).
+type Counts struct {
+	Switches uint64 `counter:"RUNQLAT_SWITCHES"` // tasks switched in
+	Unknown  uint64 `counter:"RUNQLAT_UNKNOWN"`  // ... whose wait began before tracing (not in the distributions)
 }
 
 // SlotValue is a representative latency (ns) for a histogram slot.
@@ -90,9 +94,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := bpfmaps.Counters(maps.Switches, int(runqlatRunqlatCounterRUNQLAT_NCOUNTERS))
-	return &Result{Groups: g, Elapsed: run.Elapsed, Attach: s.Mode(),
-		Switches: c[runqlatRunqlatCounterRUNQLAT_SWITCHES], Unknown: c[runqlatRunqlatCounterRUNQLAT_UNKNOWN]}, nil
+	res := &Result{Groups: g, Elapsed: run.Elapsed, Attach: s.Mode()}
+	if err := maps.Switches.Read(&res.Counts); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // drain reads the slots into histograms, deleting them when reset is set.

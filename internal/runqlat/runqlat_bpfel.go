@@ -12,14 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type runqlatRunqlatCounter uint32
-
-const (
-	runqlatRunqlatCounterRUNQLAT_SWITCHES  runqlatRunqlatCounter = 0
-	runqlatRunqlatCounterRUNQLAT_UNKNOWN   runqlatRunqlatCounter = 1
-	runqlatRunqlatCounterRUNQLAT_NCOUNTERS runqlatRunqlatCounter = 2
-)
-
 type runqlatRunqlatKey struct {
 	_     structs.HostLayout
 	Group uint32
@@ -37,11 +29,14 @@ const (
 // Names of the object's maps, programs and globals.
 const runqlatMapHist, runqlatMapStarts, runqlatMapSwitches = "hist", "starts", "switches"
 const runqlatProgRawSwitch, runqlatProgRawWakeup, runqlatProgRawWakeupNew, runqlatProgTpBtfSwitch, runqlatProgTpBtfWakeup, runqlatProgTpBtfWakeupNew = "raw_switch", "raw_wakeup", "raw_wakeup_new", "tp_btf_switch", "tp_btf_wakeup", "tp_btf_wakeup_new"
-const runqlatVarSplit, runqlatVarTargetPid, runqlatVarUnusedRunqlatCounter, runqlatVarUnusedRunqlatSplit = "split", "target_pid", "unused_runqlat_counter", "unused_runqlat_split"
+const runqlatVarSplit, runqlatVarTargetPid, runqlatVarUnusedRunqlatSplit = "split", "target_pid", "unused_runqlat_split"
 
 // runqlatMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type runqlatMaps struct{ Hist, Starts, Switches *ebpf.Map }
+type runqlatMaps struct {
+	Hist, Starts *ebpf.Map
+	Switches     *bpfskel.Counters
+}
 
 //go:embed runqlat_bpfel.o
 var runqlatObject []byte

@@ -6,17 +6,18 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include "sonde_maps.h"
+/* Gated (sonde_target.h): nothing is counted until every program is
+ * attached and the command (with -- CMD) is released, so the held child's
+ * own start-up (a Go runtime's futex and nanosleep calls while sonde
+ * loads) is not counted. */
+#define SONDE_GATED
+#include "sonde_target.h"
 #include "syscount.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_pid = 0; /* 0: every process */
 const volatile bool per_process = false;
 const volatile bool latency = false;
-/* The skeleton's gate: 1 once every program is attached and the command
- * (with -- CMD) is released, so the held child's own start-up (a Go
- * runtime's futex and nanosleep calls while sonde loads) is not counted. */
-volatile __u32 armed = 0;
 
 /* The raw_syscalls tracepoint records (stable layout: 8 bytes of common
  * fields, then the syscall number). */
@@ -46,23 +47,13 @@ HASH_MAP(counts, struct syscount_key, struct syscount_val, 16384);
  * path is a few instructions (a hash lookup and a locked add cost several
  * times more per syscall). User space sums the CPUs (max: the largest). */
 #define NR_SLOTS 1024
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct syscount_val);
-	__uint(max_entries, NR_SLOTS);
-} by_nr SEC(".maps");
+PERCPU_ARRAY(by_nr, struct syscount_val, NR_SLOTS);
 
 /* key: the task (task storage); value: when its current syscall began.
  * Task storage hangs off the task itself: one pointer away, where a hash
  * keyed by tid costs a hashed update at entry and a lookup and a delete at
  * exit (with -L that was most of sonde's cost per syscall, bench -cost). */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct start);
-} starts SEC(".maps");
+TASK_STORAGE(starts, struct start);
 
 /* key: 0; value: syscalls lost to a full map (u64), per CPU. */
 PERCPU_COUNTERS(lost, 1);
@@ -90,13 +81,23 @@ static __always_inline struct syscount_val *slot(__u32 pid, __u32 nr, bool *perc
 	return v;
 }
 
-/* The current process and thread; false when the pid filter rejects them. */
-static __always_inline bool current_ids(__u32 *pid, __u32 *tid)
+/* Add delta to a count of a slot: plainly in this CPU's own copy, else
+ * atomically (a shared hash entry). */
+static __always_inline void add(__u64 *count, __u64 delta, bool own)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	*pid = id >> 32;
-	*tid = (__u32)id;
-	return armed && (!target_pid || *pid == target_pid);
+	if (own)
+		*count += delta;
+	else
+		__sync_fetch_and_add(count, delta);
+}
+
+/* Count a call of syscall nr by pid; its slot (NULL: the map is full). */
+static __always_inline struct syscount_val *count_call(__u32 pid, __u32 nr, bool *own)
+{
+	struct syscount_val *v = slot(pid, nr, own);
+	if (v)
+		add(&v->count, 1, *own);
+	return v;
 }
 
 /* A syscall's own entry tracepoint (syscalls/sys_enter_NAME): the number
@@ -110,35 +111,19 @@ struct nr_args {
  * syscall, with its result for the error count) except exit and
  * exit_group, which never return: their own entry tracepoints (which fire
  * for them alone) count those. */
-SEC("tracepoint/syscalls/sys_enter_exit")
-int noreturn_enter(struct nr_args *ctx)
+TRACED_PROG("tracepoint/syscalls/sys_enter_exit", noreturn_enter, struct nr_args)
 {
-	__u32 pid, tid;
-	if (!current_ids(&pid, &tid))
-		return 0;
 	bool own;
-	struct syscount_val *v = slot(pid, (__u32)ctx->nr, &own);
-	if (v)
-		__sync_fetch_and_add(&v->count, 1);
+	count_call(id >> 32, (__u32)ctx->nr, &own);
 	return 0;
 }
 
 /* With -L: counted and timed from entry (exit and exit_group included). */
-SEC("tracepoint/raw_syscalls/sys_enter")
-int sys_enter(struct enter_args *ctx)
+TRACED_PROG("tracepoint/raw_syscalls/sys_enter", sys_enter, struct enter_args)
 {
-	__u32 pid, tid;
-	if (!current_ids(&pid, &tid))
-		return 0;
 	__u32 nr = (__u32)ctx->id;
 	bool own;
-	struct syscount_val *v = slot(pid, nr, &own);
-	if (v) {
-		if (own)
-			v->count++;
-		else
-			__sync_fetch_and_add(&v->count, 1);
-	}
+	count_call(id >> 32, nr, &own);
 	if (latency) {
 		struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (s) {
@@ -149,24 +134,14 @@ int sys_enter(struct enter_args *ctx)
 	return 0;
 }
 
-SEC("tracepoint/raw_syscalls/sys_exit")
-int sys_exit(struct exit_args *ctx)
+TRACED_PROG("tracepoint/raw_syscalls/sys_exit", sys_exit, struct exit_args)
 {
-	__u32 pid, tid;
-	if (!current_ids(&pid, &tid))
-		return 0;
+	__u32 pid = id >> 32;
 	if (!latency) {
 		bool own;
-		struct syscount_val *v = slot(pid, (__u32)ctx->id, &own);
-		if (v && own) {
-			v->count++;
-			if (ctx->ret < 0)
-				v->errors++;
-		} else if (v) {
-			__sync_fetch_and_add(&v->count, 1);
-			if (ctx->ret < 0)
-				__sync_fetch_and_add(&v->errors, 1);
-		}
+		struct syscount_val *v = count_call(pid, (__u32)ctx->id, &own);
+		if (v && ctx->ret < 0)
+			add(&v->errors, 1, own);
 		return 0;
 	}
 	struct start *s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
@@ -175,18 +150,12 @@ int sys_exit(struct exit_args *ctx)
 	__u64 d = bpf_ktime_get_ns() - s->ts;
 	bool own;
 	struct syscount_val *v = slot(pid, s->nr, &own);
-	if (v && own) {
-		v->total_ns += d;
+	if (v) {
+		add(&v->total_ns, d, own);
 		if (d > v->max_ns)
 			v->max_ns = d;
 		if (ctx->ret < 0)
-			v->errors++;
-	} else if (v) {
-		__sync_fetch_and_add(&v->total_ns, d);
-		if (d > v->max_ns)
-			v->max_ns = d;
-		if (ctx->ret < 0)
-			__sync_fetch_and_add(&v->errors, 1);
+			add(&v->errors, 1, own);
 	}
 	s->ts = 0;
 	return 0;

@@ -2,8 +2,10 @@
 // object, the Go that the tool needs and nothing more: the C types named by
 // -type, the names of its programs, maps and globals as constants
 // (<stem>Prog<Name>, <stem>Map<Name>, <stem>Var<Name>), a <stem>Maps
-// struct for bpfskel.Tool.Maps, and load<Stem>, which reads the embedded
-// object through bpfskel (bpfskel.Tool.Spec).
+// struct for bpfskel.Tool.Maps (a map keyed by an enum, ENUM_COUNTERS, is
+// a *bpfskel.Counters read by the enum's member names, so the enum needs
+// no Go declaration), and load<Stem>, which reads the embedded object
+// through bpfskel (bpfskel.Tool.Spec).
 //
 // bpf2go writes the same types but also a loader, object, program and
 // spec structs with their Close methods: the same ~150 lines in every
@@ -193,15 +195,25 @@ func write(pkg, stem, out, constraint string, names []string) error {
 		}
 		fmt.Fprintf(&b, "const %s = %s\n", strings.Join(ids, ", "), strings.Join(strs, ", "))
 	}
-	fields := "struct{}"
-	if len(maps) > 0 {
-		var ids []string
-		for _, n := range maps {
-			ids = append(ids, bpfskel.GoName(n))
+	// A map keyed by an enum is a counter array (ENUM_COUNTERS): its field
+	// is a *bpfskel.Counters, read by the enum's member names, so the
+	// enum needs no Go declaration.
+	var plain, counters []string
+	for _, n := range maps {
+		if _, ok := btf.UnderlyingType(spec.Maps[n].Key).(*btf.Enum); ok {
+			counters = append(counters, bpfskel.GoName(n))
+		} else {
+			plain = append(plain, bpfskel.GoName(n))
 		}
-		fields = "struct{ " + strings.Join(ids, ", ") + " *ebpf.Map }"
 	}
-	fmt.Fprintf(&b, "\n// %sMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map\n// whose bpfskel.GoName is X.\ntype %sMaps %s\n\n", stem, stem, fields)
+	var fields []string
+	if len(plain) > 0 {
+		fields = append(fields, strings.Join(plain, ", ")+" *ebpf.Map")
+	}
+	if len(counters) > 0 {
+		fields = append(fields, strings.Join(counters, ", ")+" *bpfskel.Counters")
+	}
+	fmt.Fprintf(&b, "\n// %sMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map\n// whose bpfskel.GoName is X.\ntype %sMaps struct{ %s }\n\n", stem, stem, strings.Join(fields, "; "))
 
 	fmt.Fprintf(&b, "//go:embed %s.o\nvar %sObject []byte\n\n", out, stem)
 	fmt.Fprintf(&b, "// load%s reads the embedded object (bpfskel.Tool.Spec).\nfunc load%s() (*ebpf.CollectionSpec, error) { return bpfskel.LoadSpec(%q, %sObject) }\n",
