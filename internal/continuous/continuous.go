@@ -157,10 +157,10 @@ const watchEvery = time.Second
 // recordings, keeping objects open between periods. The kernel's symbols
 // are read now, at start-up, rather than in the first period.
 func newSymbolizer(lines bool) *symbolize.Symbolizer {
-	kernel := &symbolize.Kallsyms{}
+	kernel := symbolize.Kallsyms()
 	_, _ = kernel.Open(symbolize.KernelObject) // a failure shows in each period's warnings
 	return symbolize.NewKept(symbolize.Kept{Budget: symbolBudget, Idle: symbolIdle, Memo: symbolMemo},
-		kernel, symbolize.PerfMaps{}, &symbolize.VDSOImage{}, symbolize.ELFFiles{NoLines: !lines})
+		kernel, symbolize.PerfMaps{}, symbolize.VDSOImage(), symbolize.ELFFiles{NoLines: !lines})
 }
 
 // enqueue encodes one period and queues it, dropping the oldest when full.

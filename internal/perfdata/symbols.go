@@ -15,13 +15,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
-// Code kept per import for annotate, as for recordings: enough for hot
-// loops, bounded so a profile of a huge binary stays small.
-const (
-	maxCodePerFunc = 256 << 10
-	maxCodeTotal   = 16 << 20
-)
-
 // buildIDDir is where perf keeps its build-id cache.
 func (o Options) buildIDDir() string {
 	if o.BuildIDDir != "" {
@@ -180,27 +173,7 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 			}
 			// Keep the code and line rows of sampled functions, so
 			// annotate works without the binary.
-			fids := make([]int32, 0, len(sampled))
-			for id := range sampled {
-				fids = append(fids, id)
-			}
-			sort.Slice(fids, func(i, j int) bool { return fids[i] < fids[j] })
-			for _, id := range fids {
-				fn := p.Funcs[id]
-				if fn.Size == 0 || fn.Size > maxCodePerFunc || codeBytes+fn.Size > maxCodeTotal {
-					continue
-				}
-				b, err := e.Code(fn.Start, fn.Size)
-				if err != nil {
-					continue
-				}
-				code := model.Code{Func: id, Arch: e.Arch(), Bytes: b}
-				for _, r := range e.Lines(fn.Start, fn.Start+fn.Size) {
-					code.Lines = append(code.Lines, model.LineRow{Addr: r.Addr, File: addFile(r.File), Line: int32(r.Line)})
-				}
-				p.Code = append(p.Code, code)
-				codeBytes += fn.Size
-			}
+			symbolize.KeepCode(p, e, sampled, &codeBytes, addFile)
 		}
 	}
 	if len(unmatched) == 0 {

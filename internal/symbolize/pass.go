@@ -126,15 +126,22 @@ func (ps *pass) object(d int32, obj Object, o *Opened, locs []int32, resolve fun
 // keepCode stores the code and line rows of the functions the last object
 // sampled, so annotate works without the binary.
 func (ps *pass) keepCode(cs CodeSource) {
-	p := ps.p
-	ids := make([]int32, 0, len(ps.sampled))
-	for id := range ps.sampled {
+	KeepCode(ps.p, cs, ps.sampled, &ps.codeBytes, ps.file)
+}
+
+// KeepCode appends to p.Code the machine code and line rows of the sampled
+// functions (ids into p.Funcs) that cs holds, in id order, within the
+// per-function and per-profile budgets; *used counts the bytes kept so
+// far and file interns a source file's name.
+func KeepCode(p *model.Profile, cs CodeSource, sampled map[int32]bool, used *uint64, file func(string) int32) {
+	ids := make([]int32, 0, len(sampled))
+	for id := range sampled {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		f := p.Funcs[id]
-		if f.Size == 0 || f.Size > maxCodePerFunc || ps.codeBytes+f.Size > maxCodeTotal {
+		if f.Size == 0 || f.Size > maxCodePerFunc || *used+f.Size > maxCodeTotal {
 			continue
 		}
 		b, err := cs.Code(f.Start, f.Size)
@@ -143,10 +150,10 @@ func (ps *pass) keepCode(cs CodeSource) {
 		}
 		c := model.Code{Func: id, Arch: cs.Arch(), Bytes: b}
 		for _, r := range cs.Lines(f.Start, f.Start+f.Size) {
-			c.Lines = append(c.Lines, model.LineRow{Addr: r.Addr, File: ps.file(r.File), Line: int32(r.Line)})
+			c.Lines = append(c.Lines, model.LineRow{Addr: r.Addr, File: file(r.File), Line: int32(r.Line)})
 		}
 		p.Code = append(p.Code, c)
-		ps.codeBytes += f.Size
+		*used += f.Size
 	}
 }
 

@@ -126,7 +126,7 @@ func New(resolvers ...Resolver) *Symbolizer {
 // Default is the machine's own resolvers: kallsyms for the kernel, perf
 // maps for JIT code, the vDSO image, and ELF files with their debug files.
 func Default() *Symbolizer {
-	return New(&Kallsyms{}, PerfMaps{}, &VDSOImage{}, ELFFiles{})
+	return New(Kallsyms(), PerfMaps{}, VDSOImage(), ELFFiles{})
 }
 
 // Open returns obj's symbols from the first resolver that has them. When
@@ -234,28 +234,50 @@ func opened(obj Object, o *Opened) model.DSO {
 	return d
 }
 
-// Kallsyms names kernel addresses from /proc/kallsyms, loaded once.
-type Kallsyms struct {
+// Shared is a Resolver of one kind of object that is the same in every
+// process (the running kernel, the vDSO): loaded at its first use, kept.
+type Shared struct {
+	name string
+	kind model.DSOKind
+	load func() (*Opened, error)
 	once sync.Once
 	o    *Opened
 	err  error
 }
 
 // Name implements Resolver.
-func (*Kallsyms) Name() string { return "kallsyms" }
+func (r *Shared) Name() string { return r.name }
 
 // Open implements Resolver.
-func (k *Kallsyms) Open(obj Object) (*Opened, error) {
-	if obj.Kind != model.DSOKernel {
+func (r *Shared) Open(obj Object) (*Opened, error) {
+	if obj.Kind != r.kind {
 		return nil, ErrNotMine
 	}
-	k.once.Do(func() {
-		var kern *Kernel
-		if kern, k.err = LoadKallsyms(); k.err == nil {
-			k.o = &Opened{Symbols: kern, BuildID: KernelBuildID()}
+	r.once.Do(func() { r.o, r.err = r.load() })
+	return r.o, r.err
+}
+
+// Kallsyms names kernel addresses from /proc/kallsyms.
+func Kallsyms() *Shared {
+	return &Shared{name: "kallsyms", kind: model.DSOKernel, load: func() (*Opened, error) {
+		kern, err := LoadKallsyms()
+		if err != nil {
+			return nil, err
 		}
-	})
-	return k.o, k.err
+		return &Opened{Symbols: kern, BuildID: KernelBuildID()}, nil
+	}}
+}
+
+// VDSOImage names [vdso] frames from sonde's own vDSO, which is the same
+// image in every process on this kernel.
+func VDSOImage() *Shared {
+	return &Shared{name: "vdso", kind: model.DSOVDSO, load: func() (*Opened, error) {
+		e, _, err := VDSO()
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{Symbols: e, ToAddr: e.FileOffsetToAddr, BuildID: e.BuildID}, nil
+	}}
 }
 
 // PerfMaps names JIT code from /tmp/perf-PID.map.
@@ -277,31 +299,6 @@ func (PerfMaps) Open(obj Object) (*Opened, error) {
 		return nil, err
 	}
 	return &Opened{Symbols: pm, Name: fmt.Sprintf("/tmp/perf-%d.map", obj.Pid)}, nil
-}
-
-// VDSOImage names [vdso] frames from sonde's own vDSO, which is the same
-// image in every process on this kernel.
-type VDSOImage struct {
-	once sync.Once
-	o    *Opened
-	err  error
-}
-
-// Name implements Resolver.
-func (*VDSOImage) Name() string { return "vdso" }
-
-// Open implements Resolver.
-func (v *VDSOImage) Open(obj Object) (*Opened, error) {
-	if obj.Kind != model.DSOVDSO {
-		return nil, ErrNotMine
-	}
-	v.once.Do(func() {
-		var e *ELF
-		if e, _, v.err = VDSO(); v.err == nil {
-			v.o = &Opened{Symbols: e, ToAddr: e.FileOffsetToAddr, BuildID: e.BuildID}
-		}
-	})
-	return v.o, v.err
 }
 
 // ELFFiles names addresses of mapped files from their ELF symbols, DWARF
