@@ -60,6 +60,24 @@ struct unwind_proc {
 	struct unwind_mapping m[UNWIND_MAX_MAPPINGS];
 };
 
+/* Key of unwind_files: a file as the kernel names it (the inode's number
+ * and its superblock's device, MKDEV(major, minor) = major << 20 | minor). */
+struct unwind_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 unused;
+};
+
+/* Value of unwind_files: where a file's table is, for a pc of a mapping
+ * no process entry names yet. A mapping at file offset moff (bytes) that
+ * overlaps the executable segment [off, off + size) looks up pc - (start -
+ * moff - delta), delta being the segment's vaddr - off - the table's base. */
+struct unwind_file {
+	__u64 off, size;
+	__u64 delta;
+	__u32 row_first, row_count;
+};
+
 /* How a walk ended. STOP and ZERO are complete stacks. */
 enum unwind_end {
 	UNWIND_END_STOP = 0,        /* an outermost frame (_start, thread entry) */

@@ -246,6 +246,10 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if w != nil {
+			w.ld.FollowTree(child.Cmd.Process.Pid)
+			w.preload(o.Command[0])
+		}
 		for _, c := range cpus {
 			for i := range o.Events {
 				if err := open(mkAttr(i, true, true), child.Cmd.Process.Pid, c, i); err != nil {

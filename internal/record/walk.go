@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -93,6 +94,23 @@ func openWalker(pid int, evs []events.Spec) (*walker, error) {
 		*p.to = s.Program(p.name)
 	}
 	return w, nil
+}
+
+// preloadTables is off only in the test that shows what it is for.
+var preloadTables = true
+
+// preload loads the tables of the command's executable, interpreter and
+// libraries while it is held before its exec: its first samples, in main
+// within a millisecond of the exec, then find them in place instead of
+// waiting for the exec notice to be read and the tables built (70 of
+// 2,000 samples of a 2 s run without it). A file it cannot read is left
+// to the notices.
+func (w *walker) preload(cmd string) {
+	path, err := exec.LookPath(cmd)
+	if err != nil || !preloadTables {
+		return
+	}
+	w.ld.Preload(path)
 }
 
 // attach runs the walker at every sample of event fd. A tracepoint's
