@@ -98,11 +98,10 @@ func TestRecordUprobeNamesCaller(t *testing.T) {
 	}
 }
 
-// TestRecordTracepointKeepsFramePointers: tracepoints are not walked by
-// the unwinder yet (see record.walks): under -g they keep the kernel's
-// frame-pointer chain, user part included, and a run that mixes them with
-// a walked event pairs nothing wrongly.
-func TestRecordTracepointKeepsFramePointers(t *testing.T) {
+// TestRecordTracepointAndSamplesPaired: a run that mixes a tracepoint
+// with a sampling event walks both (two programs writing into the same
+// rings) and pairs every stack with its own sample.
+func TestRecordTracepointAndSamplesPaired(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	bin := testutil.BuildC(t, dir, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer")

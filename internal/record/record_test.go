@@ -86,3 +86,54 @@ func TestRecordCommandUnwindsFromTheStart(t *testing.T) {
 		t.Errorf("%.1f%% of samples read _start → main, want ≥ 99%%", pct)
 	}
 }
+
+// recordTracepoint records tracepoint tp with record -g on bin args.
+func recordTracepoint(t *testing.T, tp string, args ...string) *Result {
+	t.Helper()
+	e, err := events.Tracepoint(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Record(context.Background(), Options{
+		Events: []events.Spec{e}, Callchain: true, CallGraph: CallGraphAuto, Command: args, Duration: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CallGraph != CallGraphAuto {
+		t.Fatalf("call graph %q, want auto (%s)", res.CallGraph, res.CallGraphNote)
+	}
+	return res
+}
+
+// TestRecordTracepointWalked: a tracepoint's user stack is walked too,
+// for the processes record follows only. Built without frame pointers:
+// testdata/syscalls.c calls write from main 3,000 times, so every
+// sys_enter_write stack must read _start → main (libc's write keeps no
+// frame: a frame-pointer walk loses main); testdata/unwind.c's main →
+// dispatch → heavy/light calls nanosleep between rounds, so ≥ 95% of its
+// sched_switch stacks must read _start → main.
+func TestRecordTracepointWalked(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	sys := testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"}, "-O2", "-fomit-frame-pointer")
+	res := recordTracepoint(t, "syscalls:sys_enter_write", sys, "3000")
+	hit, total := reachingStart(res.Profile)
+	t.Logf("%d of %d sys_enter_write stacks read _start → main; %+v", hit, total, *res.Walk)
+	if total != 3000 || hit != total {
+		t.Errorf("%d of %d sys_enter_write stacks read _start → main, want 3000 of 3000", hit, total)
+	}
+	if res.Walk.Walker.Walks > 3100 {
+		t.Errorf("%d walks for 3,000 writes: the program walks processes record does not follow", res.Walk.Walker.Walks)
+	}
+	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
+	res = recordTracepoint(t, "sched:sched_switch", bin, "0.5")
+	hit, total = reachingStart(res.Profile)
+	t.Logf("%d of %d sched_switch stacks read _start → main; %+v", hit, total, *res.Walk)
+	if total < 10 {
+		t.Fatalf("only %d sched_switch samples", total)
+	}
+	if pct := 100 * float64(hit) / float64(total); pct < 95 {
+		t.Errorf("%.1f%% of sched_switch stacks read _start → main, want ≥ 95%%", pct)
+	}
+}
