@@ -21,6 +21,7 @@
 /* The one task field the walker reads (CO-RE). */
 struct task_struct___unwind {
 	unsigned int flags;
+	void *mm;
 } __attribute__((preserve_access_index));
 
 /* What the walker reads of a mapping it finds by address (CO-RE). */
@@ -243,7 +244,7 @@ static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel
 
 /* What unwind_vma_cb finds: the rows of the file mapped at pc. */
 struct unwind_vma_ctx {
-	__u64 bias;
+	__u64 start, end, bias;
 	__u32 row_first, row_count;
 };
 
@@ -265,6 +266,8 @@ static long unwind_vma_cb(void *task, struct vm_area_struct___unwind *vma, void 
 	__u64 moff = (__u64)BPF_CORE_READ(vma, vm_pgoff) << (unwind_page_shift & 63);
 	if (moff >= uf->off + uf->size || moff + (end - start) <= uf->off)
 		return 0;
+	c->start = start;
+	c->end = end;
 	c->bias = start - moff - uf->delta;
 	c->row_first = uf->row_first;
 	c->row_count = uf->row_count;
@@ -278,9 +281,27 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 {
 	if (unwind_max_frames <= 1)
 		return false;
+	for (int i = 0; i < UNWIND_VMA_CACHE; i++) {
+		struct unwind_vma_entry *e = &st->vmas[i];
+		if (e->mm == st->mm && e->start <= st->pc && st->pc < e->end) {
+			c->bias = e->bias;
+			c->row_first = e->row_first;
+			c->row_count = e->row_count;
+			return true;
+		}
+	}
 	c->row_count = 0;
 	bpf_find_vma(bpf_get_current_task_btf(), st->pc, unwind_vma_cb, c, 0);
-	return c->row_count != 0;
+	if (c->row_count == 0)
+		return false;
+	struct unwind_vma_entry *e = &st->vmas[st->vma_next++ & (UNWIND_VMA_CACHE - 1)];
+	e->mm = st->mm;
+	e->start = c->start;
+	e->end = c->end;
+	e->bias = c->bias;
+	e->row_first = c->row_first;
+	e->row_count = c->row_count;
+	return true;
 }
 
 /* Unwind one frame of st; false ends the walk (st->out.end says why). */
@@ -478,6 +499,7 @@ static __always_inline __u64 unwind_user_stack(void)
 	if (st->pc == 0)
 		return 0;
 	st->pid = bpf_get_current_pid_tgid() >> 32;
+	st->mm = (__u64)BPF_CORE_READ(t, mm);
 	st->fp_valid = true;
 	st->exact = true; /* the innermost pc was interrupted, not returned to */
 	st->hash = 0xcbf29ce484222325ULL;

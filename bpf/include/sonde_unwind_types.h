@@ -103,10 +103,25 @@ struct unwind_stack {
 	__u64 pcs[UNWIND_MAX_FRAMES]; /* leaf first */
 };
 
+/* A file mapping found through the kernel (bpf_find_vma), kept on its
+ * CPU: in interrupt context the helper works once per program run (the
+ * mmap lock's release is deferred until the interrupt ends), so a walk
+ * reuses what earlier walks of the same address space found. */
+struct unwind_vma_entry {
+	__u64 mm; /* the address space (mm_struct address): a new image has another */
+	__u64 start, end, bias;
+	__u32 row_first, row_count;
+};
+
+#define UNWIND_VMA_CACHE 8 /* entries per CPU (a power of two) */
+
 /* The walk in progress (per CPU). */
 struct unwind_state {
 	__u64 pc, sp, fp, lr;
 	__u64 hash;
+	__u64 mm;
+	struct unwind_vma_entry vmas[UNWIND_VMA_CACHE];
+	__u32 vma_next;
 	__u32 pid;
 	bool fp_valid; /* fp holds the caller's frame pointer */
 	bool exact;    /* pc is exact (innermost or signal-interrupted), not a return address */
