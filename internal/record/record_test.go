@@ -87,15 +87,16 @@ func TestRecordCommandUnwindsFromTheStart(t *testing.T) {
 	}
 }
 
-// recordTracepoint records tracepoint tp with record -g on bin args.
-func recordTracepoint(t *testing.T, tp string, args ...string) *Result {
+// recordTracepoint records tracepoint tp with record -g on a command
+// for at most d.
+func recordTracepoint(t *testing.T, tp string, d time.Duration, args ...string) *Result {
 	t.Helper()
 	e, err := events.Tracepoint(tp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := Record(context.Background(), Options{
-		Events: []events.Spec{e}, Callchain: true, CallGraph: CallGraphAuto, Command: args, Duration: time.Minute,
+		Events: []events.Spec{e}, Callchain: true, CallGraph: CallGraphAuto, Command: args, Duration: d,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestRecordTracepointWalked(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
 	sys := testutil.BuildC(t, dir, "syscalls", []string{"syscalls.c"}, "-O2", "-fomit-frame-pointer")
-	res := recordTracepoint(t, "syscalls:sys_enter_write", sys, "3000")
+	res := recordTracepoint(t, "syscalls:sys_enter_write", time.Minute, sys, "3000")
 	hit, total := reachingStart(res.Profile)
 	t.Logf("%d of %d sys_enter_write stacks read _start → main; %+v", hit, total, *res.Walk)
 	if total != 3000 || hit != total {
@@ -126,11 +127,11 @@ func TestRecordTracepointWalked(t *testing.T) {
 	if res.Walk.Walker.Walks > 3100 {
 		t.Errorf("%d walks for 3,000 writes: the program walks processes record does not follow", res.Walk.Walker.Walks)
 	}
-	bin := testutil.BuildC(t, dir, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	res = recordTracepoint(t, "sched:sched_switch", bin, "0.5")
+	bin := testutil.BuildC(t, dir, "ticker", []string{"ticker.c"}, "-O2", "-fomit-frame-pointer")
+	res = recordTracepoint(t, "sched:sched_switch", 500*time.Millisecond, bin)
 	hit, total = reachingStart(res.Profile)
 	t.Logf("%d of %d sched_switch stacks read _start → main; %+v", hit, total, *res.Walk)
-	if total < 10 {
+	if total < 40 {
 		t.Fatalf("only %d sched_switch samples", total)
 	}
 	if pct := 100 * float64(hit) / float64(total); pct < 95 {
