@@ -307,31 +307,45 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 /* Unwind one frame of st; false ends the walk (st->out.end says why). */
 static __always_inline bool unwind_frame(struct unwind_state *st)
 {
-	struct unwind_vma_ctx found;
 	__u64 bias;
 	__u32 row_first, row_count;
-	struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
-	struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
-	if (m) {
-		bias = m->bias;
-		row_first = m->row_first;
-		row_count = m->row_count;
-	} else if (unwind_by_vma(st, &found)) {
-		if (p && unwind_max_frames > 1)
-			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-		bias = found.bias;
-		row_first = found.row_first;
-		row_count = found.row_count;
-	} else if (!p) {
-		st->out.flags |= UNWIND_F_PROC_UNKNOWN;
-		return unwind_fp_step(st);
+	if (st->m_ok && st->m_start <= st->pc && st->pc < st->m_end) {
+		bias = st->m_bias;
+		row_first = st->m_first;
+		row_count = st->m_count;
 	} else {
-		if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
-			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-		st->out.flags |= UNWIND_F_NO_MAPPING;
-		if (!st->out.fallback_pc)
-			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
-		return unwind_fp_step(st);
+		struct unwind_vma_ctx found;
+		struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
+		struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
+		if (m) {
+			st->m_start = m->start;
+			st->m_end = m->end;
+			bias = m->bias;
+			row_first = m->row_first;
+			row_count = m->row_count;
+		} else if (unwind_by_vma(st, &found)) {
+			if (p && unwind_max_frames > 1)
+				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+			st->m_start = found.start;
+			st->m_end = found.end;
+			bias = found.bias;
+			row_first = found.row_first;
+			row_count = found.row_count;
+		} else if (!p) {
+			st->out.flags |= UNWIND_F_PROC_UNKNOWN;
+			return unwind_fp_step(st);
+		} else {
+			if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
+				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+			st->out.flags |= UNWIND_F_NO_MAPPING;
+			if (!st->out.fallback_pc)
+				st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+			return unwind_fp_step(st);
+		}
+		st->m_bias = bias;
+		st->m_first = row_first;
+		st->m_count = row_count;
+		st->m_ok = true;
 	}
 	if (row_count == 0) {
 		st->out.flags |= UNWIND_F_FALLBACK;
@@ -342,7 +356,17 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 	/* A return address points after its call; the call itself may be a
 	 * function's last instruction, so look up ra-1. */
 	__u64 rel = st->pc - bias - (st->exact ? 0 : 1);
-	__s64 ri = unwind_find_row(row_first, row_count, rel);
+	__s64 ri;
+	struct unwind_row_entry *ce = &st->rows[(rel ^ (rel >> 9) ^ row_first) & (UNWIND_ROW_CACHE - 1)];
+	if (ce->rel == rel && ce->row_first == row_first && ce->row_count == row_count) {
+		ri = ce->rule;
+	} else {
+		ri = unwind_find_row(row_first, row_count, rel);
+		ce->rel = rel;
+		ce->row_first = row_first;
+		ce->row_count = row_count;
+		ce->rule = ri;
+	}
 	struct unwind_rule *rule = NULL;
 	if (ri >= 0) {
 		__u32 k = (__u32)ri;
@@ -414,6 +438,18 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 			return false;
 		}
 		ra = st->lr;
+	} else if (fp_off != 0 && fp_off == ra_off - 8) {
+		/* The saved FP just below the return address (x86-64's push
+		 * rbp, arm64's stp x29, x30): one read for both. */
+		__u64 pair[2];
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa + fp_off))) {
+			st->out.end = UNWIND_END_READ;
+			return false;
+		}
+		st->fp = pair[0];
+		st->fp_valid = true;
+		ra = pair[1];
+		fp_off = 0; /* read */
 	} else if (!unwind_read(&ra, cfa + ra_off)) {
 		st->out.end = UNWIND_END_READ;
 		return false;
@@ -500,6 +536,7 @@ static __always_inline __u64 unwind_user_stack(void)
 		return 0;
 	st->pid = bpf_get_current_pid_tgid() >> 32;
 	st->mm = (__u64)BPF_CORE_READ(t, mm);
+	st->m_ok = false;
 	st->fp_valid = true;
 	st->exact = true; /* the innermost pc was interrupted, not returned to */
 	st->hash = 0xcbf29ce484222325ULL;

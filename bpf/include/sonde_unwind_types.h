@@ -115,12 +115,33 @@ struct unwind_vma_entry {
 
 #define UNWIND_VMA_CACHE 8 /* entries per CPU (a power of two) */
 
+/* A row search's answer, kept on its CPU: most frames of most samples
+ * (an interpreter's loop, a hot call chain) were looked up before, and a
+ * search costs up to 17 reads scattered over a 64K-row table. Keyed by the
+ * table-relative pc and the table's run of rows: user space never loads
+ * another table at the same run with the same length (unwind.Loader), so
+ * an entry cannot outlive its table's meaning. */
+struct unwind_row_entry {
+	__u64 rel;
+	__u32 row_first, row_count;
+	__s32 rule; /* the rule index, -1: before the table's first row */
+	__u32 unused;
+};
+
+#define UNWIND_ROW_CACHE 256 /* entries per CPU (a power of two) */
+
 /* The walk in progress (per CPU). */
 struct unwind_state {
 	__u64 pc, sp, fp, lr;
 	__u64 hash;
 	__u64 mm;
 	struct unwind_vma_entry vmas[UNWIND_VMA_CACHE];
+	struct unwind_row_entry rows[UNWIND_ROW_CACHE];
+	/* The mapping of the last frame (frames of one walk mostly stay in
+	 * one file): valid for this walk only. */
+	__u64 m_start, m_end, m_bias;
+	__u32 m_first, m_count;
+	bool m_ok;
 	__u32 vma_next;
 	__u32 pid;
 	bool fp_valid; /* fp holds the caller's frame pointer */

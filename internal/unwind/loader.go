@@ -39,8 +39,9 @@ type Loader struct {
 	tables       map[unwindtable.Key]*loaded
 	vdsos        map[unwindtable.Key]*unwindtable.Table
 	procs        map[uint32]*proc
-	next, cap    uint32 // rows: next unused index, capacity
-	free         []span // rows released by tables no process maps any more
+	next, cap    uint32        // rows: next unused index, capacity
+	free         []span        // rows released by tables no process maps any more
+	used         map[span]bool // every run ever given to a table (alloc)
 	stats        Stats
 
 	ring    *bpfskel.Ring
@@ -405,11 +406,18 @@ func (l *Loader) writeRows(t *unwindtable.Table) (span, error) {
 	return sp, nil
 }
 
-// alloc finds n free rows: a released run first, else the end.
+// alloc finds n free rows: a released run first, else the end. A run
+// never starts where a table of the same length started before: the
+// walker's per-CPU row cache (struct unwind_row_entry) keys answers by
+// table start and length, so a new table there could meet an old answer.
 func (l *Loader) alloc(n uint32) (span, bool) {
+	if l.used == nil {
+		l.used = map[span]bool{}
+	}
 	for i, f := range l.free {
-		if f.count >= n {
+		if f.count >= n && !l.used[span{f.first, n}] {
 			l.free[i] = span{f.first + n, f.count - n}
+			l.used[span{f.first, n}] = true
 			return span{f.first, n}, true
 		}
 	}
@@ -418,6 +426,7 @@ func (l *Loader) alloc(n uint32) (span, bool) {
 	}
 	sp := span{l.next, n}
 	l.next += n
+	l.used[sp] = true
 	return sp, true
 }
 
