@@ -44,7 +44,7 @@ type walker struct {
 	seen                       []uint64 // keys read this round: deleted from the map after it
 	buf                        [unwind.MaxFrames]uint64
 
-	filter  bool // tracepoint programs walk only the processes followed
+	filter bool // tracepoint programs walk only the processes followed
 
 	stats   stackstat.Completeness
 	missing uint64 // samples whose walked stack's record never came (ring full)
