@@ -284,6 +284,8 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 	for (int i = 0; i < UNWIND_VMA_CACHE; i++) {
 		struct unwind_vma_entry *e = &st->vmas[i];
 		if (e->mm == st->mm && e->start <= st->pc && st->pc < e->end) {
+			c->start = e->start;
+			c->end = e->end;
 			c->bias = e->bias;
 			c->row_first = e->row_first;
 			c->row_count = e->row_count;
