@@ -42,6 +42,7 @@ type Loader struct {
 	next, cap    uint32        // rows: next unused index, capacity
 	free         []span        // rows released by tables no process maps any more
 	used         map[span]bool // every run ever given to a table (alloc)
+	idle         idleTables    // built tables no process maps now
 	stats        Stats
 
 	ring    *bpfskel.Ring
@@ -68,6 +69,7 @@ type span struct{ first, count uint32 }
 
 type loaded struct {
 	span
+	bytes int // the table's size in memory
 	refs  int
 	files []fileKey // its entries in unwind_files
 }
@@ -105,7 +107,7 @@ type Stats struct {
 // New returns a loader for a tool's walker maps, whose rows map holds
 // capacity rows (what Configure set).
 func New(m Maps, capacity uint32) *Loader {
-	return &Loader{m: m, cache: unwindtable.NewCache(), tables: map[unwindtable.Key]*loaded{},
+	return &Loader{m: m, cache: unwindtable.NewCache(), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
 		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
 }
 
@@ -314,6 +316,7 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.idle.take(key)
 	lt := l.tables[key]
 	if lt == nil {
 		if lt = l.loadTable(t, key); lt == nil {
@@ -342,7 +345,7 @@ func (l *Loader) loadTable(t *unwindtable.Table, key unwindtable.Key) *loaded {
 		l.stats.RowsFull++
 		return nil
 	}
-	lt := &loaded{span: sp}
+	lt := &loaded{span: sp, bytes: t.Bytes()}
 	l.tables[key] = lt
 	l.stats.Files++
 	l.stats.Rows += sp.count
@@ -445,6 +448,9 @@ func (l *Loader) release(keys []unwindtable.Key) {
 				l.files.Files.Delete(&f)
 			}
 			delete(l.tables, k)
+			for _, old := range l.idle.add(k, lt.bytes) {
+				l.cache.Forget(old)
+			}
 			l.free = append(l.free, lt.span)
 			l.stats.Files--
 			l.stats.Rows -= lt.count

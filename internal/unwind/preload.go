@@ -35,6 +35,7 @@ func (l *Loader) Preload(exe string) []string {
 			continue // no unwind info, or unreadable: the walk falls back as it would anyway
 		}
 		l.mu.Lock()
+		l.idle.take(key)
 		lt := l.tables[key]
 		if lt == nil {
 			lt = l.loadTable(t, key)
