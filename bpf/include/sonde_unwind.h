@@ -242,16 +242,11 @@ static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel
 	return r->rule;
 }
 
-/* What unwind_vma_cb finds: the rows of the file mapped at pc. */
-struct unwind_vma_ctx {
-	__u64 start, end, bias;
-	__u32 row_first, row_count;
-};
 
 /* bpf_find_vma callback: the table of the file behind vma, when loaded. */
 static long unwind_vma_cb(void *task, struct vm_area_struct___unwind *vma, void *data)
 {
-	struct unwind_vma_ctx *c = data;
+	struct unwind_vma *c = data; /* the rows of the file mapped at pc */
 	struct file___unwind *f = BPF_CORE_READ(vma, vm_file);
 	if (!f)
 		return 0;
@@ -277,18 +272,14 @@ static long unwind_vma_cb(void *task, struct vm_area_struct___unwind *vma, void 
 /* A pc outside the process's loaded mappings: if the kernel maps a file
  * there whose rows are loaded, walk with them at once (the process's
  * entry comes later, from user space). */
-static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind_vma_ctx *c)
+static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind_vma *c)
 {
 	if (unwind_max_frames <= 1)
 		return false;
 	for (int i = 0; i < UNWIND_VMA_CACHE; i++) {
 		struct unwind_vma_entry *e = &st->vmas[i];
-		if (e->mm == st->mm && e->start <= st->pc && st->pc < e->end) {
-			c->start = e->start;
-			c->end = e->end;
-			c->bias = e->bias;
-			c->row_first = e->row_first;
-			c->row_count = e->row_count;
+		if (e->mm == st->mm && e->vma.start <= st->pc && st->pc < e->vma.end) {
+			*c = e->vma;
 			return true;
 		}
 	}
@@ -298,11 +289,7 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		return false;
 	struct unwind_vma_entry *e = &st->vmas[st->vma_next++ & (UNWIND_VMA_CACHE - 1)];
 	e->mm = st->mm;
-	e->start = c->start;
-	e->end = c->end;
-	e->bias = c->bias;
-	e->row_first = c->row_first;
-	e->row_count = c->row_count;
+	e->vma = *c;
 	return true;
 }
 
@@ -316,7 +303,7 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 		row_first = st->m_first;
 		row_count = st->m_count;
 	} else {
-		struct unwind_vma_ctx found;
+		struct unwind_vma found;
 		struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
 		struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
 		if (m) {

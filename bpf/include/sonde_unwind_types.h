@@ -107,10 +107,14 @@ struct unwind_stack {
  * CPU: in interrupt context the helper works once per program run (the
  * mmap lock's release is deferred until the interrupt ends), so a walk
  * reuses what earlier walks of the same address space found. */
+struct unwind_vma {
+	__u64 start, end, bias; /* the mapping's range, and pc - bias is a row pc */
+	__u32 row_first, row_count;
+};
+
 struct unwind_vma_entry {
 	__u64 mm; /* the address space (mm_struct address): a new image has another */
-	__u64 start, end, bias;
-	__u32 row_first, row_count;
+	struct unwind_vma vma;
 };
 
 #define UNWIND_VMA_CACHE 8 /* entries per CPU (a power of two) */

@@ -176,6 +176,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return a
 	}
 	idToEvent := map[uint64]uint16{}
+	tpFD := map[int]int{} // tracepoint event index → one of its fds
 	rings := map[int]*perf.Ring{} // cpu → ring
 	var fds []int
 	cleanup := func() {
@@ -197,6 +198,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return fmt.Errorf("reading event id: %w", err)
 		}
 		idToEvent[id] = uint16(ev)
+		if _, ok := tpFD[ev]; !ok && o.Events[ev].Tracepoint() {
+			tpFD[ev] = fd
+		}
 		if w != nil {
 			if err := w.attach(fd, o.Events[ev]); err != nil {
 				unix.Close(fd)
@@ -537,6 +541,15 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	for _, r := range ringList {
 		perf.Disable(r.FD)
+	}
+	for ev, fd := range tpFD {
+		mine := uint32(0)
+		if w != nil {
+			mine = w.programID(o.Events[ev])
+		}
+		if ids := foreignPrograms(fd, mine); len(ids) > 0 {
+			meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d other BPF program(s) (ids %v) are attached to %s: the kernel drops its samples whenever one of them returns 0 (bpftrace's do)", len(ids), ids, o.Events[ev]))
+		}
 	}
 	exit := 0
 	if child != nil {

@@ -163,6 +163,23 @@ func (w *walker) attach(fd int, e events.Spec) error {
 	return nil
 }
 
+// programID is the kernel's id of the walker's program for e (0 if none).
+func (w *walker) programID(e events.Spec) uint32 {
+	p := w.tracepoint
+	if progFor(e) == walkProgWalkUprobe {
+		p = w.uprobe
+	}
+	if p == nil {
+		return 0
+	}
+	info, err := p.Info()
+	if err != nil {
+		return 0
+	}
+	id, _ := info.ID()
+	return uint32(id)
+}
+
 // progFor names the walker's program for an event: user (and kernel)
 // probes are tracepoints to perf but take kprobe-type programs; their
 // records carry the probed address (__probe_ip).
