@@ -176,7 +176,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return a
 	}
 	idToEvent := map[uint64]uint16{}
-	tpFD := map[int]int{} // tracepoint event index → one of its fds
+	tpFD := map[int]int{}         // tracepoint event index → one of its fds
 	rings := map[int]*perf.Ring{} // cpu → ring
 	var fds []int
 	cleanup := func() {
