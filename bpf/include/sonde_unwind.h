@@ -21,6 +21,23 @@
 /* The one task field the walker reads (CO-RE). */
 struct task_struct___unwind {
 	unsigned int flags;
+	void *mm;
+} __attribute__((preserve_access_index));
+
+/* What the walker reads of a mapping it finds by address (CO-RE). */
+struct super_block___unwind {
+	__u32 s_dev;
+} __attribute__((preserve_access_index));
+struct inode___unwind {
+	unsigned long i_ino;
+	struct super_block___unwind *i_sb;
+} __attribute__((preserve_access_index));
+struct file___unwind {
+	struct inode___unwind *f_inode;
+} __attribute__((preserve_access_index));
+struct vm_area_struct___unwind {
+	unsigned long vm_start, vm_end, vm_pgoff;
+	struct file___unwind *vm_file;
 } __attribute__((preserve_access_index));
 
 #ifndef UNWIND_STACKS_ENTRIES
@@ -38,6 +55,8 @@ const volatile __u32 unwind_off_sp = 0;
 const volatile __u32 unwind_off_fp = 0;
 const volatile __u32 unwind_off_pc = 0;
 const volatile __u32 unwind_off_lr = 0;
+/* log2 of the page size: vm_pgoff's unit. */
+const volatile __u32 unwind_page_shift = 12;
 /* Frames to take, at most UNWIND_MAX_FRAMES; 1 takes the leaf only and
  * asks for no tables (sonde top). */
 const volatile __u32 unwind_max_frames = UNWIND_MAX_FRAMES;
@@ -64,6 +83,19 @@ struct {
 	__type(value, struct unwind_row);
 	__uint(max_entries, 1);
 } unwind_rows SEC(".maps");
+
+/* key: struct unwind_file_key (a file's inode and device); value: struct
+ * unwind_file (its table's rows and executable segment). Every file whose
+ * rows are loaded, so a pc in a mapping that no process entry names yet
+ * (a command just exec'd, a library just mapped, a process not loaded)
+ * still finds its table through the kernel's own mapping (bpf_find_vma),
+ * without waiting for user space. Written by user space only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct unwind_file_key);
+	__type(value, struct unwind_file);
+	__uint(max_entries, 4096);
+} unwind_files SEC(".maps");
 
 /* key: process id (tgid, u32); value: struct unwind_proc, the process's
  * executable mappings sorted by start address. Allocated on update (a
@@ -210,24 +242,101 @@ static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel
 	return r->rule;
 }
 
+
+/* bpf_find_vma callback: the table of the file behind vma, when loaded. */
+static long unwind_vma_cb(void *task, struct vm_area_struct___unwind *vma, void *data)
+{
+	struct unwind_vma *c = data; /* the rows of the file mapped at pc */
+	struct file___unwind *f = BPF_CORE_READ(vma, vm_file);
+	if (!f)
+		return 0;
+	struct unwind_file_key k = {
+		.ino = BPF_CORE_READ(f, f_inode, i_ino),
+		.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev),
+	};
+	struct unwind_file *uf = bpf_map_lookup_elem(&unwind_files, &k);
+	if (!uf)
+		return 0;
+	__u64 start = BPF_CORE_READ(vma, vm_start), end = BPF_CORE_READ(vma, vm_end);
+	__u64 moff = (__u64)BPF_CORE_READ(vma, vm_pgoff) << (unwind_page_shift & 63);
+	if (moff >= uf->off + uf->size || moff + (end - start) <= uf->off)
+		return 0;
+	c->start = start;
+	c->end = end;
+	c->bias = start - moff - uf->delta;
+	c->row_first = uf->row_first;
+	c->row_count = uf->row_count;
+	return 0;
+}
+
+/* A pc outside the process's loaded mappings: if the kernel maps a file
+ * there whose rows are loaded, walk with them at once (the process's
+ * entry comes later, from user space). */
+static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind_vma *c)
+{
+	if (unwind_max_frames <= 1)
+		return false;
+	for (int i = 0; i < UNWIND_VMA_CACHE; i++) {
+		struct unwind_vma_entry *e = &st->vmas[i];
+		if (e->mm == st->mm && e->vma.start <= st->pc && st->pc < e->vma.end) {
+			*c = e->vma;
+			return true;
+		}
+	}
+	c->row_count = 0;
+	bpf_find_vma(bpf_get_current_task_btf(), st->pc, unwind_vma_cb, c, 0);
+	if (c->row_count == 0)
+		return false;
+	struct unwind_vma_entry *e = &st->vmas[st->vma_next++ & (UNWIND_VMA_CACHE - 1)];
+	e->mm = st->mm;
+	e->vma = *c;
+	return true;
+}
+
 /* Unwind one frame of st; false ends the walk (st->out.end says why). */
 static __always_inline bool unwind_frame(struct unwind_state *st)
 {
-	struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
-	if (!p) {
-		st->out.flags |= UNWIND_F_PROC_UNKNOWN;
-		return unwind_fp_step(st);
+	__u64 bias;
+	__u32 row_first, row_count;
+	if (st->m_ok && st->m_start <= st->pc && st->pc < st->m_end) {
+		bias = st->m_bias;
+		row_first = st->m_first;
+		row_count = st->m_count;
+	} else {
+		struct unwind_vma found;
+		struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
+		struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
+		if (m) {
+			st->m_start = m->start;
+			st->m_end = m->end;
+			bias = m->bias;
+			row_first = m->row_first;
+			row_count = m->row_count;
+		} else if (unwind_by_vma(st, &found)) {
+			if (p && unwind_max_frames > 1)
+				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+			st->m_start = found.start;
+			st->m_end = found.end;
+			bias = found.bias;
+			row_first = found.row_first;
+			row_count = found.row_count;
+		} else if (!p) {
+			st->out.flags |= UNWIND_F_PROC_UNKNOWN;
+			return unwind_fp_step(st);
+		} else {
+			if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
+				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+			st->out.flags |= UNWIND_F_NO_MAPPING;
+			if (!st->out.fallback_pc)
+				st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+			return unwind_fp_step(st);
+		}
+		st->m_bias = bias;
+		st->m_first = row_first;
+		st->m_count = row_count;
+		st->m_ok = true;
 	}
-	struct unwind_mapping *m = unwind_find_mapping(p, st->pc);
-	if (!m) {
-		if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
-			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-		st->out.flags |= UNWIND_F_NO_MAPPING;
-		if (!st->out.fallback_pc)
-			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
-		return unwind_fp_step(st);
-	}
-	if (m->row_count == 0) {
+	if (row_count == 0) {
 		st->out.flags |= UNWIND_F_FALLBACK;
 		if (!st->out.fallback_pc)
 			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
@@ -235,8 +344,18 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 	}
 	/* A return address points after its call; the call itself may be a
 	 * function's last instruction, so look up ra-1. */
-	__u64 rel = st->pc - m->bias - (st->exact ? 0 : 1);
-	__s64 ri = unwind_find_row(m->row_first, m->row_count, rel);
+	__u64 rel = st->pc - bias - (st->exact ? 0 : 1);
+	__s64 ri;
+	struct unwind_row_entry *ce = &st->rows[(rel ^ (rel >> 9) ^ row_first) & (UNWIND_ROW_CACHE - 1)];
+	if (ce->rel == rel && ce->row_first == row_first && ce->row_count == row_count) {
+		ri = ce->rule;
+	} else {
+		ri = unwind_find_row(row_first, row_count, rel);
+		ce->rel = rel;
+		ce->row_first = row_first;
+		ce->row_count = row_count;
+		ce->rule = ri;
+	}
 	struct unwind_rule *rule = NULL;
 	if (ri >= 0) {
 		__u32 k = (__u32)ri;
@@ -308,6 +427,18 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 			return false;
 		}
 		ra = st->lr;
+	} else if (fp_off != 0 && fp_off == ra_off - 8) {
+		/* The saved FP just below the return address (x86-64's push
+		 * rbp, arm64's stp x29, x30): one read for both. */
+		__u64 pair[2];
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa + fp_off))) {
+			st->out.end = UNWIND_END_READ;
+			return false;
+		}
+		st->fp = pair[0];
+		st->fp_valid = true;
+		ra = pair[1];
+		fp_off = 0; /* read */
 	} else if (!unwind_read(&ra, cfa + ra_off)) {
 		st->out.end = UNWIND_END_READ;
 		return false;
@@ -393,6 +524,8 @@ static __always_inline __u64 unwind_user_stack(void)
 	if (st->pc == 0)
 		return 0;
 	st->pid = bpf_get_current_pid_tgid() >> 32;
+	st->mm = (__u64)BPF_CORE_READ(t, mm);
+	st->m_ok = false;
 	st->fp_valid = true;
 	st->exact = true; /* the innermost pc was interrupted, not returned to */
 	st->hash = 0xcbf29ce484222325ULL;

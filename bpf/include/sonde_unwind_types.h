@@ -60,6 +60,24 @@ struct unwind_proc {
 	struct unwind_mapping m[UNWIND_MAX_MAPPINGS];
 };
 
+/* Key of unwind_files: a file as the kernel names it (the inode's number
+ * and its superblock's device, MKDEV(major, minor) = major << 20 | minor). */
+struct unwind_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 unused;
+};
+
+/* Value of unwind_files: where a file's table is, for a pc of a mapping
+ * no process entry names yet. A mapping at file offset moff (bytes) that
+ * overlaps the executable segment [off, off + size) looks up pc - (start -
+ * moff - delta), delta being the segment's vaddr - off - the table's base. */
+struct unwind_file {
+	__u64 off, size;
+	__u64 delta;
+	__u32 row_first, row_count;
+};
+
 /* How a walk ended. STOP and ZERO are complete stacks. */
 enum unwind_end {
 	UNWIND_END_STOP = 0,        /* an outermost frame (_start, thread entry) */
@@ -85,10 +103,50 @@ struct unwind_stack {
 	__u64 pcs[UNWIND_MAX_FRAMES]; /* leaf first */
 };
 
+/* A file mapping found through the kernel (bpf_find_vma), kept on its
+ * CPU: in interrupt context the helper works once per program run (the
+ * mmap lock's release is deferred until the interrupt ends), so a walk
+ * reuses what earlier walks of the same address space found. */
+struct unwind_vma {
+	__u64 start, end, bias; /* the mapping's range, and pc - bias is a row pc */
+	__u32 row_first, row_count;
+};
+
+struct unwind_vma_entry {
+	__u64 mm; /* the address space (mm_struct address): a new image has another */
+	struct unwind_vma vma;
+};
+
+#define UNWIND_VMA_CACHE 8 /* entries per CPU (a power of two) */
+
+/* A row search's answer, kept on its CPU: most frames of most samples
+ * (an interpreter's loop, a hot call chain) were looked up before, and a
+ * search costs up to 17 reads scattered over a 64K-row table. Keyed by the
+ * table-relative pc and the table's run of rows: user space never loads
+ * another table at the same run with the same length (unwind.Loader), so
+ * an entry cannot outlive its table's meaning. */
+struct unwind_row_entry {
+	__u64 rel;
+	__u32 row_first, row_count;
+	__s32 rule; /* the rule index, -1: before the table's first row */
+	__u32 unused;
+};
+
+#define UNWIND_ROW_CACHE 256 /* entries per CPU (a power of two) */
+
 /* The walk in progress (per CPU). */
 struct unwind_state {
 	__u64 pc, sp, fp, lr;
 	__u64 hash;
+	__u64 mm;
+	struct unwind_vma_entry vmas[UNWIND_VMA_CACHE];
+	struct unwind_row_entry rows[UNWIND_ROW_CACHE];
+	/* The mapping of the last frame (frames of one walk mostly stay in
+	 * one file): valid for this walk only. */
+	__u64 m_start, m_end, m_bias;
+	__u32 m_first, m_count;
+	bool m_ok;
+	__u32 vma_next;
 	__u32 pid;
 	bool fp_valid; /* fp holds the caller's frame pointer */
 	bool exact;    /* pc is exact (innermost or signal-interrupted), not a return address */

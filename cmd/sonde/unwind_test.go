@@ -507,11 +507,10 @@ func TestRecordUprobeNamesCaller(t *testing.T) {
 	}
 }
 
-// TestRecordTracepointKeepsFramePointers: tracepoints are not walked by
-// the unwinder yet (see record.walks): under -g they keep the kernel's
-// frame-pointer chain, user part included, and a run that mixes them with
-// a walked event pairs nothing wrongly.
-func TestRecordTracepointKeepsFramePointers(t *testing.T) {
+// TestRecordTracepointAndSamplesPaired: a run that mixes a tracepoint
+// with a sampling event walks both (two programs writing into the same
+// rings) and pairs every stack with its own sample.
+func TestRecordTracepointAndSamplesPaired(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind-fp", []string{"unwind.c"}, "-O2", "-fno-omit-frame-pointer")
 	st, stderr := recordFolded(t, dir, "tp", "-e", "syscalls:sys_enter_exit_group,cpu-clock", "-g", "--", bin, "0.5")
 	var exits, heavy uint64

@@ -47,15 +47,15 @@ const (
 )
 
 // Names of the object's maps, programs and globals.
-const deadlockMapCounters, deadlockMapEdges, deadlockMapHeld, deadlockMapMemo, deadlockMapPending, deadlockMapUnwindCounters, deadlockMapUnwindNoticed, deadlockMapUnwindNotices, deadlockMapUnwindProcs, deadlockMapUnwindRows, deadlockMapUnwindRules, deadlockMapUnwindScratch, deadlockMapUnwindStacks = "counters", "edges", "held", "memo", "pending", "unwind_counters", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
+const deadlockMapCounters, deadlockMapEdges, deadlockMapHeld, deadlockMapMemo, deadlockMapPending, deadlockMapUnwindCounters, deadlockMapUnwindFiles, deadlockMapUnwindNoticed, deadlockMapUnwindNotices, deadlockMapUnwindProcs, deadlockMapUnwindRows, deadlockMapUnwindRules, deadlockMapUnwindScratch, deadlockMapUnwindStacks = "counters", "edges", "held", "memo", "pending", "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
 const deadlockProgRawDeadlockExit, deadlockProgRawUnwindExec, deadlockProgRawUnwindExit, deadlockProgTpBtfDeadlockExit, deadlockProgTpBtfUnwindExec, deadlockProgTpBtfUnwindExit, deadlockProgUprobeLock, deadlockProgUprobeTrylock, deadlockProgUprobeUnlock, deadlockProgUretprobeTrylock = "raw_deadlock_exit", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_deadlock_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "uprobe_lock", "uprobe_trylock", "uprobe_unlock", "uretprobe_trylock"
-const deadlockVarTargetPid, deadlockVarUnusedDlLimit, deadlockVarUnusedDlMode, deadlockVarUnwindArch, deadlockVarUnwindMaxFrames, deadlockVarUnwindNoticeNs, deadlockVarUnwindOffFp, deadlockVarUnwindOffLr, deadlockVarUnwindOffPc, deadlockVarUnwindOffSp = "target_pid", "unused_dl_limit", "unused_dl_mode", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp"
+const deadlockVarTargetPid, deadlockVarUnusedDlLimit, deadlockVarUnusedDlMode, deadlockVarUnwindArch, deadlockVarUnwindMaxFrames, deadlockVarUnwindNoticeNs, deadlockVarUnwindOffFp, deadlockVarUnwindOffLr, deadlockVarUnwindOffPc, deadlockVarUnwindOffSp, deadlockVarUnwindPageShift = "target_pid", "unused_dl_limit", "unused_dl_mode", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift"
 
 // deadlockMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
 type deadlockMaps struct {
-	Edges, Held, Memo, Pending, UnwindCounters, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
-	Counters                                                                                                                                    *bpfskel.Counters
+	Edges, Held, Memo, Pending, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Counters                                                                                                                                                 *bpfskel.Counters
 }
 
 //go:embed deadlock_bpfel.o

@@ -53,15 +53,15 @@ type memleakMemleakTotal struct {
 }
 
 // Names of the object's maps, programs and globals.
-const memleakMapAllocs, memleakMapCounters, memleakMapInflight, memleakMapNth, memleakMapStacks, memleakMapTotals, memleakMapUnwindCounters, memleakMapUnwindNoticed, memleakMapUnwindNotices, memleakMapUnwindProcs, memleakMapUnwindRows, memleakMapUnwindRules, memleakMapUnwindScratch, memleakMapUnwindStacks = "allocs", "counters", "inflight", "nth", "stacks", "totals", "unwind_counters", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
+const memleakMapAllocs, memleakMapCounters, memleakMapInflight, memleakMapNth, memleakMapStacks, memleakMapTotals, memleakMapUnwindCounters, memleakMapUnwindFiles, memleakMapUnwindNoticed, memleakMapUnwindNotices, memleakMapUnwindProcs, memleakMapUnwindRows, memleakMapUnwindRules, memleakMapUnwindScratch, memleakMapUnwindStacks = "allocs", "counters", "inflight", "nth", "stacks", "totals", "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
 const memleakProgAllocEntry, memleakProgAllocReturn, memleakProgFreeEntry, memleakProgKfree, memleakProgKmalloc, memleakProgKmemCacheAlloc, memleakProgKmemCacheFree, memleakProgMmPageAlloc, memleakProgMmPageFree, memleakProgMmPageFreeBatched, memleakProgRawUnwindExec, memleakProgRawUnwindExit, memleakProgTpBtfUnwindExec, memleakProgTpBtfUnwindExit = "alloc_entry", "alloc_return", "free_entry", "kfree", "kmalloc", "kmem_cache_alloc", "kmem_cache_free", "mm_page_alloc", "mm_page_free", "mm_page_free_batched", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit"
-const memleakVarCountMissed, memleakVarPageSize, memleakVarSampleBytes, memleakVarSampleEvery, memleakVarTargetPid, memleakVarUnusedMemleakFn, memleakVarUnwindArch, memleakVarUnwindMaxFrames, memleakVarUnwindNoticeNs, memleakVarUnwindOffFp, memleakVarUnwindOffLr, memleakVarUnwindOffPc, memleakVarUnwindOffSp, memleakVarUserStacks = "count_missed", "page_size", "sample_bytes", "sample_every", "target_pid", "unused_memleak_fn", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "user_stacks"
+const memleakVarCountMissed, memleakVarPageSize, memleakVarSampleBytes, memleakVarSampleEvery, memleakVarTargetPid, memleakVarUnusedMemleakFn, memleakVarUnwindArch, memleakVarUnwindMaxFrames, memleakVarUnwindNoticeNs, memleakVarUnwindOffFp, memleakVarUnwindOffLr, memleakVarUnwindOffPc, memleakVarUnwindOffSp, memleakVarUnwindPageShift, memleakVarUserStacks = "count_missed", "page_size", "sample_bytes", "sample_every", "target_pid", "unused_memleak_fn", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "user_stacks"
 
 // memleakMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
 type memleakMaps struct {
-	Allocs, Inflight, Nth, Stacks, Totals, UnwindCounters, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
-	Counters                                                                                                                                               *bpfskel.Counters
+	Allocs, Inflight, Nth, Stacks, Totals, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Counters                                                                                                                                                            *bpfskel.Counters
 }
 
 //go:embed memleak_bpfel.o

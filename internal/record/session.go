@@ -113,20 +113,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	var w *walker
 	if o.Callchain {
 		res.CallGraph = CallGraphFP
-		walked := false
-		for _, e := range o.Events {
-			walked = walked || walks(e)
-		}
-		if o.CallGraph == CallGraphAuto && !walked {
-			res.CallGraphNote = "tracepoints are not walked by the unwinder yet"
-		}
-		if o.CallGraph == CallGraphAuto && walked {
+		if o.CallGraph == CallGraphAuto {
 			pid := 0
 			if len(o.Pids) == 1 && len(o.Command) == 0 {
 				pid = o.Pids[0]
 			}
 			var err error
-			if w, err = openWalker(pid, o.Events); err != nil {
+			if w, err = openWalker(pid, o.Events, !o.All); err != nil {
 				// perf's fp mode needs no BPF: record still runs, and says so.
 				res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
 			} else {
@@ -175,7 +168,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			Event: o.Events[i].Event, Freq: info.Freq, Period: info.Period, Callchain: o.Callchain,
 			SideBand: i == 0, BuildID: true, Raw: raw, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec,
 		})
-		if w != nil && walks(o.Events[i]) {
+		if w != nil {
 			// The kernel's chain stops at the user boundary: the walker
 			// adds the user part.
 			a.Bits |= unix.PerfBitExcludeCallchainUser
@@ -183,6 +176,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return a
 	}
 	idToEvent := map[uint64]uint16{}
+	tpFD := map[int]int{}         // tracepoint event index → one of its fds
 	rings := map[int]*perf.Ring{} // cpu → ring
 	var fds []int
 	cleanup := func() {
@@ -204,7 +198,10 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return fmt.Errorf("reading event id: %w", err)
 		}
 		idToEvent[id] = uint16(ev)
-		if w != nil && walks(o.Events[ev]) {
+		if _, ok := tpFD[ev]; !ok && o.Events[ev].Tracepoint() {
+			tpFD[ev] = fd
+		}
+		if w != nil {
 			if err := w.attach(fd, o.Events[ev]); err != nil {
 				unix.Close(fd)
 				return err
@@ -245,6 +242,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		child, err = runctl.StartChild(o.Command)
 		if err != nil {
 			return nil, err
+		}
+		if w != nil {
+			w.ld.FollowTree(child.Cmd.Process.Pid)
+			w.preload(o.Command[0])
+			if err := w.follow(child.Cmd.Process.Pid); err != nil {
+				child.Abort()
+				return nil, err
+			}
 		}
 		for _, c := range cpus {
 			for i := range o.Events {
@@ -308,6 +313,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 		inherit := len(o.Pids) > 0 // follow threads and children they create
 		for _, t := range targets {
+			if w != nil {
+				if err := w.follow(t.pid); err != nil {
+					cleanup()
+					return nil, err
+				}
+			}
 			for _, c := range cpus {
 				for i := range o.Events {
 					if err := open(mkAttr(i, inherit, false), t.tid, c, i); err != nil {
@@ -450,7 +461,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			switch rec.typ {
 			case perf.RecordSample:
 				if perf.ParseSampleRaw(rec.data, o.Callchain, raw, &sample) == nil {
-					if w != nil && walks(o.Events[idToEvent[sample.ID]]) {
+					if w != nil {
 						w.user(&sample, rec.key, rec.walked)
 					}
 					b.SampleEvent(&sample, rec.misc, idToEvent[sample.ID])
@@ -530,6 +541,15 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	for _, r := range ringList {
 		perf.Disable(r.FD)
+	}
+	for ev, fd := range tpFD {
+		mine := uint32(0)
+		if w != nil {
+			mine = w.programID(o.Events[ev])
+		}
+		if ids := foreignPrograms(fd, mine); len(ids) > 0 {
+			meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d other BPF program(s) (ids %v) are attached to %s: the kernel drops its samples whenever one of them returns 0 (bpftrace's do)", len(ids), ids, o.Events[ev]))
+		}
 	}
 	exit := 0
 	if child != nil {

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -43,6 +44,8 @@ type walker struct {
 	seen                       []uint64 // keys read this round: deleted from the map after it
 	buf                        [unwind.MaxFrames]uint64
 
+	filter bool // tracepoint programs walk only the processes followed
+
 	stats   stackstat.Completeness
 	missing uint64 // samples whose walked stack's record never came (ring full)
 }
@@ -56,8 +59,11 @@ type walked struct {
 
 // openWalker loads the walker with pid's tables (0: each process as the
 // walker meets it) and starts following processes. Only the programs evs
-// need are loaded: each takes seconds to verify on a busy machine.
-func openWalker(pid int, evs []events.Spec) (*walker, error) {
+// need are loaded: each takes seconds to verify on a busy machine. With
+// filter, record's events follow some processes only (follow names
+// them): tracepoint and probe programs, which run at every hit
+// system-wide, walk only those and their children.
+func openWalker(pid int, evs []events.Spec, filter bool) (*walker, error) {
 	if !unwind.Supported() {
 		return nil, fmt.Errorf("the BPF unwinder does not run on this architecture")
 	}
@@ -70,10 +76,17 @@ func openWalker(pid int, evs []events.Spec) (*walker, error) {
 	need := map[string]bool{}
 	for _, e := range evs {
 		p := progFor(e)
-		if walks(e) && !need[p] {
+		if !need[p] {
 			need[p] = true
 			t.Hooks = append(t.Hooks, bpfskel.PerfEventHook(p, none))
 		}
+	}
+	if filter && (need[walkProgWalkTracepoint] || need[walkProgWalkUprobe]) {
+		w.filter = true
+		t.Consts = map[string]any{"walk_filter": true}
+		t.Hooks = append(t.Hooks,
+			bpfskel.BTFTracepoint("sched_process_fork", walkProgTpBtfWalkFork, walkProgRawWalkFork),
+			bpfskel.BTFTracepoint("sched_process_exit", walkProgTpBtfWalkExit, walkProgRawWalkExit))
 	}
 	w.ld = unwind.Wire(&t, pid, func() unwind.Maps {
 		m := w.objs
@@ -93,6 +106,36 @@ func openWalker(pid int, evs []events.Spec) (*walker, error) {
 		*p.to = s.Program(p.name)
 	}
 	return w, nil
+}
+
+// follow has the tracepoint and probe programs walk process tgid (and
+// the children it forks from now on); without a filter they walk every
+// process.
+func (w *walker) follow(tgid int) error {
+	if !w.filter {
+		return nil
+	}
+	if err := w.objs.WalkTgids.Put(uint32(tgid), uint8(1)); err != nil {
+		return fmt.Errorf("following process %d's stacks: %w", tgid, err)
+	}
+	return nil
+}
+
+// preloadTables is off only in the test that shows what it is for.
+var preloadTables = true
+
+// preload loads the tables of the command's executable, interpreter and
+// libraries while it is held before its exec: its first samples, in main
+// within a millisecond of the exec, then find them in place instead of
+// waiting for the exec notice to be read and the tables built (70 of
+// 2,000 samples of a 2 s run without it). A file it cannot read is left
+// to the notices.
+func (w *walker) preload(cmd string) {
+	path, err := exec.LookPath(cmd)
+	if err != nil || !preloadTables {
+		return
+	}
+	w.ld.Preload(path)
 }
 
 // attach runs the walker at every sample of event fd. A tracepoint's
@@ -120,6 +163,23 @@ func (w *walker) attach(fd int, e events.Spec) error {
 	return nil
 }
 
+// programID is the kernel's id of the walker's program for e (0 if none).
+func (w *walker) programID(e events.Spec) uint32 {
+	p := w.tracepoint
+	if progFor(e) == walkProgWalkUprobe {
+		p = w.uprobe
+	}
+	if p == nil {
+		return 0
+	}
+	info, err := p.Info()
+	if err != nil {
+		return 0
+	}
+	id, _ := info.ID()
+	return uint32(id)
+}
+
 // progFor names the walker's program for an event: user (and kernel)
 // probes are tracepoints to perf but take kprobe-type programs; their
 // records carry the probed address (__probe_ip).
@@ -135,15 +195,6 @@ func progFor(e events.Spec) string {
 		}
 	}
 	return walkProgWalkTracepoint
-}
-
-// walks says whether record walks e's user stacks with the unwinder. Not
-// yet on tracepoints: on this kernel (6.18) a tracepoint program attached
-// through PERF_EVENT_IOC_SET_BPF ran for none of sys_enter_write's samples
-// and for some of exit_group's, so their stacks stay the kernel's
-// frame-pointer walk (perf's -g) until that is understood.
-func walks(e events.Spec) bool {
-	return progFor(e) != walkProgWalkTracepoint
 }
 
 // outputs opens each CPU's BPF_OUTPUT event, writing into that CPU's

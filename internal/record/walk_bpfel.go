@@ -19,13 +19,13 @@ const (
 )
 
 // Names of the object's maps, programs and globals.
-const walkMapUnwindCounters, walkMapUnwindNoticed, walkMapUnwindNotices, walkMapUnwindProcs, walkMapUnwindRows, walkMapUnwindRules, walkMapUnwindScratch, walkMapUnwindStacks, walkMapWalkErrors, walkMapWalkOut = "unwind_counters", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks", "walk_errors", "walk_out"
-const walkProgRawUnwindExec, walkProgRawUnwindExit, walkProgTpBtfUnwindExec, walkProgTpBtfUnwindExit, walkProgWalkSample, walkProgWalkTracepoint, walkProgWalkUprobe = "raw_unwind_exec", "raw_unwind_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "walk_sample", "walk_tracepoint", "walk_uprobe"
-const walkVarUnusedWalkError, walkVarUnwindArch, walkVarUnwindMaxFrames, walkVarUnwindNoticeNs, walkVarUnwindOffFp, walkVarUnwindOffLr, walkVarUnwindOffPc, walkVarUnwindOffSp = "unused_walk_error", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp"
+const walkMapUnwindCounters, walkMapUnwindFiles, walkMapUnwindNoticed, walkMapUnwindNotices, walkMapUnwindProcs, walkMapUnwindRows, walkMapUnwindRules, walkMapUnwindScratch, walkMapUnwindStacks, walkMapWalkErrors, walkMapWalkOut, walkMapWalkTgids = "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks", "walk_errors", "walk_out", "walk_tgids"
+const walkProgRawUnwindExec, walkProgRawUnwindExit, walkProgRawWalkExit, walkProgRawWalkFork, walkProgTpBtfUnwindExec, walkProgTpBtfUnwindExit, walkProgTpBtfWalkExit, walkProgTpBtfWalkFork, walkProgWalkSample, walkProgWalkTracepoint, walkProgWalkUprobe = "raw_unwind_exec", "raw_unwind_exit", "raw_walk_exit", "raw_walk_fork", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "tp_btf_walk_exit", "tp_btf_walk_fork", "walk_sample", "walk_tracepoint", "walk_uprobe"
+const walkVarUnusedWalkError, walkVarUnwindArch, walkVarUnwindMaxFrames, walkVarUnwindNoticeNs, walkVarUnwindOffFp, walkVarUnwindOffLr, walkVarUnwindOffPc, walkVarUnwindOffSp, walkVarUnwindPageShift, walkVarWalkFilter = "unused_walk_error", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "walk_filter"
 
 // walkMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type walkMaps struct{ UnwindCounters, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks, WalkErrors, WalkOut *ebpf.Map }
+type walkMaps struct{ UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks, WalkErrors, WalkOut, WalkTgids *ebpf.Map }
 
 //go:embed walk_bpfel.o
 var walkObject []byte

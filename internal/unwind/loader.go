@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/perf"
@@ -26,6 +28,9 @@ import (
 // process. Safe for concurrent use.
 type Loader struct {
 	m     Maps
+	files struct {
+		Files *ebpf.Map `ebpf:"unwind_files"` // see fileEntry
+	}
 	cache *unwindtable.Cache
 	rules unwindtable.Rules
 
@@ -34,8 +39,10 @@ type Loader struct {
 	tables       map[unwindtable.Key]*loaded
 	vdsos        map[unwindtable.Key]*unwindtable.Table
 	procs        map[uint32]*proc
-	next, cap    uint32 // rows: next unused index, capacity
-	free         []span // rows released by tables no process maps any more
+	next, cap    uint32        // rows: next unused index, capacity
+	free         []span        // rows released by tables no process maps any more
+	used         map[span]bool // every run ever given to a table (alloc)
+	idle         idleTables    // built tables no process maps now
 	stats        Stats
 
 	ring    *bpfskel.Ring
@@ -45,13 +52,26 @@ type Loader struct {
 	// Only, when set, is the one process the tool traces: notices about
 	// others (exec and exit are seen system-wide) are ignored.
 	Only int
+	tree int // FollowTree's root
+}
+
+// FollowTree ignores exec notices of processes that do not descend from
+// root (exec is seen system-wide; `record -- CMD` samples only CMD's
+// tree, whose samples ask for any process the exec notice skipped).
+// Call it before Start's notices matter: before the command runs.
+func (l *Loader) FollowTree(root int) {
+	l.mu.Lock()
+	l.tree = root
+	l.mu.Unlock()
 }
 
 type span struct{ first, count uint32 }
 
 type loaded struct {
 	span
-	refs int
+	bytes int // the table's size in memory
+	refs  int
+	files []fileKey // its entries in unwind_files
 }
 
 // proc is what the loader knows of one process: its executable mappings
@@ -87,7 +107,7 @@ type Stats struct {
 // New returns a loader for a tool's walker maps, whose rows map holds
 // capacity rows (what Configure set).
 func New(m Maps, capacity uint32) *Loader {
-	return &Loader{m: m, cache: unwindtable.NewCache(), tables: map[unwindtable.Key]*loaded{},
+	return &Loader{m: m, cache: unwindtable.NewCache(), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
 		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
 }
 
@@ -125,6 +145,12 @@ func (l *Loader) notice(raw []byte) {
 		return
 	}
 	l.mu.Lock()
+	tree := l.tree
+	l.mu.Unlock()
+	if tree != 0 && n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) && !descends(int(n.Pid), tree) {
+		return
+	}
+	l.mu.Lock()
 	l.stats.Notices++
 	l.mu.Unlock()
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXIT) {
@@ -141,10 +167,7 @@ func (l *Loader) work() {
 	defer close(l.done)
 	for pid := range l.pending {
 		if err := l.Load(int(pid)); err != nil {
-			l.mu.Lock()
-			l.stats.LoadErrors++
-			l.stats.LastLoadErr = err.Error()
-			l.mu.Unlock()
+			l.loadError(err)
 		}
 	}
 }
@@ -214,6 +237,38 @@ func (l *Loader) Load(pid int) error {
 	return nil
 }
 
+// descends says whether pid is root or one of its descendants, by the
+// parents /proc/PID/stat names.
+func descends(pid, root int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		pid = parentOf(b)
+	}
+	return false
+}
+
+// parentOf reads the parent's pid from a /proc/PID/stat line (0 when it
+// cannot): the fourth field, after the command name in parentheses, which
+// may itself hold spaces and parentheses.
+func parentOf(stat []byte) int {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
 // Drop forgets a process that exited (its mappings stay known, for naming
 // the files of its stacks) and releases its tables.
 func (l *Loader) Drop(pid int) {
@@ -234,15 +289,18 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 	var t *unwindtable.Table
 	var key unwindtable.Key
 	var err error
+	path := ""
 	if m.Path == "[vdso]" {
 		t, key, err = l.vdso(pid, m)
 	} else {
-		t, key, err = l.cache.Get(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End))
+		path = fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+		t, key, err = l.cache.Get(path)
 	}
 	if err != nil && m.Path != "[vdso]" && !errors.Is(err, unwindtable.ErrNoUnwindInfo) {
 		// map_files needs CAP_SYS_ADMIN; the path through the process's
 		// root works for files that still exist.
-		t, key, err = l.cache.Get(fmt.Sprintf("/proc/%d/root%s", pid, m.Path))
+		path = fmt.Sprintf("/proc/%d/root%s", pid, m.Path)
+		t, key, err = l.cache.Get(path)
 	}
 	if err != nil {
 		if errors.Is(err, unwindtable.ErrNoUnwindInfo) {
@@ -258,25 +316,66 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if lt := l.tables[key]; lt != nil {
-		lt.refs++
-		return lt.span, bias, key, true
+	l.idle.take(key)
+	lt := l.tables[key]
+	if lt == nil {
+		if lt = l.loadTable(t, key); lt == nil {
+			return span{}, 0, key, false
+		}
 	}
+	lt.refs++
+	l.addFile(lt, path, t)
+	return lt.span, bias, key, true
+}
+
+// loadTable writes a table's rows (l.mu held); nil when they do not fit
+// or cannot be written (counted). The caller takes the first reference.
+func (l *Loader) loadTable(t *unwindtable.Table, key unwindtable.Key) *loaded {
 	sp, err := l.writeRows(t)
+	if err == nil {
+		// Before any mapping or file entry points at the rows.
+		err = l.writeRulesLocked()
+	}
 	if err != nil {
 		l.stats.LoadErrors++
 		l.stats.LastLoadErr = err.Error()
-		return span{}, 0, key, false
+		return nil
 	}
 	if sp.count == 0 {
 		l.stats.RowsFull++
-		return span{}, 0, key, false
+		return nil
 	}
-	l.tables[key] = &loaded{span: sp, refs: 1}
+	lt := &loaded{span: sp, bytes: t.Bytes()}
+	l.tables[key] = lt
 	l.stats.Files++
 	l.stats.Rows += sp.count
 	l.stats.RowBytes += uint64(sp.count) * 8
-	return sp, bias, key, true
+	return lt
+}
+
+// addFile gives the walker the file at path (l.mu held) by its identity in
+// the kernel, so a mapping of it that no process entry names yet still
+// unwinds (unwind_files). Files seen under several names are added once
+// per inode.
+func (l *Loader) addFile(lt *loaded, path string, t *unwindtable.Table) {
+	if l.files.Files == nil || path == "" || len(t.Exec) == 0 {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return
+	}
+	k := fileKey{Ino: st.Ino, Dev: uint32(unix.Major(st.Dev))<<20 | uint32(unix.Minor(st.Dev))}
+	for _, f := range lt.files {
+		if f == k {
+			return
+		}
+	}
+	s := t.Exec[0]
+	v := fileValue{Off: s.Off, Size: s.Size, Delta: s.Vaddr - s.Off - t.Base, RowFirst: lt.first, RowCount: lt.count}
+	if l.files.Files.Put(&k, &v) == nil {
+		lt.files = append(lt.files, k)
+	}
 }
 
 // writeRows puts a table's rows into the rows map (l.mu held); a zero span
@@ -310,11 +409,18 @@ func (l *Loader) writeRows(t *unwindtable.Table) (span, error) {
 	return sp, nil
 }
 
-// alloc finds n free rows: a released run first, else the end.
+// alloc finds n free rows: a released run first, else the end. A run
+// never starts where a table of the same length started before: the
+// walker's per-CPU row cache (struct unwind_row_entry) keys answers by
+// table start and length, so a new table there could meet an old answer.
 func (l *Loader) alloc(n uint32) (span, bool) {
+	if l.used == nil {
+		l.used = map[span]bool{}
+	}
 	for i, f := range l.free {
-		if f.count >= n {
+		if f.count >= n && !l.used[span{f.first, n}] {
 			l.free[i] = span{f.first + n, f.count - n}
+			l.used[span{f.first, n}] = true
 			return span{f.first, n}, true
 		}
 	}
@@ -323,6 +429,7 @@ func (l *Loader) alloc(n uint32) (span, bool) {
 	}
 	sp := span{l.next, n}
 	l.next += n
+	l.used[sp] = true
 	return sp, true
 }
 
@@ -337,7 +444,13 @@ func (l *Loader) release(keys []unwindtable.Key) {
 			continue
 		}
 		if lt.refs--; lt.refs == 0 {
+			for _, f := range lt.files {
+				l.files.Files.Delete(&f)
+			}
 			delete(l.tables, k)
+			for _, old := range l.idle.add(k, lt.bytes) {
+				l.cache.Forget(old)
+			}
 			l.free = append(l.free, lt.span)
 			l.stats.Files--
 			l.stats.Rows -= lt.count
@@ -350,6 +463,10 @@ func (l *Loader) release(keys []unwindtable.Key) {
 func (l *Loader) writeRules() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.writeRulesLocked()
+}
+
+func (l *Loader) writeRulesLocked() error {
 	for i := l.rulesWritten; i < l.rules.Len(); i++ {
 		r := l.rules.Rule(uint16(i))
 		v := ruleValue{Cfa: r.CFA, Fp: r.FP, Ra: r.RA, Kind: uint8(r.Kind), Flags: r.Flags}

@@ -12,8 +12,10 @@ package unwind
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -29,6 +31,8 @@ type (
 	procValue   = walkerUnwindProc
 	stackValue  = walkerUnwindStack
 	noticeValue = walkerUnwindNotice
+	fileKey     = walkerUnwindFileKey
+	fileValue   = walkerUnwindFile
 )
 
 // MaxFrames is how many user frames the walker takes per stack.
@@ -145,6 +149,7 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	if maps == nil {
 		t.More = append(t.More, &l.m)
 	}
+	t.More = append(t.More, &l.files)
 	prev := t.Loaded
 	t.Loaded = func() error {
 		if prev != nil {
@@ -204,5 +209,16 @@ func Configure(spec *ebpf.CollectionSpec, rows uint32) error {
 		rows = DefaultRows
 	}
 	m.MaxEntries = rows
+	if v := spec.Variables["unwind_page_shift"]; v != nil {
+		if err := v.Set(uint32(bits.TrailingZeros(uint(os.Getpagesize())))); err != nil {
+			return fmt.Errorf("setting the unwinder's page size: %w", err)
+		}
+	}
+	if spec.Maps["unwind_files"] == nil {
+		// An object built before the walker looked files up by address:
+		// the loader fills a map the walker never reads.
+		spec.Maps["unwind_files"] = &ebpf.MapSpec{Name: "unwind_files", Type: ebpf.Hash,
+			KeySize: uint32(unsafe.Sizeof(fileKey{})), ValueSize: uint32(unsafe.Sizeof(fileValue{})), MaxEntries: 1}
+	}
 	return nil
 }

@@ -92,3 +92,18 @@ func TestConsts(t *testing.T) {
 		t.Errorf("Supported %v but consts %v", Supported(), c)
 	}
 }
+
+// TestParentOf: the parent's pid follows a command name that holds
+// spaces and parentheses.
+func TestParentOf(t *testing.T) {
+	for in, want := range map[string]int{
+		"123 (sh) S 45 123 123 0 -1":        45,
+		"7 (a) b (c)) R 9 7 7 0 -1 4194560": 9,
+		"garbage":                           0,
+		"1 (x)":                             0,
+	} {
+		if got := parentOf([]byte(in)); got != want {
+			t.Errorf("parentOf(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

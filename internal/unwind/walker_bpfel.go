@@ -38,6 +38,22 @@ const (
 	walkerUnwindEndUNWIND_END_UNSUPPORTED walkerUnwindEnd = 4
 )
 
+type walkerUnwindFile struct {
+	_        structs.HostLayout
+	Off      uint64
+	Size     uint64
+	Delta    uint64
+	RowFirst uint32
+	RowCount uint32
+}
+
+type walkerUnwindFileKey struct {
+	_      structs.HostLayout
+	Ino    uint64
+	Dev    uint32
+	Unused uint32
+}
+
 type walkerUnwindFlag uint32
 
 const (
@@ -102,13 +118,13 @@ type walkerUnwindStack struct {
 }
 
 // Names of the object's maps, programs and globals.
-const walkerMapCounts, walkerMapFpStacks, walkerMapUnwindCounters, walkerMapUnwindNoticed, walkerMapUnwindNotices, walkerMapUnwindProcs, walkerMapUnwindRows, walkerMapUnwindRules, walkerMapUnwindScratch, walkerMapUnwindStacks = "counts", "fp_stacks", "unwind_counters", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
+const walkerMapCounts, walkerMapFpStacks, walkerMapUnwindCounters, walkerMapUnwindFiles, walkerMapUnwindNoticed, walkerMapUnwindNotices, walkerMapUnwindProcs, walkerMapUnwindRows, walkerMapUnwindRules, walkerMapUnwindScratch, walkerMapUnwindStacks = "counts", "fp_stacks", "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
 const walkerProgFpSample, walkerProgRawUnwindExec, walkerProgRawUnwindExit, walkerProgTpBtfUnwindExec, walkerProgTpBtfUnwindExit, walkerProgWalkSample = "fp_sample", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "walk_sample"
-const walkerVarTargetPid, walkerVarUnusedUnwindCounter, walkerVarUnusedUnwindEnd, walkerVarUnusedUnwindFlag, walkerVarUnusedUnwindNotice, walkerVarUnusedUnwindNoticeKind, walkerVarUnwindArch, walkerVarUnwindMaxFrames, walkerVarUnwindNoticeNs, walkerVarUnwindOffFp, walkerVarUnwindOffLr, walkerVarUnwindOffPc, walkerVarUnwindOffSp = "target_pid", "unused_unwind_counter", "unused_unwind_end", "unused_unwind_flag", "unused_unwind_notice", "unused_unwind_notice_kind", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp"
+const walkerVarTargetPid, walkerVarUnusedUnwindCounter, walkerVarUnusedUnwindEnd, walkerVarUnusedUnwindFlag, walkerVarUnusedUnwindNotice, walkerVarUnusedUnwindNoticeKind, walkerVarUnwindArch, walkerVarUnwindMaxFrames, walkerVarUnwindNoticeNs, walkerVarUnwindOffFp, walkerVarUnwindOffLr, walkerVarUnwindOffPc, walkerVarUnwindOffSp, walkerVarUnwindPageShift = "target_pid", "unused_unwind_counter", "unused_unwind_end", "unused_unwind_flag", "unused_unwind_notice", "unused_unwind_notice_kind", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift"
 
 // walkerMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type walkerMaps struct{ Counts, FpStacks, UnwindCounters, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map }
+type walkerMaps struct{ Counts, FpStacks, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map }
 
 //go:embed walker_bpfel.o
 var walkerObject []byte
