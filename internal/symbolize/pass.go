@@ -21,7 +21,7 @@ const (
 // Object.Offset); on return named objects' locations hold object addresses.
 // Objects that cannot be opened leave a warning in p.Meta.Warnings.
 func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
-	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}}
+	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}, leaves: leafLocs(p)}
 	// Group locations by object so each object is opened once.
 	byDSO := map[int32][]int32{}
 	for i, l := range p.Locs {
@@ -90,8 +90,23 @@ type pass struct {
 	funcs     map[funcKey]int32
 	files     map[string]int32
 	modules   map[string]int32 // kernel module name → DSO id
-	sampled   map[int32]bool   // functions the current object named
+	sampled   map[int32]bool   // functions of the current object some sample stopped in
+	leaves    map[int32]bool   // locations that are some sample's leaf
 	codeBytes uint64
+}
+
+// leafLocs are the locations samples stopped in. Only their functions'
+// code is kept: annotate shows self samples, and a caller's code (python's
+// whole interpreter loop, in every stack) was most of a short recording's
+// bytes; annotate reads a function that was not kept from its binary.
+func leafLocs(p *model.Profile) map[int32]bool {
+	m := map[int32]bool{}
+	for _, s := range p.Samples {
+		if s.Stack >= 0 && int(s.Stack) < len(p.Stacks) && len(p.Stacks[s.Stack]) > 0 {
+			m[p.Stacks[s.Stack][0]] = true
+		}
+	}
+	return m
 }
 
 // object names the locations locs of DSO d with resolve, noting the
@@ -114,7 +129,9 @@ func (ps *pass) object(d int32, obj Object, o *Opened, locs []int32, resolve fun
 		}
 		if r.Frame.Func != "" {
 			l.Func = ps.function(owner, r.Frame)
-			ps.sampled[l.Func] = true
+			if ps.leaves[li] {
+				ps.sampled[l.Func] = true
+			}
 		}
 		if r.Frame.File != "" {
 			l.File = ps.file(r.Frame.File)

@@ -224,6 +224,10 @@ func TestProfilePass(t *testing.T) {
 	rs[1] = &jitOnlyFor{pid: 7, r: rs[1]}
 	// gone.so fails for real: one warning.
 	rs[3] = failFor{path: "/usr/lib/gone.so", r: rs[3]}
+	// One sample stopped in main (called by loc 0): main's code is kept.
+	p.Threads = []model.Thread{{Pid: 7, Tid: 7}}
+	p.Stacks = [][]int32{{2, 0}}
+	p.Samples = []model.Sample{{Stack: 0, Period: 1}}
 	New(rs...).Profile(p, objs)
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
@@ -266,6 +270,16 @@ func TestProfilePass(t *testing.T) {
 	}
 	if len(p.Code) != 1 || p.Funcs[p.Code[0].Func].Name != "main" || len(p.Code[0].Bytes) != 0x100 || len(p.Code[0].Lines) != 1 {
 		t.Errorf("kept code %+v, want main's 256 bytes and its line", p.Code)
+	}
+	// main only as a caller: its code is not kept (annotate shows self
+	// samples, and reads such a function from its binary).
+	p2, objs2 := fakeProfile()
+	p2.Threads = []model.Thread{{Pid: 7, Tid: 7}}
+	p2.Stacks = [][]int32{{4, 2}}
+	p2.Samples = []model.Sample{{Stack: 0, Period: 1}}
+	New(fakeResolvers()...).Profile(p2, objs2)
+	if len(p2.Code) != 0 {
+		t.Errorf("kept code of a caller only: %+v", p2.Code)
 	}
 }
 
