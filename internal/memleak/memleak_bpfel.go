@@ -60,8 +60,8 @@ const memleakVarCountMissed, memleakVarPageSize, memleakVarSampleBytes, memleakV
 // memleakMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
 type memleakMaps struct {
-	Allocs, Inflight, Nth, Stacks, Totals, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
-	Counters                                                                                                                                                            *bpfskel.Counters
+	Allocs, Inflight, Nth, Stacks, Totals, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Counters, UnwindCounters                                                                                                                            *bpfskel.Counters
 }
 
 //go:embed memleak_bpfel.o

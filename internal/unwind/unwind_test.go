@@ -3,6 +3,7 @@ package unwind
 import (
 	"testing"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/unwindtable"
@@ -105,5 +106,13 @@ func TestParentOf(t *testing.T) {
 		if got := parentOf([]byte(in)); got != want {
 			t.Errorf("parentOf(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+// The walker's Go counters name members of enum unwind_counter (no root:
+// the object's BTF).
+func TestCounterNames(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadWalker, walkerMapUnwindCounters, &Counters{}); err != nil {
+		t.Fatal(err)
 	}
 }
