@@ -117,7 +117,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// (kernel 6.18), even with the child's start-up done before the
 		// attach; the cause is not found. Other processes take the traps
 		// but the program returns at once for them.
-		t.Hooks = a.hooks(o.Pid)
+		if t.Hooks, err = a.hooks(o.Pid); err != nil {
+			return nil, err
+		}
 		source = a.String()
 	}
 	spec := t.Spec

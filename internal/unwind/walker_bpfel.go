@@ -12,16 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type walkerUnwindEnd uint32
-
-const (
-	walkerUnwindEndUNWIND_END_STOP        walkerUnwindEnd = 0
-	walkerUnwindEndUNWIND_END_ZERO        walkerUnwindEnd = 1
-	walkerUnwindEndUNWIND_END_FRAME_LIMIT walkerUnwindEnd = 2
-	walkerUnwindEndUNWIND_END_READ        walkerUnwindEnd = 3
-	walkerUnwindEndUNWIND_END_UNSUPPORTED walkerUnwindEnd = 4
-)
-
 type walkerUnwindFile struct {
 	_        structs.HostLayout
 	Off      uint64
@@ -37,14 +27,6 @@ type walkerUnwindFileKey struct {
 	Dev    uint32
 	Unused uint32
 }
-
-type walkerUnwindFlag uint32
-
-const (
-	walkerUnwindFlagUNWIND_F_FALLBACK     walkerUnwindFlag = 1
-	walkerUnwindFlagUNWIND_F_NO_MAPPING   walkerUnwindFlag = 2
-	walkerUnwindFlagUNWIND_F_PROC_UNKNOWN walkerUnwindFlag = 4
-)
 
 type walkerUnwindNotice struct {
 	_    structs.HostLayout
