@@ -311,12 +311,6 @@ type WalkStats struct {
 	OutputErrors uint64 `json:"output_errors"`
 }
 
-// walkErrors are record.bpf.c's counters (each tag names its member of
-// enum walk_error, bpfskel.Counters).
-type walkErrors struct {
-	Output uint64 `counter:"WALK_ERR_OUTPUT"`
-}
-
 // finish reads the walker's counters.
 func (w *walker) finish() *WalkStats {
 	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.missing}
@@ -327,6 +321,12 @@ func (w *walker) finish() *WalkStats {
 		ws.OutputErrors = errs.Output
 	}
 	return ws
+}
+
+// walkErrors are record.bpf.c's counters (each tag names its member of
+// enum walk_error, bpfskel.Counters).
+type walkErrors struct {
+	Output uint64 `counter:"WALK_ERR_OUTPUT"`
 }
 
 // close detaches everything; the caller closes the events first.
