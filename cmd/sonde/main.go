@@ -9,7 +9,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -21,14 +20,6 @@ import (
 
 // version is set by the Makefile (-ldflags -X main.version=...).
 var version = "dev"
-
-func init() {
-	// `sonde record -- CMD` re-executes sonde as a child that waits, then
-	// execs CMD; the events follow the main thread, so stay on it.
-	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
-		runtime.LockOSThread()
-	}
-}
 
 // usesProbes names the commands that may create uprobes: they clear the
 // probes a killed sonde left behind before they start.

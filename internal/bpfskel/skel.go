@@ -43,6 +43,10 @@ type Tool struct {
 	More []any
 	// Hooks are attached in order (put consumers before producers).
 	Hooks []Hook
+	// CommandHooks, with Command, are made once the held command's pid is
+	// known and attached after Hooks: uprobes filtered to that pid by the
+	// kernel, so no other process takes their traps.
+	CommandHooks func(pid int) []Hook
 	// Command, when set, is started held before its exec; its pid is set
 	// in the PidConst global (when named), and it is released by Run once
 	// everything is attached.
@@ -101,6 +105,9 @@ func Open(t Tool) (s *Session, err error) {
 	if len(t.Command) > 0 {
 		if s.child, err = runctl.StartChild(t.Command); err != nil {
 			return s, err
+		}
+		if t.CommandHooks != nil {
+			t.Hooks = append(t.Hooks[:len(t.Hooks):len(t.Hooks)], t.CommandHooks(s.child.Cmd.Process.Pid)...)
 		}
 		if t.PidConst != "" {
 			consts = map[string]any{t.PidConst: uint32(s.child.Cmd.Process.Pid)}

@@ -55,6 +55,7 @@ type allocator struct {
 type probed struct {
 	symbol string
 	fn     string // its entryPoints name
+	cookie uint64 // fn's attach cookie
 }
 
 func (a *allocator) String() string {
@@ -65,13 +66,10 @@ func (a *allocator) String() string {
 	return fmt.Sprintf("uprobes on %s: %s", a.path, strings.Join(names, ", "))
 }
 
-func (a *allocator) hooks(pid int) ([]bpfskel.Hook, error) {
+func (a *allocator) hooks(pid int) []bpfskel.Hook {
 	var hs []bpfskel.Hook
 	for _, f := range a.funcs {
-		c, err := cookie(f.fn)
-		if err != nil {
-			return nil, err
-		}
+		c := f.cookie
 		if f.fn == "free" || f.fn == "munmap" {
 			hs = append(hs, bpfskel.UprobeHook(a.path, f.symbol, memleakProgFreeEntry, false, pid, c))
 			continue
@@ -81,7 +79,7 @@ func (a *allocator) hooks(pid int) ([]bpfskel.Hook, error) {
 		hs = append(hs, bpfskel.UprobeHook(a.path, f.symbol, memleakProgAllocReturn, true, pid, c),
 			bpfskel.UprobeHook(a.path, f.symbol, memleakProgAllocEntry, false, pid, c))
 	}
-	return hs, nil
+	return hs
 }
 
 // findAllocator picks the binary to probe: --lib, else with a prefix the
@@ -122,6 +120,11 @@ func findAllocator(o Options) (*allocator, error) {
 	a := &allocator{path: path, prefix: o.Prefix, funcs: definedFuncs(ef, o.Prefix)}
 	if !a.has("malloc") || !a.has("free") {
 		return nil, fmt.Errorf("%s defines no %smalloc and %sfree: name the allocator with --lib PATH and --symbol-prefix", path, o.Prefix, o.Prefix)
+	}
+	for i := range a.funcs {
+		if a.funcs[i].cookie, err = cookie(a.funcs[i].fn); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }

@@ -147,6 +147,14 @@ static __always_inline void remember(__u64 addr, struct memleak_alloc *a)
 	total_add(&a->where, a->bytes, a->count);
 }
 
+/* A global function is verified once, on its own. Inlined after the
+ * switch below, the walk was verified again for every path into it and
+ * went past the verifier's million instructions. */
+__noinline __u64 memleak_user_stack(void)
+{
+	return unwind_user_stack();
+}
+
 TRACED_PROG("uprobe", alloc_entry, void)
 {
 	struct inflight *open = bpf_map_lookup_elem(&inflight, &tid);
@@ -189,7 +197,7 @@ TRACED_PROG("uprobe", alloc_entry, void)
 	if (sample(f.size, &f.bytes, &f.count) && user_stacks) {
 		/* The walk starts at the allocator's first instruction, where
 		 * the return address is still on the stack: every frame exact. */
-		f.ustack = unwind_user_stack();
+		f.ustack = memleak_user_stack();
 		if (!f.ustack)
 			counter_inc(&counters, MEMLEAK_STACK_FAIL);
 	}

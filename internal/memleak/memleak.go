@@ -110,15 +110,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		// A command's pid is not known when the hooks are made: its
-		// uprobes are attached for every process and the program keeps
-		// the command's calls (target_pid). Attaching them to the held
-		// command's pid lost every call in about one run in ten here
-		// (kernel 6.18), even with the child's start-up done before the
-		// attach; the cause is not found. Other processes take the traps
-		// but the program returns at once for them.
-		if t.Hooks, err = a.hooks(o.Pid); err != nil {
-			return nil, err
+		if len(o.Command) > 0 {
+			// The held command's pid filters the uprobes in the kernel:
+			// no other process's allocator takes a trap.
+			t.CommandHooks = a.hooks
+		} else {
+			t.Hooks = a.hooks(o.Pid)
 		}
 		source = a.String()
 	}

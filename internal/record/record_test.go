@@ -3,7 +3,6 @@ package record
 import (
 	"context"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,16 +14,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/events"
 )
-
-// The held child must exec from the main thread, whose id is the pid the
-// events were opened on: an exec from another thread replaces the main
-// thread's task, and the events (on that task) never see the command.
-// init runs on the main thread; locking it there keeps main on it.
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
-		runtime.LockOSThread()
-	}
-}
 
 // TestMain is also the held child of a recorded command: the test binary
 // re-executes itself as sonde does (runctl.StartChild).

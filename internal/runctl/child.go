@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +16,17 @@ import (
 // starts at that exec (enable_on_exec), so none of sonde's own work is
 // measured.
 const ChildArg = "__sonde_exec_child"
+
+// The held child must exec from the main thread, whose id is the pid the
+// events and pid-filtered probes were opened on: an exec from another
+// thread replaces the main thread's task, and what was opened on it never
+// sees the command. Package inits run on the main thread; locking it here
+// keeps main there, in sonde and in every test binary that is a held child.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == ChildArg {
+		runtime.LockOSThread()
+	}
+}
 
 // RunChild is the child side; it never returns on success. The caller must
 // run on the main OS thread (runtime.LockOSThread in init), because the
