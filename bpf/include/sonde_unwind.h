@@ -66,23 +66,13 @@ const volatile __u64 unwind_notice_ns = 50000000;
 /* key: rule index (u32); value: struct unwind_rule (8 bytes). The rule
  * dictionary every table's rows point into (a few hundred rules serve
  * every file). Written by user space only. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct unwind_rule);
-	__uint(max_entries, UNWIND_MAX_RULES);
-} unwind_rules SEC(".maps");
+SONDE_MAP(unwind_rules, BPF_MAP_TYPE_ARRAY, __u32, struct unwind_rule, UNWIND_MAX_RULES);
 
 /* key: row index (u32); value: struct unwind_row (8 bytes: pc offset,
  * rule index). Every loaded file's table is one sorted run of rows; a
  * mapping names its run (row_first, row_count). max_entries is set by user
  * space before load (rows of every file it may load). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct unwind_row);
-	__uint(max_entries, 1);
-} unwind_rows SEC(".maps");
+SONDE_MAP(unwind_rows, BPF_MAP_TYPE_ARRAY, __u32, struct unwind_row, 1);
 
 /* key: struct unwind_file_key (a file's inode and device); value: struct
  * unwind_file (its table's rows and executable segment). Every file whose
@@ -90,25 +80,14 @@ struct {
  * (a command just exec'd, a library just mapped, a process not loaded)
  * still finds its table through the kernel's own mapping (bpf_find_vma),
  * without waiting for user space. Written by user space only. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct unwind_file_key);
-	__type(value, struct unwind_file);
-	__uint(max_entries, 4096);
-} unwind_files SEC(".maps");
+HASH_MAP(unwind_files, struct unwind_file_key, struct unwind_file, 4096);
 
 /* key: process id (tgid, u32); value: struct unwind_proc, the process's
  * executable mappings sorted by start address. Allocated on update (a
  * value is 8 KB; most systems trace far fewer processes than the limit).
  * Deleted here at exec and exit, so stale mappings never serve a new
  * image. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct unwind_proc);
-	__uint(max_entries, 8192);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} unwind_procs SEC(".maps");
+SONDE_MAP_FLAGS(unwind_procs, BPF_MAP_TYPE_HASH, __u32, struct unwind_proc, 8192, BPF_F_NO_PREALLOC);
 
 /* key: hash of a stack's frames (u64, never 0); value: struct
  * unwind_stack (its frames, leaf first, and how the walk ended). A hash,
@@ -116,37 +95,23 @@ struct {
  * keys (8 bytes instead of 1 KB) and the kernel hashes 8 bytes per lookup.
  * Two stacks with one 64-bit hash would merge; at 16K stacks the odds are
  * about 1 in 10^11. Allocated on insert: memory follows distinct stacks. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u64);
-	__type(value, struct unwind_stack);
-	__uint(max_entries, UNWIND_STACKS_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} unwind_stacks SEC(".maps");
+SONDE_MAP_FLAGS(unwind_stacks, BPF_MAP_TYPE_HASH, __u64, struct unwind_stack,
+		UNWIND_STACKS_ENTRIES, BPF_F_NO_PREALLOC);
 
 /* key: 0 (u32); value: the walk in progress (registers and frames), per
  * CPU: a stack is 1 KB, twice the BPF stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct unwind_state);
-	__uint(max_entries, 1);
-} unwind_scratch SEC(".maps");
+PERCPU_ARRAY(unwind_scratch, struct unwind_state, 1);
 
-/* key: enum unwind_counter (u32); value: events (u64), per CPU. */
-PERCPU_COUNTERS(unwind_counters, UNWIND_C_MAX);
+/* key: enum unwind_counter; value: events (u64), per CPU (Go reads them
+ * by name, bpfskel.Counters). */
+ENUM_COUNTERS(unwind_counters, enum unwind_counter, UNWIND_C_MAX);
 
 /* struct unwind_notice records to user space: a process to (re)load. */
 RINGBUF(unwind_notices, 64 * 1024);
 
 /* key: process id (u32); value: ns of the last notice about it (u64),
  * the rate limit. LRU: forgotten processes age out. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 8192);
-} unwind_noticed SEC(".maps");
+SONDE_MAP(unwind_noticed, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 8192);
 
 static __always_inline void unwind_notice(__u32 pid, __u32 kind, __u64 pc, bool limit)
 {
@@ -169,6 +134,21 @@ static __always_inline bool unwind_read(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) == 0;
 }
 
+/* Move the walk to the caller, whose stack starts at sp and which resumes
+ * at ra; false (the walk ends) at a zero return address, the outermost
+ * frame's mark. Both ways of stepping (frame pointers, tables) end here. */
+static __always_inline bool unwind_to_caller(struct unwind_state *st, __u64 sp, __u64 ra)
+{
+	st->sp = sp;
+	st->pc = ra;
+	st->exact = false;
+	if (ra == 0) {
+		st->out.end = UNWIND_END_ZERO;
+		return false;
+	}
+	return true;
+}
+
 /* One frame by the frame-pointer chain: [fp] is the caller's fp, [fp+8]
  * the return address, on x86-64 and arm64 alike. */
 static __always_inline bool unwind_fp_step(struct unwind_state *st)
@@ -182,15 +162,9 @@ static __always_inline bool unwind_fp_step(struct unwind_state *st)
 		st->out.end = UNWIND_END_READ;
 		return false;
 	}
-	st->sp = st->fp + 16;
+	__u64 sp = st->fp + 16;
 	st->fp = fp;
-	st->pc = ra;
-	st->exact = false;
-	if (ra == 0) {
-		st->out.end = UNWIND_END_ZERO;
-		return false;
-	}
-	return true;
+	return unwind_to_caller(st, sp, ra);
 }
 
 /* The mapping of pc in p, or NULL: binary search over the sorted starts. */
@@ -462,14 +436,7 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 		st->out.end = UNWIND_END_READ;
 		return false;
 	}
-	st->sp = cfa;
-	st->pc = ra;
-	st->exact = false;
-	if (ra == 0) {
-		st->out.end = UNWIND_END_ZERO;
-		return false;
-	}
-	return true;
+	return unwind_to_caller(st, cfa, ra);
 }
 
 static __always_inline __u64 unwind_mix(__u64 h, __u64 v)

@@ -49,16 +49,6 @@ func CString(c []int8) string {
 	return string(b)
 }
 
-// Counters reads the first n counters of a per-CPU counter array
-// (PERCPU_COUNTERS in bpf/include/sonde_maps.h), each summed over CPUs.
-func Counters(m *ebpf.Map, n int) []uint64 {
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = SumPerCPU(m, uint32(i))
-	}
-	return out
-}
-
 // Clear deletes every key of a hash map whose keys are K (interval modes
 // start each interval afresh). The keys are listed first: deleting during
 // a walk of a hash map can restart it.

@@ -35,6 +35,21 @@ func newCounters(name string, spec *ebpf.MapSpec, m *ebpf.Map) (*Counters, error
 	return countersOf(e, m), nil
 }
 
+// Enum is the values of the object's C enum name by member name, from its
+// BTF (KEEP_TYPE keeps an enum no map or program names): Go takes a value
+// by its C name, so no enum is written a second time in Go.
+func Enum(spec *ebpf.CollectionSpec, name string) (map[string]uint64, error) {
+	var e *btf.Enum
+	if err := spec.Types.TypeByName(name, &e); err != nil {
+		return nil, fmt.Errorf("reading enum %s from the object's BTF: %w", name, err)
+	}
+	values := make(map[string]uint64, len(e.Values))
+	for _, v := range e.Values {
+		values[v.Name] = v.Value
+	}
+	return values, nil
+}
+
 func countersOf(e *btf.Enum, m *ebpf.Map) *Counters {
 	c := &Counters{Map: m, index: map[string]uint32{}}
 	for _, v := range e.Values {

@@ -36,12 +36,15 @@ func GoName(c string) string {
 
 var mapType = reflect.TypeFor[*ebpf.Map]()
 
-// AssignMaps fills the *ebpf.Map fields of the struct dst points to (and
-// of structs it embeds) from coll: a field takes the map its `ebpf` tag
-// names, or else the map whose GoName is the field's name (bpfgen's
-// <stem>Maps). coll keeps owning the maps; every field must find one.
-// A *Counters field needs the object's spec (Open passes it).
-func AssignMaps(coll *ebpf.Collection, dst any) error { return assign(nil, coll, dst) }
+// AssignMaps fills the *ebpf.Map and *Counters fields of the struct dst
+// points to (and of structs it embeds) from coll, loaded from spec (whose
+// BTF names a *Counters field's counters): a field takes the map its
+// `ebpf` tag names, or else the map whose GoName is the field's name
+// (bpfgen's <stem>Maps). coll keeps owning the maps; every field must
+// find one. Open does this for a tool's Maps and More.
+func AssignMaps(spec *ebpf.CollectionSpec, coll *ebpf.Collection, dst any) error {
+	return assign(spec, coll, dst)
+}
 
 func assign(spec *ebpf.CollectionSpec, coll *ebpf.Collection, dst any) error {
 	v := reflect.ValueOf(dst)

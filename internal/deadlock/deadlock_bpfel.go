@@ -54,8 +54,8 @@ const deadlockVarTargetPid, deadlockVarUnusedDlLimit, deadlockVarUnusedDlMode, d
 // deadlockMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
 type deadlockMaps struct {
-	Edges, Held, Memo, Pending, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
-	Counters                                                                                                                                                 *bpfskel.Counters
+	Edges, Held, Memo, Pending, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Counters, UnwindCounters                                                                                                                 *bpfskel.Counters
 }
 
 //go:embed deadlock_bpfel.o

@@ -6,24 +6,42 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/funcexit"
 	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
-// entryPoints are the allocator functions probed, by their C name, with
-// the program's enum memleak_fn. free and munmap need no return probe.
-var entryPoints = []struct {
-	name string
-	fn   memleakMemleakFn
-}{
-	{"malloc", memleakMemleakFnFN_MALLOC}, {"calloc", memleakMemleakFnFN_CALLOC},
-	{"realloc", memleakMemleakFnFN_REALLOC}, {"reallocarray", memleakMemleakFnFN_REALLOCARRAY},
-	{"posix_memalign", memleakMemleakFnFN_POSIX_MEMALIGN}, {"aligned_alloc", memleakMemleakFnFN_ALIGNED_ALLOC},
-	{"memalign", memleakMemleakFnFN_MEMALIGN}, {"valloc", memleakMemleakFnFN_VALLOC},
-	{"pvalloc", memleakMemleakFnFN_PVALLOC}, {"mmap", memleakMemleakFnFN_MMAP},
-	{"free", memleakMemleakFnFN_FREE}, {"munmap", memleakMemleakFnFN_MUNMAP},
+// entryPoints are the allocator functions probed, by their C name; each
+// one's attach cookie is its member of the program's enum memleak_fn
+// (FN_<NAME>, read from the object: fnCookies). free and munmap need no
+// return probe.
+var entryPoints = []string{"malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
+	"aligned_alloc", "memalign", "valloc", "pvalloc", "mmap", "free", "munmap"}
+
+// fnCookies are enum memleak_fn's values by member name, from the
+// object's BTF.
+var fnCookies = sync.OnceValues(func() (map[string]uint64, error) {
+	spec, err := loadMemleak()
+	if err != nil {
+		return nil, err
+	}
+	return bpfskel.Enum(spec, "memleak_fn")
+})
+
+// cookie is the attach cookie that tells the program which entry point fn
+// (an entryPoints name) it runs for.
+func cookie(fn string) (uint64, error) {
+	cookies, err := fnCookies()
+	if err != nil {
+		return 0, err
+	}
+	c, ok := cookies["FN_"+strings.ToUpper(fn)]
+	if !ok {
+		return 0, fmt.Errorf("the memleak program's enum memleak_fn has no FN_%s", strings.ToUpper(fn))
+	}
+	return c, nil
 }
 
 // allocator is the binary whose functions are probed and which of them it
@@ -36,7 +54,8 @@ type allocator struct {
 
 type probed struct {
 	symbol string
-	fn     memleakMemleakFn
+	fn     string // its entryPoints name
+	cookie uint64 // fn's attach cookie
 }
 
 func (a *allocator) String() string {
@@ -50,14 +69,15 @@ func (a *allocator) String() string {
 func (a *allocator) hooks(pid int) []bpfskel.Hook {
 	var hs []bpfskel.Hook
 	for _, f := range a.funcs {
-		if f.fn == memleakMemleakFnFN_FREE || f.fn == memleakMemleakFnFN_MUNMAP {
-			hs = append(hs, bpfskel.UprobeHook(a.path, f.symbol, memleakProgFreeEntry, false, pid, uint64(f.fn)))
+		c := f.cookie
+		if f.fn == "free" || f.fn == "munmap" {
+			hs = append(hs, bpfskel.UprobeHook(a.path, f.symbol, memleakProgFreeEntry, false, pid, c))
 			continue
 		}
 		// The return probe goes first, so no entry is recorded without
 		// the return that consumes it.
-		hs = append(hs, bpfskel.UprobeHook(a.path, f.symbol, memleakProgAllocReturn, true, pid, uint64(f.fn)),
-			bpfskel.UprobeHook(a.path, f.symbol, memleakProgAllocEntry, false, pid, uint64(f.fn)))
+		hs = append(hs, bpfskel.UprobeHook(a.path, f.symbol, memleakProgAllocReturn, true, pid, c),
+			bpfskel.UprobeHook(a.path, f.symbol, memleakProgAllocEntry, false, pid, c))
 	}
 	return hs
 }
@@ -98,13 +118,18 @@ func findAllocator(o Options) (*allocator, error) {
 		return nil, fmt.Errorf("reading the allocator %s: %w", path, err)
 	}
 	a := &allocator{path: path, prefix: o.Prefix, funcs: definedFuncs(ef, o.Prefix)}
-	if !a.has(memleakMemleakFnFN_MALLOC) || !a.has(memleakMemleakFnFN_FREE) {
+	if !a.has("malloc") || !a.has("free") {
 		return nil, fmt.Errorf("%s defines no %smalloc and %sfree: name the allocator with --lib PATH and --symbol-prefix", path, o.Prefix, o.Prefix)
+	}
+	for i := range a.funcs {
+		if a.funcs[i].cookie, err = cookie(a.funcs[i].fn); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }
 
-func (a *allocator) has(fn memleakMemleakFn) bool {
+func (a *allocator) has(fn string) bool {
 	for _, f := range a.funcs {
 		if f.fn == fn {
 			return true
@@ -130,13 +155,13 @@ func definedFuncs(ef *elf.File, prefix string) []probed {
 	}
 	var out []probed
 	taken := map[uint64]bool{}
-	for _, e := range entryPoints {
-		v, ok := addrs[prefix+e.name]
+	for _, fn := range entryPoints {
+		v, ok := addrs[prefix+fn]
 		if !ok || taken[v] {
 			continue
 		}
 		taken[v] = true
-		out = append(out, probed{symbol: prefix + e.name, fn: e.fn})
+		out = append(out, probed{symbol: prefix + fn, fn: fn})
 	}
 	return out
 }

@@ -5,4 +5,4 @@ package memleak
 //
 // bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type memleak_stack -type memleak_total -type memleak_alloc -type memleak_fn memleak memleak.bpf.c
+//go:generate go tool bpfgen -type memleak_stack -type memleak_total -type memleak_alloc memleak memleak.bpf.c

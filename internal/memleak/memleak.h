@@ -30,7 +30,8 @@ struct memleak_alloc {
 
 #define COUNT_ONE 1024
 
-/* Entry points, passed as the attach cookie. */
+/* Entry points, passed as the attach cookie: FN_ and the function's name in
+ * capitals (Go reads the values by these names from the object's BTF). */
 enum memleak_fn {
 	FN_MALLOC = 0,         /* malloc(size) */
 	FN_CALLOC = 1,         /* calloc(n, size) */

@@ -21,24 +21,6 @@ type memleakMemleakAlloc struct {
 	Where memleakMemleakStack
 }
 
-type memleakMemleakFn uint32
-
-const (
-	memleakMemleakFnFN_MALLOC         memleakMemleakFn = 0
-	memleakMemleakFnFN_CALLOC         memleakMemleakFn = 1
-	memleakMemleakFnFN_REALLOC        memleakMemleakFn = 2
-	memleakMemleakFnFN_REALLOCARRAY   memleakMemleakFn = 3
-	memleakMemleakFnFN_POSIX_MEMALIGN memleakMemleakFn = 4
-	memleakMemleakFnFN_ALIGNED_ALLOC  memleakMemleakFn = 5
-	memleakMemleakFnFN_MEMALIGN       memleakMemleakFn = 6
-	memleakMemleakFnFN_VALLOC         memleakMemleakFn = 7
-	memleakMemleakFnFN_PVALLOC        memleakMemleakFn = 8
-	memleakMemleakFnFN_MMAP           memleakMemleakFn = 9
-	memleakMemleakFnFN_FREE           memleakMemleakFn = 10
-	memleakMemleakFnFN_MUNMAP         memleakMemleakFn = 11
-	memleakMemleakFnFN_MAX            memleakMemleakFn = 12
-)
-
 type memleakMemleakStack struct {
 	_           structs.HostLayout
 	UserStack   uint64
@@ -60,8 +42,8 @@ const memleakVarCountMissed, memleakVarPageSize, memleakVarSampleBytes, memleakV
 // memleakMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
 type memleakMaps struct {
-	Allocs, Inflight, Nth, Stacks, Totals, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
-	Counters                                                                                                                                                            *bpfskel.Counters
+	Allocs, Inflight, Nth, Stacks, Totals, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Counters, UnwindCounters                                                                                                                            *bpfskel.Counters
 }
 
 //go:embed memleak_bpfel.o

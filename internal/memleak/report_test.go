@@ -102,7 +102,7 @@ func TestDefinedFuncs(t *testing.T) {
 	}
 	defer lf.Close()
 	a := &allocator{funcs: definedFuncs(lf, "")}
-	if !a.has(memleakMemleakFnFN_MALLOC) || !a.has(memleakMemleakFnFN_FREE) || !a.has(memleakMemleakFnFN_MMAP) {
+	if !a.has("malloc") || !a.has("free") || !a.has("mmap") {
 		t.Errorf("%s: found %v, want at least malloc, free and mmap", libc, a.funcs)
 	}
 }
@@ -120,5 +120,21 @@ func TestOptionsCheck(t *testing.T) {
 	}
 	if err := (&Options{Kernel: true}).check(); err != nil {
 		t.Errorf("--kernel system-wide refused: %v", err)
+	}
+}
+
+// Every entry point has its attach cookie in the program's enum memleak_fn,
+// and no two share one (no root: the object's BTF).
+func TestEntryPointCookies(t *testing.T) {
+	seen := map[uint64]string{}
+	for _, fn := range entryPoints {
+		c, err := cookie(fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := seen[c]; ok {
+			t.Errorf("%s and %s share the cookie %d", prev, fn, c)
+		}
+		seen[c] = fn
 	}
 }

@@ -6,4 +6,4 @@ package offcpu
 //
 // bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type offcpu_key -type offcpu_error offcpu offcpu.bpf.c
+//go:generate go tool bpfgen -type offcpu_key offcpu offcpu.bpf.c

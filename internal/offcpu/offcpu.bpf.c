@@ -19,9 +19,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Keep the shared types in BTF for bpf2go -type. */
-KEEP_TYPE(enum offcpu_error, offcpu_error);
-
 const volatile __u32 target_pid = 0;    /* 0: every process */
 const volatile bool per_thread = false;
 const volatile bool user_stacks = true;
@@ -57,7 +54,7 @@ STACK_MAP(stacks, 16384);
 HASH_MAP(blocked, struct offcpu_key, __u64, 65536);
 
 /* key: enum offcpu_error; value: count (u64), per CPU. */
-PERCPU_COUNTERS(errors, OFFCPU_ERR_MAX);
+ENUM_COUNTERS(errors, enum offcpu_error, OFFCPU_ERR_MAX);
 
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {

@@ -39,10 +39,11 @@ type Options struct {
 	OnInterval func(*Result)
 }
 
-// Errors counted by the program.
+// Errors counted by the program (each counter tag names its member of
+// enum offcpu_error, bpfskel.Counters).
 type Errors struct {
-	StackFailures uint64 `json:"stack_failures"`
-	MapFull       uint64 `json:"lost_map_full"`
+	StackFailures uint64 `json:"stack_failures" counter:"OFFCPU_ERR_STACK"`
+	MapFull       uint64 `json:"lost_map_full" counter:"OFFCPU_ERR_FULL"`
 }
 
 // Result of a run.
@@ -174,9 +175,9 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading blocked time: %w", err)
 	}
-	errs := bpfmaps.Counters(m.Errors, int(offcpuOffcpuErrorOFFCPU_ERR_MAX))
-	res.Errors.StackFailures = errs[offcpuOffcpuErrorOFFCPU_ERR_STACK]
-	res.Errors.MapFull = errs[offcpuOffcpuErrorOFFCPU_ERR_FULL]
+	if err := m.Errors.Read(&res.Errors); err != nil {
+		return nil, fmt.Errorf("reading the error counters: %w", err)
+	}
 	event := "offcpu"
 	if o.Wakers {
 		event = "wakeup"

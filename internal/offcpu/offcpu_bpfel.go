@@ -12,14 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type offcpuOffcpuError uint32
-
-const (
-	offcpuOffcpuErrorOFFCPU_ERR_STACK offcpuOffcpuError = 0
-	offcpuOffcpuErrorOFFCPU_ERR_FULL  offcpuOffcpuError = 1
-	offcpuOffcpuErrorOFFCPU_ERR_MAX   offcpuOffcpuError = 2
-)
-
 type offcpuOffcpuKey struct {
 	_                structs.HostLayout
 	Pid              uint32
@@ -37,11 +29,14 @@ type offcpuOffcpuKey struct {
 // Names of the object's maps, programs and globals.
 const offcpuMapBlocked, offcpuMapErrors, offcpuMapStacks, offcpuMapStarts, offcpuMapUnwindCounters, offcpuMapUnwindFiles, offcpuMapUnwindNoticed, offcpuMapUnwindNotices, offcpuMapUnwindProcs, offcpuMapUnwindRows, offcpuMapUnwindRules, offcpuMapUnwindScratch, offcpuMapUnwindStacks, offcpuMapWakers = "blocked", "errors", "stacks", "starts", "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks", "wakers"
 const offcpuProgRawSchedSwitch, offcpuProgRawSchedWaking, offcpuProgRawUnwindExec, offcpuProgRawUnwindExit, offcpuProgTpBtfSchedSwitch, offcpuProgTpBtfSchedWaking, offcpuProgTpBtfUnwindExec, offcpuProgTpBtfUnwindExit = "raw_sched_switch", "raw_sched_waking", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_sched_switch", "tp_btf_sched_waking", "tp_btf_unwind_exec", "tp_btf_unwind_exit"
-const offcpuVarIncludeIdle, offcpuVarKernelStacks, offcpuVarMaxBlockNs, offcpuVarMinBlockNs, offcpuVarPerThread, offcpuVarStateMask, offcpuVarTargetPid, offcpuVarTrackWakers, offcpuVarUnusedOffcpuError, offcpuVarUnwindArch, offcpuVarUnwindMaxFrames, offcpuVarUnwindNoticeNs, offcpuVarUnwindOffFp, offcpuVarUnwindOffLr, offcpuVarUnwindOffPc, offcpuVarUnwindOffSp, offcpuVarUnwindPageShift, offcpuVarUserStacks = "include_idle", "kernel_stacks", "max_block_ns", "min_block_ns", "per_thread", "state_mask", "target_pid", "track_wakers", "unused_offcpu_error", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "user_stacks"
+const offcpuVarIncludeIdle, offcpuVarKernelStacks, offcpuVarMaxBlockNs, offcpuVarMinBlockNs, offcpuVarPerThread, offcpuVarStateMask, offcpuVarTargetPid, offcpuVarTrackWakers, offcpuVarUnwindArch, offcpuVarUnwindMaxFrames, offcpuVarUnwindNoticeNs, offcpuVarUnwindOffFp, offcpuVarUnwindOffLr, offcpuVarUnwindOffPc, offcpuVarUnwindOffSp, offcpuVarUnwindPageShift, offcpuVarUserStacks = "include_idle", "kernel_stacks", "max_block_ns", "min_block_ns", "per_thread", "state_mask", "target_pid", "track_wakers", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "user_stacks"
 
 // offcpuMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type offcpuMaps struct{ Blocked, Errors, Stacks, Starts, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks, Wakers *ebpf.Map }
+type offcpuMaps struct {
+	Blocked, Stacks, Starts, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks, Wakers *ebpf.Map
+	Errors, UnwindCounters                                                                                                                        *bpfskel.Counters
+}
 
 //go:embed offcpu_bpfel.o
 var offcpuObject []byte

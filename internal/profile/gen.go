@@ -5,4 +5,4 @@ package profile
 //
 // bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type profile_key -type profile_error profile profile.bpf.c
+//go:generate go tool bpfgen -type profile_key profile profile.bpf.c

@@ -15,9 +15,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Keep the shared types in BTF for bpf2go -type. */
-KEEP_TYPE(enum profile_error, profile_error);
-
 /* Options set before load. */
 const volatile __u32 target_pid = 0;     /* 0: every process */
 const volatile bool per_thread = false;  /* key by thread as well as process */
@@ -33,8 +30,8 @@ STACK_MAP(stacks, 16384);
  * memory for no gain at these rates. */
 HASH_MAP(counts, struct profile_key, __u64, 65536);
 
-/* key: enum profile_error (u32); value: occurrences (u64), per CPU. */
-PERCPU_COUNTERS(errors, ERR_MAX);
+/* key: enum profile_error; value: occurrences (u64), per CPU. */
+ENUM_COUNTERS(errors, enum profile_error, ERR_MAX);
 
 SEC("perf_event")
 int do_sample(void *ctx)

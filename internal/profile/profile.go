@@ -48,11 +48,13 @@ type Options struct {
 	WatchEvery time.Duration
 }
 
-// Errors the BPF program counted; non-zero values mean incomplete data.
+// Errors the BPF program counted; non-zero values mean incomplete data
+// (each counter tag names its member of enum profile_error,
+// bpfskel.Counters).
 type Errors struct {
-	UserStack   uint64 `json:"user_stack_failures"`
-	KernelStack uint64 `json:"kernel_stack_failures"`
-	MapFull     uint64 `json:"samples_lost_map_full"`
+	UserStack   uint64 `json:"user_stack_failures" counter:"ERR_USER_STACK"`
+	KernelStack uint64 `json:"kernel_stack_failures" counter:"ERR_KERNEL_STACK"`
+	MapFull     uint64 `json:"samples_lost_map_full" counter:"ERR_COUNTS_FULL"`
 }
 
 // Result of a run.
@@ -229,10 +231,9 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading stack counts: %w", err)
 	}
-	errs := bpfmaps.Counters(objs.Errors, int(profileProfileErrorERR_MAX))
-	res.Errors.UserStack = errs[profileProfileErrorERR_USER_STACK]
-	res.Errors.KernelStack = errs[profileProfileErrorERR_KERNEL_STACK]
-	res.Errors.MapFull = errs[profileProfileErrorERR_COUNTS_FULL]
+	if err := objs.Errors.Read(&res.Errors); err != nil {
+		return nil, fmt.Errorf("reading the error counters: %w", err)
+	}
 	meta := model.Meta{
 		Event: "cpu-clock", Freq: o.Freq, Callchain: true,
 		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),

@@ -13,7 +13,7 @@ struct profile_key {
 	char comm[16];
 };
 
-/* Per-CPU error counters, indexes into the errors map. */
+/* Per-CPU error counters: the errors map's key (Go reads them by name). */
 enum profile_error {
 	ERR_USER_STACK = 0,   /* unused: unwind_counters count user walks */
 	ERR_KERNEL_STACK = 1, /* … for the kernel stack */

@@ -12,15 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type profileProfileError uint32
-
-const (
-	profileProfileErrorERR_USER_STACK   profileProfileError = 0
-	profileProfileErrorERR_KERNEL_STACK profileProfileError = 1
-	profileProfileErrorERR_COUNTS_FULL  profileProfileError = 2
-	profileProfileErrorERR_MAX          profileProfileError = 3
-)
-
 type profileProfileKey struct {
 	_           structs.HostLayout
 	Pid         uint32
@@ -34,11 +25,14 @@ type profileProfileKey struct {
 // Names of the object's maps, programs and globals.
 const profileMapCounts, profileMapErrors, profileMapStacks, profileMapUnwindCounters, profileMapUnwindFiles, profileMapUnwindNoticed, profileMapUnwindNotices, profileMapUnwindProcs, profileMapUnwindRows, profileMapUnwindRules, profileMapUnwindScratch, profileMapUnwindStacks = "counts", "errors", "stacks", "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
 const profileProgDoSample, profileProgRawUnwindExec, profileProgRawUnwindExit, profileProgTpBtfUnwindExec, profileProgTpBtfUnwindExit = "do_sample", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit"
-const profileVarIncludeIdle, profileVarKernelStacks, profileVarPerThread, profileVarTargetPid, profileVarUnusedProfileError, profileVarUnwindArch, profileVarUnwindMaxFrames, profileVarUnwindNoticeNs, profileVarUnwindOffFp, profileVarUnwindOffLr, profileVarUnwindOffPc, profileVarUnwindOffSp, profileVarUnwindPageShift, profileVarUserStacks = "include_idle", "kernel_stacks", "per_thread", "target_pid", "unused_profile_error", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "user_stacks"
+const profileVarIncludeIdle, profileVarKernelStacks, profileVarPerThread, profileVarTargetPid, profileVarUnwindArch, profileVarUnwindMaxFrames, profileVarUnwindNoticeNs, profileVarUnwindOffFp, profileVarUnwindOffLr, profileVarUnwindOffPc, profileVarUnwindOffSp, profileVarUnwindPageShift, profileVarUserStacks = "include_idle", "kernel_stacks", "per_thread", "target_pid", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "user_stacks"
 
 // profileMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type profileMaps struct{ Counts, Errors, Stacks, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map }
+type profileMaps struct {
+	Counts, Stacks, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	Errors, UnwindCounters                                                                                                       *bpfskel.Counters
+}
 
 //go:embed profile_bpfel.o
 var profileObject []byte

@@ -5,4 +5,4 @@ package record
 //
 // bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type walk_error walk record.bpf.c
+//go:generate go tool bpfgen walk record.bpf.c

@@ -33,8 +33,6 @@ enum walk_error {
 	WALK_ERR_MAX,
 };
 
-KEEP_TYPE(enum walk_error, walk_error);
-
 /* key: CPU index (u32); value: fd of that CPU's PERF_COUNT_SW_BPF_OUTPUT
  * event, whose output goes to record's ring on that CPU. Filled by user
  * space. */
@@ -44,8 +42,8 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } walk_out SEC(".maps");
 
-/* key: enum walk_error (u32); value: events (u64), per CPU. */
-PERCPU_COUNTERS(walk_errors, WALK_ERR_MAX);
+/* key: enum walk_error; value: events (u64), per CPU. */
+ENUM_COUNTERS(walk_errors, enum walk_error, WALK_ERR_MAX);
 
 /* Set when record's events follow some processes only (a command, -p):
  * a tracepoint's or user probe's program runs at every hit of every

@@ -8,7 +8,6 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
@@ -317,8 +316,17 @@ func (w *walker) finish() *WalkStats {
 	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.missing}
 	ws.Stacks.Lost = ws.Walker.StacksFull + w.missing
 	ws.Stacks.Total += ws.Stacks.Lost
-	ws.OutputErrors = bpfmaps.Counters(w.objs.WalkErrors, int(walkWalkErrorWALK_ERR_MAX))[walkWalkErrorWALK_ERR_OUTPUT]
+	var errs walkErrors
+	if err := w.objs.WalkErrors.Read(&errs); err == nil {
+		ws.OutputErrors = errs.Output
+	}
 	return ws
+}
+
+// walkErrors are record.bpf.c's counters (each tag names its member of
+// enum walk_error, bpfskel.Counters).
+type walkErrors struct {
+	Output uint64 `counter:"WALK_ERR_OUTPUT"`
 }
 
 // close detaches everything; the caller closes the events first.

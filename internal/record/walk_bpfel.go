@@ -11,21 +11,17 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type walkWalkError uint32
-
-const (
-	walkWalkErrorWALK_ERR_OUTPUT walkWalkError = 0
-	walkWalkErrorWALK_ERR_MAX    walkWalkError = 1
-)
-
 // Names of the object's maps, programs and globals.
 const walkMapUnwindCounters, walkMapUnwindFiles, walkMapUnwindNoticed, walkMapUnwindNotices, walkMapUnwindProcs, walkMapUnwindRows, walkMapUnwindRules, walkMapUnwindScratch, walkMapUnwindStacks, walkMapWalkErrors, walkMapWalkOut, walkMapWalkTgids = "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks", "walk_errors", "walk_out", "walk_tgids"
 const walkProgRawUnwindExec, walkProgRawUnwindExit, walkProgRawWalkExit, walkProgRawWalkFork, walkProgTpBtfUnwindExec, walkProgTpBtfUnwindExit, walkProgTpBtfWalkExit, walkProgTpBtfWalkFork, walkProgWalkSample, walkProgWalkTracepoint, walkProgWalkUprobe = "raw_unwind_exec", "raw_unwind_exit", "raw_walk_exit", "raw_walk_fork", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "tp_btf_walk_exit", "tp_btf_walk_fork", "walk_sample", "walk_tracepoint", "walk_uprobe"
-const walkVarUnusedWalkError, walkVarUnwindArch, walkVarUnwindMaxFrames, walkVarUnwindNoticeNs, walkVarUnwindOffFp, walkVarUnwindOffLr, walkVarUnwindOffPc, walkVarUnwindOffSp, walkVarUnwindPageShift, walkVarWalkFilter = "unused_walk_error", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "walk_filter"
+const walkVarUnwindArch, walkVarUnwindMaxFrames, walkVarUnwindNoticeNs, walkVarUnwindOffFp, walkVarUnwindOffLr, walkVarUnwindOffPc, walkVarUnwindOffSp, walkVarUnwindPageShift, walkVarWalkFilter = "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift", "walk_filter"
 
 // walkMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type walkMaps struct{ UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks, WalkErrors, WalkOut, WalkTgids *ebpf.Map }
+type walkMaps struct {
+	UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks, WalkOut, WalkTgids *ebpf.Map
+	UnwindCounters, WalkErrors                                                                                                       *bpfskel.Counters
+}
 
 //go:embed walk_bpfel.o
 var walkObject []byte

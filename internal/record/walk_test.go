@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/events"
 	"github.com/sonde-dev/sonde/internal/perf"
 	"github.com/sonde-dev/sonde/internal/tracefs"
@@ -79,5 +80,12 @@ func TestProgFor(t *testing.T) {
 		if got := progFor(c.e); got != c.want {
 			t.Errorf("progFor(%v) = %s, want %s", c.e.Format, got, c.want)
 		}
+	}
+}
+
+// walkErrors names members of enum walk_error (no root: the object's BTF).
+func TestWalkErrorNames(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadWalk, walkMapWalkErrors, &walkErrors{}); err != nil {
+		t.Fatal(err)
 	}
 }

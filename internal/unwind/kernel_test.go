@@ -18,8 +18,9 @@ import (
 )
 
 // loadTestWalker loads the walker's object with room for 1 M rows, its
-// options set from consts and only program prog (none when empty).
-func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Collection, walkerMaps) {
+// options set from consts and only program prog (none when empty); its
+// maps, and the walker's own as a tool's session gets them.
+func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Collection, walkerMaps, Maps) {
 	t.Helper()
 	if err := rlimit.RemoveMemlock(); err != nil {
 		t.Fatal(err)
@@ -46,21 +47,14 @@ func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Col
 		t.Fatalf("loading the walker: %+v", err)
 	}
 	var m walkerMaps
-	if err := bpfskel.AssignMaps(coll, &m); err != nil {
-		coll.Close()
-		t.Fatal(err)
+	var w Maps
+	for _, dst := range []any{&m, &w} {
+		if err := bpfskel.AssignMaps(spec, coll, dst); err != nil {
+			coll.Close()
+			t.Fatal(err)
+		}
 	}
-	return coll, m
-}
-
-// walkerMapsOf is the walker's maps in coll, as a tool's session gets them.
-func walkerMapsOf(t *testing.T, coll *ebpf.Collection) Maps {
-	t.Helper()
-	var m Maps
-	if err := bpfskel.AssignMaps(coll, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return coll, m, w
 }
 
 // walkTarget loads the walker's own object, samples pid's CPU time at hz
@@ -71,7 +65,7 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	t.Helper()
 	consts := Consts()
 	consts["target_pid"] = uint32(pid)
-	coll, maps := loadTestWalker(t, consts, prog)
+	coll, maps, w := loadTestWalker(t, consts, prog)
 	defer coll.Close()
 	objs := struct {
 		walkerMaps
@@ -82,7 +76,7 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 		t.Fatalf("enabling BPF run-time stats: %v", err)
 	}
 	defer stats.Close()
-	l := New(walkerMapsOf(t, coll), 1<<20)
+	l := New(w, 1<<20)
 	l.Only = pid
 	if err := l.Load(pid); err != nil {
 		t.Fatal(err)
@@ -195,9 +189,9 @@ func TestProbe(t *testing.T) {
 // the rule unwindtable.Table.Lookup gives.
 func TestLoaderMapsAgreeWithTables(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	coll, m := loadTestWalker(t, nil, "")
+	coll, m, w := loadTestWalker(t, nil, "")
 	defer coll.Close()
-	l := New(walkerMapsOf(t, coll), 1<<20)
+	l := New(w, 1<<20)
 	// A dynamically linked process (the test binary has no libc).
 	sleep := testutil.Start(t, "sleep", "10")
 	time.Sleep(100 * time.Millisecond) // past the dynamic loader

@@ -45,12 +45,12 @@ const maxMappings = len(procValue{}.M)
 // Maps are the walker's maps in a tool's object (see sonde_unwind.h for
 // key, value, units); bpfskel.AssignMaps fills them by these names.
 type Maps struct {
-	Rules    *ebpf.Map `ebpf:"unwind_rules"`
-	Rows     *ebpf.Map `ebpf:"unwind_rows"`
-	Procs    *ebpf.Map `ebpf:"unwind_procs"`
-	Stacks   *ebpf.Map `ebpf:"unwind_stacks"`
-	Counters *ebpf.Map `ebpf:"unwind_counters"`
-	Notices  *ebpf.Map `ebpf:"unwind_notices"`
+	Rules    *ebpf.Map         `ebpf:"unwind_rules"`
+	Rows     *ebpf.Map         `ebpf:"unwind_rows"`
+	Procs    *ebpf.Map         `ebpf:"unwind_procs"`
+	Stacks   *ebpf.Map         `ebpf:"unwind_stacks"`
+	Counters *bpfskel.Counters `ebpf:"unwind_counters"`
+	Notices  *ebpf.Map         `ebpf:"unwind_notices"`
 }
 
 // Supported says whether the walker runs on this architecture; elsewhere

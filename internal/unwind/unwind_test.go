@@ -1,8 +1,10 @@
 package unwind
 
 import (
+	"maps"
 	"testing"
 
+	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/stackstat"
 	"github.com/sonde-dev/sonde/internal/unwindtable"
@@ -44,20 +46,25 @@ func TestMappingBias(t *testing.T) {
 }
 
 // TestEnumsMatchTheObject: stackstat's copies of the C enums agree with
-// the object's.
+// the object's (its BTF, by member name).
 func TestEnumsMatchTheObject(t *testing.T) {
-	for _, c := range []struct{ got, want uint64 }{
-		{uint64(stackstat.EndStop), uint64(walkerUnwindEndUNWIND_END_STOP)},
-		{uint64(stackstat.EndZero), uint64(walkerUnwindEndUNWIND_END_ZERO)},
-		{uint64(stackstat.EndFrameLimit), uint64(walkerUnwindEndUNWIND_END_FRAME_LIMIT)},
-		{uint64(stackstat.EndRead), uint64(walkerUnwindEndUNWIND_END_READ)},
-		{uint64(stackstat.EndUnsupported), uint64(walkerUnwindEndUNWIND_END_UNSUPPORTED)},
-		{uint64(stackstat.FlagFallback), uint64(walkerUnwindFlagUNWIND_F_FALLBACK)},
-		{uint64(stackstat.FlagNoMapping), uint64(walkerUnwindFlagUNWIND_F_NO_MAPPING)},
-		{uint64(stackstat.FlagProcUnknown), uint64(walkerUnwindFlagUNWIND_F_PROC_UNKNOWN)},
+	spec, err := loadWalker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for enum, want := range map[string]map[string]uint64{
+		"unwind_end": {"UNWIND_END_STOP": uint64(stackstat.EndStop), "UNWIND_END_ZERO": uint64(stackstat.EndZero),
+			"UNWIND_END_FRAME_LIMIT": uint64(stackstat.EndFrameLimit), "UNWIND_END_READ": uint64(stackstat.EndRead),
+			"UNWIND_END_UNSUPPORTED": uint64(stackstat.EndUnsupported)},
+		"unwind_flag": {"UNWIND_F_FALLBACK": uint64(stackstat.FlagFallback), "UNWIND_F_NO_MAPPING": uint64(stackstat.FlagNoMapping),
+			"UNWIND_F_PROC_UNKNOWN": uint64(stackstat.FlagProcUnknown)},
 	} {
-		if c.got != c.want {
-			t.Errorf("stackstat has %d where the object has %d", c.got, c.want)
+		got, err := bpfskel.Enum(spec, enum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("enum %s is %v in the object, %v in stackstat", enum, got, want)
 		}
 	}
 }
@@ -105,5 +112,13 @@ func TestParentOf(t *testing.T) {
 		if got := parentOf([]byte(in)); got != want {
 			t.Errorf("parentOf(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+// The walker's Go counters name members of enum unwind_counter (no root:
+// the object's BTF).
+func TestCounterNames(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadWalker, walkerMapUnwindCounters, &Counters{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,7 +14,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(enum unwind_counter, unwind_counter);
 KEEP_TYPE(enum unwind_end, unwind_end);
 KEEP_TYPE(enum unwind_flag, unwind_flag);
 KEEP_TYPE(enum unwind_notice_kind, unwind_notice_kind);

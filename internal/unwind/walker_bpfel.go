@@ -12,32 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 )
 
-type walkerUnwindCounter uint32
-
-const (
-	walkerUnwindCounterUNWIND_C_WALKS        walkerUnwindCounter = 0
-	walkerUnwindCounterUNWIND_C_COMPLETE     walkerUnwindCounter = 1
-	walkerUnwindCounterUNWIND_C_FRAME_LIMIT  walkerUnwindCounter = 2
-	walkerUnwindCounterUNWIND_C_BAD_READ     walkerUnwindCounter = 3
-	walkerUnwindCounterUNWIND_C_UNSUPPORTED  walkerUnwindCounter = 4
-	walkerUnwindCounterUNWIND_C_FALLBACK     walkerUnwindCounter = 5
-	walkerUnwindCounterUNWIND_C_NOT_LOADED   walkerUnwindCounter = 6
-	walkerUnwindCounterUNWIND_C_STACKS_FULL  walkerUnwindCounter = 7
-	walkerUnwindCounterUNWIND_C_NOTICES      walkerUnwindCounter = 8
-	walkerUnwindCounterUNWIND_C_NOTICES_LOST walkerUnwindCounter = 9
-	walkerUnwindCounterUNWIND_C_MAX          walkerUnwindCounter = 10
-)
-
-type walkerUnwindEnd uint32
-
-const (
-	walkerUnwindEndUNWIND_END_STOP        walkerUnwindEnd = 0
-	walkerUnwindEndUNWIND_END_ZERO        walkerUnwindEnd = 1
-	walkerUnwindEndUNWIND_END_FRAME_LIMIT walkerUnwindEnd = 2
-	walkerUnwindEndUNWIND_END_READ        walkerUnwindEnd = 3
-	walkerUnwindEndUNWIND_END_UNSUPPORTED walkerUnwindEnd = 4
-)
-
 type walkerUnwindFile struct {
 	_        structs.HostLayout
 	Off      uint64
@@ -53,14 +27,6 @@ type walkerUnwindFileKey struct {
 	Dev    uint32
 	Unused uint32
 }
-
-type walkerUnwindFlag uint32
-
-const (
-	walkerUnwindFlagUNWIND_F_FALLBACK     walkerUnwindFlag = 1
-	walkerUnwindFlagUNWIND_F_NO_MAPPING   walkerUnwindFlag = 2
-	walkerUnwindFlagUNWIND_F_PROC_UNKNOWN walkerUnwindFlag = 4
-)
 
 type walkerUnwindNotice struct {
 	_    structs.HostLayout
@@ -120,11 +86,14 @@ type walkerUnwindStack struct {
 // Names of the object's maps, programs and globals.
 const walkerMapCounts, walkerMapFpStacks, walkerMapUnwindCounters, walkerMapUnwindFiles, walkerMapUnwindNoticed, walkerMapUnwindNotices, walkerMapUnwindProcs, walkerMapUnwindRows, walkerMapUnwindRules, walkerMapUnwindScratch, walkerMapUnwindStacks = "counts", "fp_stacks", "unwind_counters", "unwind_files", "unwind_noticed", "unwind_notices", "unwind_procs", "unwind_rows", "unwind_rules", "unwind_scratch", "unwind_stacks"
 const walkerProgFpSample, walkerProgRawUnwindExec, walkerProgRawUnwindExit, walkerProgTpBtfUnwindExec, walkerProgTpBtfUnwindExit, walkerProgWalkSample = "fp_sample", "raw_unwind_exec", "raw_unwind_exit", "tp_btf_unwind_exec", "tp_btf_unwind_exit", "walk_sample"
-const walkerVarTargetPid, walkerVarUnusedUnwindCounter, walkerVarUnusedUnwindEnd, walkerVarUnusedUnwindFlag, walkerVarUnusedUnwindNotice, walkerVarUnusedUnwindNoticeKind, walkerVarUnwindArch, walkerVarUnwindMaxFrames, walkerVarUnwindNoticeNs, walkerVarUnwindOffFp, walkerVarUnwindOffLr, walkerVarUnwindOffPc, walkerVarUnwindOffSp, walkerVarUnwindPageShift = "target_pid", "unused_unwind_counter", "unused_unwind_end", "unused_unwind_flag", "unused_unwind_notice", "unused_unwind_notice_kind", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift"
+const walkerVarTargetPid, walkerVarUnusedUnwindEnd, walkerVarUnusedUnwindFlag, walkerVarUnusedUnwindNotice, walkerVarUnusedUnwindNoticeKind, walkerVarUnwindArch, walkerVarUnwindMaxFrames, walkerVarUnwindNoticeNs, walkerVarUnwindOffFp, walkerVarUnwindOffLr, walkerVarUnwindOffPc, walkerVarUnwindOffSp, walkerVarUnwindPageShift = "target_pid", "unused_unwind_end", "unused_unwind_flag", "unused_unwind_notice", "unused_unwind_notice_kind", "unwind_arch", "unwind_max_frames", "unwind_notice_ns", "unwind_off_fp", "unwind_off_lr", "unwind_off_pc", "unwind_off_sp", "unwind_page_shift"
 
 // walkerMaps is filled by bpfskel.Open (Tool.Maps): field X holds the map
 // whose bpfskel.GoName is X.
-type walkerMaps struct{ Counts, FpStacks, UnwindCounters, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map }
+type walkerMaps struct {
+	Counts, FpStacks, UnwindFiles, UnwindNoticed, UnwindNotices, UnwindProcs, UnwindRows, UnwindRules, UnwindScratch, UnwindStacks *ebpf.Map
+	UnwindCounters                                                                                                                 *bpfskel.Counters
+}
 
 //go:embed walker_bpfel.o
 var walkerObject []byte

@@ -101,41 +101,24 @@ func (r *buf) need(n int) bool {
 	return true
 }
 
-func (r *buf) u8() uint8 {
-	if !r.need(1) {
-		return 0
+// noField is what field returns past the end: zeros, so a truncated
+// entry decodes to zeros and err says why.
+var noField [8]byte
+
+// field is the next n (at most 8) bytes, consumed.
+func (r *buf) field(n int) []byte {
+	if !r.need(n) {
+		return noField[:n]
 	}
-	v := r.b[r.off]
-	r.off++
+	v := r.b[r.off : r.off+n]
+	r.off += n
 	return v
 }
 
-func (r *buf) u16() uint16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := r.order.Uint16(r.b[r.off:])
-	r.off += 2
-	return v
-}
-
-func (r *buf) u32() uint32 {
-	if !r.need(4) {
-		return 0
-	}
-	v := r.order.Uint32(r.b[r.off:])
-	r.off += 4
-	return v
-}
-
-func (r *buf) u64() uint64 {
-	if !r.need(8) {
-		return 0
-	}
-	v := r.order.Uint64(r.b[r.off:])
-	r.off += 8
-	return v
-}
+func (r *buf) u8() uint8   { return r.field(1)[0] }
+func (r *buf) u16() uint16 { return r.order.Uint16(r.field(2)) }
+func (r *buf) u32() uint32 { return r.order.Uint32(r.field(4)) }
+func (r *buf) u64() uint64 { return r.order.Uint64(r.field(8)) }
 
 func (r *buf) bytes(n uint64) []byte {
 	if n > uint64(len(r.b)) || !r.need(int(n)) {
@@ -147,43 +130,36 @@ func (r *buf) bytes(n uint64) []byte {
 	return v
 }
 
-func (r *buf) uleb() uint64 {
-	var v uint64
-	var shift uint
+// leb reads an LEB128 number's 7-bit groups, low first, into v; shift is
+// how many bits they held and last the final byte, whose 0x40 bit is a
+// signed number's sign. Zeros when the data ends first.
+func (r *buf) leb() (v uint64, shift uint, last uint8) {
 	for {
 		c := r.u8()
 		if r.err != nil {
-			return 0
+			return 0, 0, 0
 		}
 		if shift < 64 {
 			v |= uint64(c&0x7f) << shift
 		}
 		shift += 7
 		if c&0x80 == 0 {
-			return v
+			return v, shift, c
 		}
 	}
 }
 
+func (r *buf) uleb() uint64 {
+	v, _, _ := r.leb()
+	return v
+}
+
 func (r *buf) sleb() int64 {
-	var v int64
-	var shift uint
-	for {
-		c := r.u8()
-		if r.err != nil {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
-		}
+	v, shift, last := r.leb()
+	if shift < 64 && last&0x40 != 0 {
+		v |= ^uint64(0) << shift // sign-extend
 	}
+	return int64(v)
 }
 
 func (r *buf) cstring() string {
