@@ -77,7 +77,10 @@ func unwindBench(dir string) {
 	fmt.Printf("   bytes per sample, one recording each at 999 Hz (stacks reaching main)\n")
 	for _, tg := range []config{
 		{"C unwind.c (main → dispatch → heavy/light)", []string{cbin, "2"}},
-		{"python3 pure-Python loop", []string{py, script, "100"}},
+		// ≥ 2 s, as the python3 test: a file's fixed part (names,
+		// lines, the hot functions' code) is not spread over a tenth of a
+		// second's samples.
+		{"python3 pure-Python loop, 2 s", []string{py, script, "1000"}},
 	} {
 		auto := sondeBytes(dir, "auto", tg.args)
 		fp := sondeBytes(dir, "fp", tg.args)
