@@ -350,7 +350,11 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Writes only once both tools' programs are attached (a fixed sleep
+	// lost the first writes on a loaded machine).
+	testutil.WaitBPFLinks(t, sc.Process.Pid, 2, 10*time.Second)
+	testutil.WaitBPFLinks(t, bc.Process.Pid, 2, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
 	directIO(t, dir, 500)
 	if err := sc.Wait(); err != nil {
 		t.Fatalf("sonde latency: %v", err)

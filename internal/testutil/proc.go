@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
+	"time"
 )
 
 // VmRSS reads a process's resident set size in KiB from /proc/PID/status.
@@ -27,4 +29,34 @@ func VmRSS(pid int) (int, error) {
 // ended (its rusage, from wait4).
 func PeakRSS(cmd *exec.Cmd) int {
 	return int(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+}
+
+// WaitBPFLinks waits until process pid holds at least n BPF links (its
+// programs attached: fdinfo says link_id), so a test starts its workload
+// only once a tool traces, rather than after a guessed sleep.
+func WaitBPFLinks(t testing.TB, pid, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if bpfLinks(pid) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not attach %d BPF programs within %v", pid, n, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func bpfLinks(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name())
+		if err == nil && strings.Contains(string(b), "\nlink_id:") {
+			n++
+		}
+	}
+	return n
 }
