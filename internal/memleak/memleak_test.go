@@ -10,19 +10,13 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/bpfskel"
-	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 )
 
-// TestMain is also the held child of a traced command: the test binary
-// re-executes itself as sonde does (runctl.StartChild).
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
-		runctl.RunChild(os.Args[2:])
-	}
-	os.Exit(m.Run())
-}
+// TestMain: the test binary is also the held child of the commands the
+// tests start.
+func TestMain(m *testing.M) { testutil.MainOrHeldChild(m) }
 
 // leakBytes is what testdata/leak.c leaks: 5,000 blocks of 128 B from
 // leak_one.

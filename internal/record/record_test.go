@@ -2,27 +2,20 @@ package record
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/runctl"
 	"github.com/sonde-dev/sonde/internal/testutil"
 
 	"github.com/sonde-dev/sonde/internal/events"
 )
 
-// TestMain is also the held child of a recorded command: the test binary
-// re-executes itself as sonde does (runctl.StartChild).
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
-		runctl.RunChild(os.Args[2:])
-	}
-	os.Exit(m.Run())
-}
+// TestMain: the test binary is also the held child of the commands the
+// tests start.
+func TestMain(m *testing.M) { testutil.MainOrHeldChild(m) }
 
 // reachingStart counts the samples of p whose stack passes through main
 // and ends at _start (a walk cut above main, in libc, ends elsewhere),

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 // VmRSS reads a process's resident set size in KiB from /proc/PID/status.
@@ -59,4 +61,15 @@ func bpfLinks(pid int) int {
 		}
 	}
 	return n
+}
+
+// MainOrHeldChild is the TestMain of a package whose tests start commands
+// held before their exec (bpfskel's Tool.Command, record -- CMD): the test
+// binary is re-executed as the held child, as sonde is, and then execs the
+// command instead of running tests.
+func MainOrHeldChild(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == runctl.ChildArg {
+		runctl.RunChild(os.Args[2:])
+	}
+	os.Exit(m.Run())
 }
