@@ -15,6 +15,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+/* The skeleton's gate (sonde_target.h) holds entries back until every
+ * probe is in, and again once they start coming out: a call entered then
+ * would see some functions probed and others not, and make callers
+ * without their callees. Returns still pop what was pushed. */
+#define SONDE_GATED
 #include "sonde_target.h"
 #include "sonde_regs.h"
 #include "sonde_tp.h"
@@ -26,10 +31,6 @@ KEEP_TYPE(struct ftrace_event, ftrace_event);
 
 const volatile __u32 max_depth = 0;   /* 0: no limit; else calls at depth >= max_depth are not sent */
 const volatile __u64 min_duration = 0; /* ns; shorter calls are not sent */
-/* 1 while every probe is in (the skeleton's gate): entries before that,
- * or after the probes start coming out, would see some functions probed
- * and others not, and make callers without their callees. */
-volatile __u32 armed = 0;
 
 /* key: thread id, or goroutine (g) for Go; value: its calls in progress.
  * Preallocated: the entry probe must not fail on allocation. */
@@ -71,7 +72,7 @@ static __always_inline bool go_restart(struct ftrace_shadow *s, __u32 fn, __u64 
 
 static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid, bool go)
 {
-	if (!armed)
+	if (!SONDE_GATE_OPEN)
 		return 0;
 	struct ftrace_shadow *s = bpf_map_lookup_elem(&shadows, &key);
 	if (!s) {
