@@ -94,6 +94,7 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	unmatched := map[int32]string{}
 	var codeBytes uint64
+	leaves := symbolize.LeafLocs(p) // only their functions' code is kept, as for recordings
 	for _, d := range ids {
 		locs := byDSO[d]
 		info := c.dsoInfo[d]
@@ -164,7 +165,9 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 				}
 				if fr.Func != "" {
 					l.Func = addFunc(d, fr)
-					sampled[l.Func] = true
+					if leaves[li] {
+						sampled[l.Func] = true
+					}
 				}
 				if fr.File != "" {
 					l.File = addFile(fr.File)

@@ -21,7 +21,7 @@ const (
 // Object.Offset); on return named objects' locations hold object addresses.
 // Objects that cannot be opened leave a warning in p.Meta.Warnings.
 func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
-	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}, leaves: leafLocs(p)}
+	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}, leaves: LeafLocs(p)}
 	// Group locations by object so each object is opened once.
 	byDSO := map[int32][]int32{}
 	for i, l := range p.Locs {
@@ -95,11 +95,11 @@ type pass struct {
 	codeBytes uint64
 }
 
-// leafLocs are the locations samples stopped in. Only their functions'
+// LeafLocs are the locations samples stopped in. Only their functions'
 // code is kept: annotate shows self samples, and a caller's code (python's
 // whole interpreter loop, in every stack) was most of a short recording's
 // bytes; annotate reads a function that was not kept from its binary.
-func leafLocs(p *model.Profile) map[int32]bool {
+func LeafLocs(p *model.Profile) map[int32]bool {
 	m := map[int32]bool{}
 	for _, s := range p.Samples {
 		if s.Stack >= 0 && int(s.Stack) < len(p.Stacks) && len(p.Stacks[s.Stack]) > 0 {
