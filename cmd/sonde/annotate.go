@@ -14,12 +14,9 @@ func newAnnotateCmd() *cobra.Command {
 		top                   int
 		noSource, raw, asJSON bool
 	)
-	cmd := &cobra.Command{
-		Use:     "annotate [flags] [SYMBOL]",
-		Short:   "disassembly of hot functions with per-instruction samples and source lines",
-		Example: "  sonde annotate\n  sonde annotate -i run.data spin_a\n  sonde annotate --top 1 --no-source --json",
-		Args:    cobra.MaximumNArgs(1),
-	}
+	cmd := cli.Doc("annotate", &cobra.Command{
+		Args: cobra.MaximumNArgs(1),
+	})
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&sym, "symbol", "s", "", "annotate this function (default: the hottest ones); also the positional SYMBOL")

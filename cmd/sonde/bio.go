@@ -12,13 +12,7 @@ import (
 func newBiolatCmd() *cobra.Command {
 	l := &cli.Live{DurationArg: true, Dist: true}
 	var queued, perDisk, stages bool
-	cmd := l.Command(&cobra.Command{
-		Use:   "biolat [flags] [DURATION]",
-		Short: "block I/O latency distributions per disk, with queued and device stages (BPF)",
-		Long: "Pair block requests in the kernel by (dev, sector) and show their latency, as bcc's biolatency\n" +
-			"does: at the device (issue → complete), with -Q from the insert, or both apart with --stages.",
-		Example: "  sonde biolat 10\n  sonde biolat -QD -d 5\n  sonde biolat --stages -u ms 10",
-	}, "")
+	cmd := l.Command(cli.Doc("biolat", &cobra.Command{}), "")
 	cmd.Flags().BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
 	cmd.Flags().BoolVarP(&perDisk, "disks", "D", false, "one distribution per disk")
 	cmd.Flags().BoolVar(&stages, "stages", false, "split queued (insert → issue) from device (issue → complete) time")
@@ -46,13 +40,7 @@ func newBiolatCmd() *cobra.Command {
 func newBiosnoopCmd() *cobra.Command {
 	l := &cli.Live{DurationArg: true}
 	var comm string
-	cmd := l.Command(&cobra.Command{
-		Use:   "biosnoop [flags] [DURATION]",
-		Short: "one line per block I/O: who, disk, sector, bytes, queued and device time (BPF)",
-		Long: "Trace every block request, as bcc's biosnoop does: one line per request as it completes;\n" +
-			"--json writes one request a line.",
-		Example: "  sonde biosnoop 5\n  sonde biosnoop --comm postgres -d 10 --json",
-	}, "only I/O submitted by this process")
+	cmd := l.Command(cli.Doc("biosnoop", &cobra.Command{}), "only I/O submitted by this process")
 	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
 	cmd.RunE = l.RunE("tracing block I/O", func(ctx context.Context, _ string, _ []string) error {
 		return bio.SnoopTo(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, l.W)

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/cli"
 	"github.com/sonde-dev/sonde/internal/datafile"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -224,5 +227,24 @@ func TestManPages(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "man", "sonde.1")); err != nil {
 		t.Errorf("no sonde.1: %v", err)
+	}
+}
+
+// TestHelpCatalogue checks internal/cli/commands.md against the command
+// tree: every command has its summary there, and no section is left over
+// from a command that is gone.
+func TestHelpCatalogue(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.Hidden && c.Short == "" {
+			t.Errorf("%s has no summary line in internal/cli/commands.md", c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot())
+	if left := cli.UnusedHelp(); len(left) > 0 {
+		t.Errorf("internal/cli/commands.md has sections no command takes: %q", left)
 	}
 }

@@ -18,14 +18,9 @@ func newCputimeCmd() *cobra.Command {
 	var o cpuusage.WatchOptions
 	var compare bool
 	var freq uint64
-	cmd := &cobra.Command{
-		Use:   "cputime [flags] [INTERVAL [COUNT]]",
-		Short: "exact on-CPU time per task and CPU from sched_switch, every interval; streams to another machine",
-		Long: "Account every nanosecond on CPU to its task from sched_switch and print the busiest tasks every\n" +
-			"interval, as vmstat prints (cputime 1 5: five one-second reports); --stream sends them on.",
-		Example: "  sonde cputime 1 5\n  sonde cputime --per-cpu --top 5 -d 10\n  sonde cputime --stream udp://collector:9999",
-		Args:    cli.MaxArgs(2, "unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)"),
-	}
+	cmd := cli.Doc("cputime", &cobra.Command{
+		Args: cli.MaxArgs(2, "unexpected argument %q: the arguments are INTERVAL [COUNT] (cputime 1 5)"),
+	})
 	f := cmd.Flags()
 	cli.DurationVarP(f, &o.Interval, "interval", "i", time.Second, "report interval: seconds (1) or a duration (500ms)")
 	f.IntVarP(&o.Count, "count", "n", 0, "stop after this many reports")
@@ -60,11 +55,8 @@ func newCputimeCmd() *cobra.Command {
 }
 
 func newListenCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "listen udp://:PORT | tcp://:PORT",
-		Short:   "receive cputime streams (udp:// or tcp://) and print them tagged by sender",
-		Example: "  sonde listen udp://:9999",
-		Args:    cli.ExactArgs(1, "give one address: udp://:PORT or tcp://:PORT"),
+	return cli.Doc("listen", &cobra.Command{
+		Args: cli.ExactArgs(1, "give one address: udp://:PORT or tcp://:PORT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cli.UntilSignal(func(ctx context.Context) error {
 				return stream.Listen(args[0], os.Stdout, ctx.Done(), func(a net.Addr) {
@@ -74,5 +66,5 @@ func newListenCmd() *cobra.Command {
 				})
 			})
 		},
-	}
+	})
 }

@@ -12,13 +12,7 @@ import (
 func newDeadlockCmd() *cobra.Command {
 	l := &cli.Live{TakesCommand: true}
 	var o deadlock.Options
-	cmd := l.Command(&cobra.Command{
-		Use:   "deadlock [flags] [--] [COMMAND [ARGS…]]",
-		Short: "lock-order inversions (potential deadlocks) of pthread mutexes and rwlocks (uprobes, BPF)",
-		Long: "Keep the order in which threads take pthread mutexes and rwlocks as a graph in the kernel and\n" +
-			"report its cycles as ThreadSanitizer does: the locks, the threads and both acquisition stacks.",
-		Example: "  sonde deadlock ./server\n  sonde deadlock -p 1234 -d 30\n  sonde deadlock --lib ./libmypthread.so -- ./app",
-	}, "trace only this process")
+	cmd := l.Command(cli.Doc("deadlock", &cobra.Command{}), "trace only this process")
 	cmd.Flags().StringVar(&o.Lib, "lib", "", "library or binary with the pthread functions (default: libc.so.6)")
 	l.Check = func(_ *cobra.Command, args []string) error {
 		if l.Pid != 0 && len(args) > 0 {

@@ -16,12 +16,9 @@ func newDiffCmd() *cobra.Command {
 		minPct   float64
 		asJSON   bool
 	)
-	cmd := &cobra.Command{
-		Use:     "diff [flags] BASE NEW",
-		Short:   "compare two data files per symbol, as perf diff does",
-		Example: "  sonde diff before.data after.data\n  sonde diff before.data after.data --min 1 -s sym",
-		Args:    cli.ExactArgs(2, "give two data files: BASE NEW"),
-	}
+	cmd := cli.Doc("diff", &cobra.Command{
+		Args: cli.ExactArgs(2, "give two data files: BASE NEW"),
+	})
 	f := cmd.Flags()
 	f.StringVarP(&sortKeys, "sort", "s", "dso,sym", "compare by dso, sym or both")
 	f.Float64Var(&minPct, "min", 0, "hide entries below this percent in both profiles")

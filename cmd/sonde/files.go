@@ -13,13 +13,7 @@ func newFiletopCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true}
 	var o files.TopOptions
 	var noClear bool
-	cmd := l.Command(&cobra.Command{
-		Use:   "filetop [flags] [INTERVAL [COUNT]] [-- COMMAND [ARGS…]]",
-		Short: "files by reads, writes and bytes per process, every interval, from syscall tracepoints (BPF)",
-		Long: "Count reads and writes per process and file in the kernel, as libbpf-tools' filetop does, but from the\n" +
-			"syscall tracepoints (no kprobes): a report every INTERVAL (1s), COUNT times; with a command, at its exit.",
-		Example: "  sonde filetop\n  sonde filetop -s wbytes -r 10 5 3\n  sonde filetop --json -- tar cf /tmp/x.tar /usr/share/doc",
-	}, "trace only this process")
+	cmd := l.Command(cli.Doc("filetop", &cobra.Command{}), "trace only this process")
 	f := cmd.Flags()
 	f.IntVarP(&o.Rows, "rows", "r", 20, "files to print (0: all)")
 	f.StringVarP(&o.Sort, "sort", "s", "all", "sort by all (bytes), reads, writes, rbytes or wbytes")
@@ -37,13 +31,7 @@ func newFiletopCmd() *cobra.Command {
 func newFileslowerCmd() *cobra.Command {
 	l := &cli.Live{}
 	var o files.SlowerOptions
-	cmd := l.Command(&cobra.Command{
-		Use:   "fileslower [flags] [MIN_MS] [-- COMMAND [ARGS…]]",
-		Short: "each file read or write slower than MIN_MS (10), from syscall tracepoints (BPF)",
-		Long: "Trace reads and writes and print each that took at least MIN_MS milliseconds (default 10), as bcc's\n" +
-			"fileslower does, but from the syscall tracepoints (no kprobes); 0 prints every call.",
-		Example: "  sonde fileslower\n  sonde fileslower 1 -p 1234\n  sonde fileslower -a 50 -- ./server",
-	}, "trace only this process")
+	cmd := l.Command(cli.Doc("fileslower", &cobra.Command{}), "trace only this process")
 	cmd.Flags().BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
 	l.Check = func(cmd *cobra.Command, args []string) error { return files.SlowerArgs(cmd, args, &o) }
 	cmd.RunE = l.RunE("", func(ctx context.Context, _ string, _ []string) error {

@@ -16,12 +16,7 @@ func newFlamegraphCmd() *cobra.Command {
 		input, output, title, format string
 		inverted, diffMode           bool
 	)
-	cmd := &cobra.Command{
-		Use:   "flamegraph [flags] [--diff BASE NEW]",
-		Short: "draw a data file or folded stacks as an interactive flame graph",
-		Example: "  sonde flamegraph -i run.data -o flame.html\n  sonde flamegraph -o flame.svg --inverted\n" +
-			"  sonde flamegraph --diff before.data after.data -o change.html",
-	}
+	cmd := cli.Doc("flamegraph", &cobra.Command{})
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp+", or collapsed stacks")
 	f.StringVarP(&output, "output", "o", "", "output file (default flame.html, or stdout for folded)")

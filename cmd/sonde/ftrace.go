@@ -11,10 +11,9 @@ import (
 )
 
 func newFtraceCmd() *cobra.Command {
-	root := &cobra.Command{Use: "ftrace", Short: "function-graph tracing of user programs: every call nested and timed (uftrace-style)"}
+	root := cli.Doc("ftrace", &cobra.Command{})
 	var o ftrace.Options
-	rec := &cobra.Command{Use: "record [flags] (-p PID | -- CMD ARGS…)", Short: "trace the calls of a command or process into a data file",
-		Example: "  sonde ftrace record -- ./knapsack\n  sonde ftrace record -F 'solve*' -t 1ms -p 1234 -d 10"}
+	rec := cli.Doc("ftrace record", &cobra.Command{})
 	o.AddFlags(rec.Flags())
 	rec.RunE = func(cmd *cobra.Command, args []string) error {
 		if (o.Pid > 0) == (len(args) > 0) {
@@ -33,13 +32,10 @@ func newFtraceCmd() *cobra.Command {
 	var chrome, flame bool
 	var output string
 	for _, c := range []struct {
-		use, short string
-		args       int
-	}{{"replay", "the calls nested, with durations (DURATION TID FUNCTION)", 0},
-		{"report", "total, self, calls, average and maximum time per function", 0},
-		{"graph [FUNC]", "the aggregated call graph under a function, with counts and times", 1},
-		{"dump (--chrome | --flamegraph)", "Chrome trace event JSON (Perfetto) or a time-weighted flame graph", 0}} {
-		sub := &cobra.Command{Use: c.use, Short: c.short, Args: cobra.MaximumNArgs(c.args)}
+		name string
+		args int
+	}{{"replay", 0}, {"report", 0}, {"graph", 1}, {"dump", 0}} {
+		sub := cli.Doc("ftrace "+c.name, &cobra.Command{Args: cobra.MaximumNArgs(c.args)})
 		v.AddFlags(sub.Flags())
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
 			view := map[bool]string{true: "chrome", false: "flamegraph"}[chrome]

@@ -15,14 +15,9 @@ import (
 func newFunclatCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, Dist: true}
 	var binary string
-	cmd := l.Command(&cobra.Command{
-		Use:   "funclat [flags] FUNCTION…",
-		Short: "latency distribution of user functions (uprobes) or kernel functions (fentry/kprobes)",
-		Long: "Time every call of the functions, as bcc's funclatency does. A function is /path/bin:glob,\n" +
-			"lib:func (libc:getaddrinfo), a glob with -x BINARY, or a kernel function.",
-		Example: "  sonde funclat ./srv:handle -p 1234\n  sonde funclat -u ms -d 10 libc:getaddrinfo",
-		Args:    cli.SomeArgs("give functions: /path/bin:glob, lib:func (e.g. libc:getaddrinfo), -x BINARY glob, or a kernel function"),
-	}, "time calls of this process only")
+	cmd := l.Command(cli.Doc("funclat", &cobra.Command{
+		Args: cli.SomeArgs("give functions: /path/bin:glob, lib:func (e.g. libc:getaddrinfo), -x BINARY glob, or a kernel function"),
+	}), "time calls of this process only")
 	cmd.Flags().StringVarP(&binary, "binary", "x", "", "binary or library for functions given without one")
 	cmd.RunE = l.RunE("timing functions", func(ctx context.Context, tgt string, args []string) error {
 		do := l.DistOptions

@@ -21,18 +21,9 @@ func newImportCmd() *cobra.Command {
 		po     perfdata.Options
 		quiet  bool
 	)
-	cmd := &cobra.Command{
-		Use:   "import [flags] FILE",
-		Short: "convert perf.data or perf script text into a sonde data file",
-		Long: "Read what perf record wrote (perf.data, or the stream of perf record -o -) or what perf\n" +
-			"script printed, name its frames once on this machine (perf's build-id cache, the recorded\n" +
-			"paths checked by build-id, debug directories, kallsyms) and write a sonde data file that\n" +
-			"reads the same anywhere. Objects that could not be named are listed, one line each.\n" +
-			"Every view also reads perf's files directly with -i; import when the file travels.",
-		Example: "  sonde import perf.data -o run.data\n  perf record -g -o - ./app | sonde import - -o app.data\n" +
-			"  sonde import --symfs /mnt/prod --buildid-dir /mnt/prod/root/.debug perf.data -o prod.data",
+	cmd := cli.Doc("import", &cobra.Command{
 		Args: cli.ExactArgs(1, "give one file to import: sonde import perf.data -o FILE"),
-	}
+	})
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "sonde.data", "sonde data file to write")
 	f.StringVar(&po.SymFS, "symfs", "", "look for objects under this directory (a copy of the recording machine's files), as perf report --symfs")

@@ -24,16 +24,7 @@ func newLatencyCmd() *cobra.Command {
 		linear                                uint64
 		duration                              time.Duration
 	)
-	cmd := cli.AcceptsCommand(&cobra.Command{
-		Use:   "latency --start EV --end EV [flags] [--] [COMMAND [ARGS…]]",
-		Short: "latency distribution between two events paired by key fields (e.g. block issue → complete)",
-		Long: "Pair a start event with its end event by key fields and show the time between them.\n" +
-			"Live, pairing happens in the kernel (BPF); with -i it pairs a recording's samples.\n" +
-			"Live tracing is system-wide unless -p is given; a command after the options sets how long.",
-		Example: "  sonde latency --start block:block_rq_issue --end block:block_rq_complete --key dev,sector -d 10\n" +
-			"  sonde latency --start u:./srv:handle --end u:./srv:handle%return -p 1234 sleep 5\n" +
-			"  sonde latency -i blk.data --start block:block_rq_issue --end block:block_rq_complete --key dev,sector --per dev",
-	})
+	cmd := cli.AcceptsCommand(cli.Doc("latency", &cobra.Command{}))
 	f := cmd.Flags()
 	f.StringVar(&start, "start", "", "start event (e.g. block:block_rq_issue)")
 	f.StringVar(&end, "end", "", "end event (e.g. block:block_rq_complete)")

@@ -28,11 +28,7 @@ var usesProbes = map[string]bool{"record": true, "stat": true, "latency": true, 
 // newRoot builds the whole command tree; tests and `sonde man` use it too.
 func newRoot() *cobra.Command {
 	var rc remote.Client
-	root := &cobra.Command{
-		Use:   "sonde",
-		Short: "where does the time go?",
-		Long: "sonde answers \"where does the time go?\": it samples on-CPU stacks, counts events,\n" +
-			"traces latencies and shows them as perf-style reports and flame graphs.",
+	root := cli.Doc("sonde", &cobra.Command{
 		Version: version,
 		Args:    cobra.NoArgs,
 		PersistentPreRunE: rc.Hook(func(cmd *cobra.Command) { // --remote: runs there, shows here
@@ -42,7 +38,7 @@ func newRoot() *cobra.Command {
 				}
 			}
 		}),
-	}
+	})
 	rc.AddFlags(root.PersistentFlags())
 	root.SetVersionTemplate("sonde {{.Version}}\n")
 	groups := []struct {

@@ -22,18 +22,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 	var state string
 	var sf cli.Stacks
 	vo := blocked.Options{Command: name}
-	c := &cobra.Command{
-		Use:     name + " [flags] [DURATION]",
-		Short:   "where threads block: blocked time per stack, summed in the kernel (BPF)",
-		Long:    "Sum the time threads spend off CPU per stack in the kernel, as bcc's offcputime does.",
-		Example: "  sonde offcpu 5\n  sonde offcpu -p 1234 -d 10 --state D\n  sonde offcpu -Kf 5 > blocked.folded",
-	}
-	if o.Wakers {
-		c.Short = "blocked time per blocked stack and waker stack, as one chain (BPF)"
-		c.Long = "Like offcpu, with the waker's stack above a \"--\" frame, as bcc's offwaketime shows it."
-		c.Example = "  sonde wakeup 5\n  sonde wakeup -p 1234 -d 10 --flamegraph wake.html"
-	}
-	cmd := l.Command(c, "trace only this process")
+	cmd := l.Command(cli.Doc(name, &cobra.Command{}), "trace only this process")
 	f := cmd.Flags()
 	f.Uint64VarP(&minBlock, "min-block", "m", 1, "ignore blocks shorter than this many microseconds")
 	f.Uint64VarP(&maxBlock, "max-block", "M", 0, "ignore blocks longer than this many microseconds (0: no limit)")

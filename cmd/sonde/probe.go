@@ -8,14 +8,7 @@ import (
 
 func newProbeCmd() *cobra.Command {
 	var p cli.Probe
-	cmd := &cobra.Command{
-		Use:   "probe [flags] -a SPEC | -l | -d NAME | --del-all",
-		Short: "add, list and remove dynamic probes (uprobes; kprobes where the kernel has them)",
-		Long: "Manage dynamic probes as perf probe does. A SPEC is 'FUNC [ARG[=LOC] …]' or\n" +
-			"'FUNC%return $retval'; the probe is then an event for stat -e and record -e.",
-		Example: "  sonde probe -x ./myprog -a 'compute n'\n  sonde probe -x ./myprog -a 'compute%return $retval'\n" +
-			"  sonde probe -l\n  sonde probe -d probe_myprog:compute",
-	}
+	cmd := cli.Doc("probe", &cobra.Command{})
 	f := cmd.Flags()
 	f.BoolVarP(&p.Add, "add", "a", false, "create a probe from the spec")
 	f.StringVarP(&p.Binary, "exec", "x", "", "binary (executable or library) for user probes")

@@ -20,12 +20,7 @@ func newProfileCmd() *cobra.Command {
 	var all bool
 	var cpus string
 	var sf cli.Stacks
-	cmd := l.Command(&cobra.Command{
-		Use:     "profile [flags] [DURATION]",
-		Short:   "count on-CPU stacks in the kernel with BPF (low overhead, system-wide or one process)",
-		Long:    "Sample on-CPU stacks on every CPU and count them in the kernel, as bcc's profile does.",
-		Example: "  sonde profile 10\n  sonde profile -F 99 -p 1234 -d 5 --flamegraph cpu.html\n  sonde profile -af 5 > out.folded",
-	}, "profile only this process")
+	cmd := l.Command(cli.Doc("profile", &cobra.Command{}), "profile only this process")
 	f := cmd.Flags()
 	f.Uint64VarP(&o.Freq, "freq", "F", 97, "samples per second per CPU")
 	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")

@@ -17,16 +17,9 @@ func newReportCmd() *cobra.Command {
 		children, noChildren, asJSON, webView  bool
 		limit                                  float64
 	)
-	cmd := &cobra.Command{
-		Use:   "report [flags]",
-		Short: "show a data file as a perf-style report (text, JSON or pprof)",
-		Long: "Show a recording as perf report --stdio does: samples grouped by --sort keys, with\n" +
-			"call graphs when the recording has call chains. -g alone turns the graph on with its\n" +
-			"defaults (caller, 0.5%); -g callee,1 chooses order and cut-off.",
-		Example: "  sonde report\n  sonde report -i run.data --no-children -s comm,sym\n  sonde report -g callee,1 --percent-limit 2\n" +
-			"  sonde report --format pprof -o cpu.pb.gz",
+	cmd := cli.Doc("report", &cobra.Command{
 		Args: cobra.MaximumNArgs(1),
-	}
+	})
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&sortKeys, "sort", "s", "", "group by these keys: comm,pid,tid,dso,sym,cpu,srcline or tracepoint fields (default comm,dso,sym)")

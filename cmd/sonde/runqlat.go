@@ -17,12 +17,7 @@ import (
 func newRunqlatCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true}
 	var pids, tids bool
-	cmd := l.Command(&cobra.Command{
-		Use:     "runqlat [flags] [DURATION]",
-		Short:   "run-queue latency: how long runnable tasks wait for a CPU (BPF)",
-		Long:    "Measure how long tasks wait on a run queue before they run, as bcc's runqlat does.",
-		Example: "  sonde runqlat 5\n  sonde runqlat -P -p 1234 -d 10\n  sonde runqlat -i 1 -d 10 --json",
-	}, "measure only this process")
+	cmd := l.Command(cli.Doc("runqlat", &cobra.Command{}), "measure only this process")
 	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
 	cmd.Flags().BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
 	cli.Conflicting(cmd.Flags(), "pids", "tids", "choose one split")

@@ -16,13 +16,9 @@ func newScriptCmd() *cobra.Command {
 		input, fieldList string
 		asJSON           bool
 	)
-	cmd := &cobra.Command{
-		Use:   "script [flags]",
-		Short: "print every recorded sample and event in time order, with tracepoint fields and stacks",
-		Example: "  sonde script -i run.data\n  sonde script -F comm,tid,time,event,trace\n" +
-			"  sonde script --json | jq -c 'select(.comm == \"myprog\")'",
+	cmd := cli.Doc("script", &cobra.Command{
 		Args: cobra.NoArgs,
-	}
+	})
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&fieldList, "fields", "F", "", "fields to print, comma-separated (default all the recording has): comm,pid,tid,cpu,time,event,period,trace,ip,sym,dso")

@@ -3,16 +3,18 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-dev/sonde/internal/cli"
+
 	"github.com/sonde-dev/sonde/internal/web"
 )
 
 func newServeCmd() *cobra.Command {
 	var inputs []string
 	var o web.Options
-	cmd := &cobra.Command{Use: "serve [-i FILE]... [--addr HOST:PORT] [--open] [--export FILE.html]", Args: cobra.NoArgs,
-		Short:   "show recordings in the browser: flame graph, top, sandwich, time, source, diff",
-		Example: "  sonde serve -i run.data\n  sonde serve -i before.data -i after.data --open\n  sonde serve -i run.data --export run.html",
-		RunE:    func(*cobra.Command, []string) error { return web.Serve(inputs, o) }}
+	cmd := cli.Doc("serve", &cobra.Command{
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return web.Serve(inputs, o) },
+	})
 	f := cmd.Flags()
 	f.StringArrayVarP(&inputs, "input", "i", nil, inputHelp+" (repeat for several; default sonde.data)")
 	f.StringVar(&o.Addr, "addr", "127.0.0.1:0", "listen address (loopback unless you name another; port 0 picks one)")

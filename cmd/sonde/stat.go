@@ -10,15 +10,7 @@ import (
 
 func newStatCmd() *cobra.Command {
 	var s cli.Stat
-	cmd := cli.AcceptsCommand(&cobra.Command{
-		Use:   "stat [flags] [--] [COMMAND [ARGS…]]",
-		Short: "count events (software, hardware, tracepoints, probes) for a command, processes or the system",
-		Long: "Count events as perf stat does, for a command, existing processes (-p), threads (-t)\n" +
-			"or the whole system (-a). A command after the options is counted; with -p or -t it only\n" +
-			"sets how long (stat -p PID sleep 5). The counts go to stderr, as perf's do, so they never\n" +
-			"mix with the command's output; -o FILE writes them to a file instead.",
-		Example: "  sonde stat ./myprog\n  sonde stat -e 'sched:*' -a -d 2\n  sonde stat -r 5 -x, -- ./bench\n  sonde stat -p 1234 -I 1000 sleep 10",
-	})
+	cmd := cli.AcceptsCommand(cli.Doc("stat", &cobra.Command{}))
 	f := cmd.Flags()
 	s.Events.Add(f, "events to count (default task-clock, context-switches, … as perf stat)")
 	s.Target.Add(f, "count")

@@ -13,13 +13,7 @@ import (
 func newSyscountCmd() *cobra.Command {
 	l := &cli.Live{TakesCommand: true}
 	var so syscounts.Options
-	cmd := l.Command(&cobra.Command{
-		Use:   "syscount [flags] [--] [COMMAND [ARGS…]]",
-		Short: "system calls counted and timed in the kernel, named from the architecture's table",
-		Long: "Count system calls in the kernel, as bcc's syscount does: of a command given after the options,\n" +
-			"of one process (-p; a command then only sets how long, as perf: -p PID sleep 5), or of all.",
-		Example: "  sonde syscount -L ls -l\n  sonde syscount -p 1234 sleep 5\n  sonde syscount -P -T 10 -d 2",
-	}, "count only this process")
+	cmd := l.Command(cli.Doc("syscount", &cobra.Command{}), "count only this process")
 	f := cmd.Flags()
 	f.BoolVarP(&so.Latency, "latency", "L", false, "also time each syscall (total, average, max)")
 	f.BoolVarP(&so.PerProcess, "per-process", "P", false, "count per process and syscall")

@@ -14,14 +14,9 @@ import (
 
 func newTopCmd() *cobra.Command {
 	var o top.Options
-	cmd := &cobra.Command{
-		Use:   "top [flags]",
-		Short: "live view: hot symbols system-wide and exact per-task CPU time",
-		Long: "A full-screen view of the hottest symbols and each task's exact CPU time, refreshed every interval.\n" +
-			"Keys: q quit, s sort, f filter, p pause. Piped, or with -b N, it prints N plain-text frames.",
-		Example: "  sonde top\n  sonde top -b 3 -i 0.5 --rows 5 | less",
-		Args:    cli.MaxArgs(0, "top takes no arguments: for N frames, -b N; for the refresh, -i %s"),
-	}
+	cmd := cli.Doc("top", &cobra.Command{
+		Args: cli.MaxArgs(0, "top takes no arguments: for N frames, -b N; for the refresh, -i %s"),
+	})
 	f := cmd.Flags()
 	f.Uint64VarP(&o.Hz, "freq", "F", 997, "sampling rate for hot symbols")
 	f.BoolVar(&o.TasksOnly, "tasks", false, "tasks only (no symbol sampling)")

@@ -16,13 +16,7 @@ import (
 func Command(version string) *cobra.Command {
 	l := &cli.Live{Intervals: true, TakesCommand: true}
 	o, v := Options{Version: version}, View{}
-	cmd := l.Command(&cobra.Command{
-		Use:   "memleak [flags] [--] [COMMAND [ARGS…]]",
-		Short: "memory allocated and not freed, by stack: allocator uprobes or kmem tracepoints (BPF)",
-		Long: "Track allocations and frees, as bcc's memleak does, and report what is outstanding per stack: of a\n" +
-			"command (at its exit, what it never freed), of a process (-p), or of the kernel (--kernel).",
-		Example: "  sonde memleak -- ./server --once\n  sonde memleak -p 1234 -i 10 --older 5s\n  sonde memleak --kernel -d 10",
-	}, "trace this process")
+	cmd := l.Command(cli.Doc("memleak", &cobra.Command{}), "trace this process")
 	v.AddFlags(cmd.Flags(), &o)
 	cmd.RunE = l.RunE("tracing allocations", func(ctx context.Context, tgt string, args []string) error {
 		return runCommand(ctx, l, o, v, tgt, args)
