@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 var (
@@ -371,17 +373,6 @@ func progStats(ids []uint32) (uint64, time.Duration) {
 // procCPU is a process's CPU time so far, summed over its threads from
 // schedstat (nanoseconds; the tick-based utime/stime are too coarse here).
 func procCPU(pid int) time.Duration {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	var sum time.Duration
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			ns, _ := strconv.ParseInt(f[0], 10, 64)
-			sum += time.Duration(ns)
-		}
-	}
-	return sum
+	d, _ := procfs.ProcessOnCPU(pid)
+	return d
 }

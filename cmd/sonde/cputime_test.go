@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -27,19 +28,17 @@ func schedstatSampler(pid int, stop chan struct{}, wg *sync.WaitGroup) *[]schedP
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		path := fmt.Sprintf("/proc/%d/schedstat", pid)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			b, err := os.ReadFile(path)
+			v, err := procfs.OnCPU(pid, 0)
 			var ts unix.Timespec
 			unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 			if err == nil {
-				v, _ := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
-				*pts = append(*pts, schedPoint{uint64(ts.Nano()), v})
+				*pts = append(*pts, schedPoint{uint64(ts.Nano()), uint64(v)})
 			}
 			time.Sleep(2 * time.Millisecond)
 		}

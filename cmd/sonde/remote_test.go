@@ -12,7 +12,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/procfs"
 	"github.com/sonde-dev/sonde/internal/remote"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -168,7 +168,13 @@ func (h hosts) startAgent(t *testing.T, args ...string) (*exec.Cmd, *agentLog) {
 		}
 		close(serving)
 	}()
-	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("the agent's log:\n%s", log.String())
+		}
+	})
 	if !<-serving {
 		cmd.Wait()
 		t.Fatalf("agent did not start:\n%s", log)
@@ -429,16 +435,12 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	}
 }
 
-// schedstatNS is a process's on-CPU time so far, from /proc/PID/schedstat.
+// schedstatNS is a process's main thread's on-CPU time so far.
 func schedstatNS(t *testing.T, pid int) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	d, err := procfs.OnCPU(pid, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("schedstat %q: %v", b, err)
-	}
-	return ns
+	return uint64(d)
 }

@@ -25,9 +25,12 @@ type Help struct {
 	Use, Short, Long, Example string
 }
 
+// catalogue is commands.md parsed once; the agent builds command trees
+// from many goroutines at once, so what Doc records is under mu.
 var catalogue = struct {
 	once sync.Once
 	help map[string]Help
+	mu   sync.Mutex
 	used map[string]bool
 }{used: map[string]bool{}}
 
@@ -46,7 +49,9 @@ func Doc(path string, c *cobra.Command) *cobra.Command {
 	if !ok {
 		panic(fmt.Sprintf("cli: commands.md has no section for %q", path))
 	}
+	catalogue.mu.Lock()
 	catalogue.used[path] = true
+	catalogue.mu.Unlock()
 	c.Use, c.Short, c.Long, c.Example = h.Use, h.Short, h.Long, h.Example
 	return c
 }
@@ -55,6 +60,8 @@ func Doc(path string, c *cobra.Command) *cobra.Command {
 // Doc) so far: after building the whole tree, text for commands that no
 // longer exist.
 func UnusedHelp() []string {
+	catalogue.mu.Lock()
+	defer catalogue.mu.Unlock()
 	var out []string
 	for p := range catalogue.help {
 		if !catalogue.used[p] {

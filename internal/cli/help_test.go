@@ -3,7 +3,10 @@ package cli
 import (
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestParseHelp(t *testing.T) {
@@ -85,4 +88,22 @@ func FuzzParseHelp(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDocConcurrent builds help from many goroutines, as the agent does
+// (a command tree per request); run with -race it finds unguarded state.
+func TestDocConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if c := Doc("record", &cobra.Command{}); c.Short == "" {
+					t.Error("no summary for record")
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

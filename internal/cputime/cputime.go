@@ -7,11 +7,7 @@ package cputime
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -19,6 +15,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/bpfskel"
 	"github.com/sonde-dev/sonde/internal/perf"
+	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // Task is one thread's on-CPU time, per CPU, in ns.
@@ -137,23 +134,8 @@ func (t *Tracer) Snapshot() (Snapshot, error) {
 // was lost: up to a scheduler slice of a CPU hog (65 ms of 5 s here).
 // Threads the program already knows keep their base (BPF_NOEXIST).
 func (t *Tracer) seed() {
-	paths, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/schedstat")
-	for _, p := range paths {
-		tid, err := strconv.ParseUint(filepath.Base(filepath.Dir(p)), 10, 32)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		if ns, err := strconv.ParseUint(f[0], 10, 64); err == nil {
-			t.maps.Base.Update(uint32(tid), ns, ebpf.UpdateNoExist)
-		}
+	for tid, d := range procfs.ThreadsOnCPU() {
+		t.maps.Base.Update(uint32(tid), uint64(d), ebpf.UpdateNoExist)
 	}
 }
 
@@ -165,7 +147,7 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 			continue
 		}
 		if p := prev.Tasks[tid]; p != nil && p.Total() == task.Total() {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", tid)); err != nil {
+			if procfs.CheckTid(int(tid)) != nil { // gone, or a zombie that will not run again
 				t.maps.Times.Delete(tid)
 				t.maps.Base.Delete(tid)
 			}
@@ -255,11 +237,7 @@ func threadComm(pid, tid uint32) string {
 	if tid == 0 {
 		return "swapper"
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+	return procfs.Comm(int(pid), int(tid))
 }
 
 // Sampler counts cpu-clock samples per thread, the way a sampling profiler
