@@ -125,8 +125,9 @@ func TestRecordSplit(t *testing.T) {
 }
 
 func TestRecordSharedLibrary(t *testing.T) {
-	dir, _ := testutil.Workload(t, "libspin.so", []string{"libspin.c"}, "-shared", "-fPIC")
-	testutil.BuildC(t, dir, "libmain", []string{"libmain.c"}, "-L"+dir, "-lspin", "-Wl,-rpath,"+dir)
+	rename := []string{"-Dspin_a=lib_a", "-Dspin_b=lib_b"}
+	dir, _ := testutil.Workload(t, "libspin.so", []string{"work.c"}, append(rename, "-DWORK_LIB", "-shared", "-fPIC")...)
+	testutil.BuildC(t, dir, "libmain", []string{"work.c"}, append(rename, "-DWORK_MAIN", "-L"+dir, "-lspin", "-Wl,-rpath,"+dir)...)
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "lib.data", "--", "./libmain", "600")
 	rep := reportJSON(t, dir, "-i", "lib.data", "--no-children", "--comm", "libmain")
 	checkSplit(t, rep, "lib_a", "lib_b")
