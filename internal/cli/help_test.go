@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 func TestParseHelp(t *testing.T) {
@@ -39,14 +41,8 @@ func TestParseHelp(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := ParseHelp(strings.NewReader(c.in))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err = %v, want one containing %q", err, c.err)
-				}
+			if testutil.WantErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("got  %#v\nwant %#v", got, c.want)
