@@ -21,6 +21,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
+	"golang.org/x/sys/unix"
 )
 
 type statJSON struct {
@@ -338,7 +339,11 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	// Build sonde first: linking it while biolatency runs would write the
 	// binary (I/O only biolatency sees) and delay sonde's start.
 	sonde := testutil.Sonde(t)
-	bc := exec.Command(bio, "5", "1")
+	// biolatency's window (6 s) holds sonde's (4.5 s, started after it), so
+	// sonde pairs every direct write and sees no I/O biolatency does not:
+	// other I/O (writeback, the journal) differs between unequal windows.
+	unix.Sync()
+	bc := exec.Command(bio, "6", "1")
 	var bout strings.Builder
 	bc.Stdout = &bout
 	if err := bc.Start(); err != nil {
@@ -372,8 +377,10 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 		t.Fatalf("latency JSON: %v\n%s", err, sout.String())
 	}
 	st := res.Groups[0].Stats
-	if st.Count < 500 {
-		t.Errorf("latency paired %d requests, want every one of the 500 direct writes", st.Count)
+	// A direct write is one request, give or take the file system's own
+	// handling of the first writes to a new file (seen: 499, by both tools).
+	if st.Count < 495 {
+		t.Errorf("latency paired %d requests, want one per direct write (500)", st.Count)
 	}
 	lo, hi, total := biolatencyP50(t, bout.String())
 	p50us := st.P50 / 1000
@@ -381,8 +388,8 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	if p50us < lo*0.8 || p50us > (hi+1)*1.2 {
 		t.Errorf("sonde p50 %.1f us is more than 20%% outside biolatency's median bucket %g-%g us", p50us, lo, hi)
 	}
-	if math.Abs(float64(st.Count)-total) > 0.05*total+5 {
-		t.Errorf("sonde paired %d, biolatency counted %.0f", st.Count, total)
+	if float64(st.Count) > total+5 {
+		t.Errorf("sonde paired %d requests, more than biolatency counted over a longer window (%.0f)", st.Count, total)
 	}
 }
 

@@ -8,6 +8,7 @@ package cputime
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -134,9 +135,31 @@ func (t *Tracer) Snapshot() (Snapshot, error) {
 // was lost: up to a scheduler slice of a CPU hog (65 ms of 5 s here).
 // Threads the program already knows keep their base (BPF_NOEXIST).
 func (t *Tracer) seed() {
-	for tid, d := range procfs.ThreadsOnCPU() {
-		t.maps.Base.Update(uint32(tid), uint64(d), ebpf.UpdateNoExist)
+	var curr []cputimeCputimeCurr
+	if err := t.maps.Curr.Lookup(uint32(0), &curr); err != nil {
+		curr = nil // then every thread is seeded from schedstat
 	}
+	for tid, base := range seedBases(procfs.ThreadsOnCPU(), curr) {
+		t.maps.Base.Update(tid, base, ebpf.UpdateNoExist)
+	}
+}
+
+// seedBases chooses each thread's base. A thread on a CPU since a switch
+// the program saw gets its runtime at that switch-in, not now: the first
+// snapshot counts its running slice from the switch-in, so a later base
+// would lose the part of the slice before the seed (714 ms of a hog whose
+// slice began well before a slow first snapshot).
+func seedBases(onCPU map[int]time.Duration, curr []cputimeCputimeCurr) map[uint32]uint64 {
+	out := make(map[uint32]uint64, len(onCPU))
+	for tid, d := range onCPU {
+		out[uint32(tid)] = uint64(d)
+	}
+	for _, c := range curr {
+		if c.Since != 0 && c.Tid != 0 {
+			out[c.Tid] = c.Base
+		}
+	}
+	return out
 }
 
 // Prune forgets tasks that have exited and did not run since prev, so the
