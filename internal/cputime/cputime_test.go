@@ -37,55 +37,56 @@ func TestSeedBases(t *testing.T) {
 	}
 }
 
-// TestFirstSliceSeeded starts a CPU hog after the attach, so the program
-// sees it switch in, takes the first snapshot half a second later while
-// the hog is still in that slice, and ends the slice (SIGSTOP) before the
-// second: the time between the snapshots must match the kernel's
-// schedstat. Seeding the hog with its runtime at the first snapshot
-// instead of at its switch-in lost the half second.
+// TestFirstSliceSeeded starts a CPU hog before the attach and stops it
+// briefly after, so its first switch on its CPU is likely its own
+// switch-out (the program then keeps no base for it); the first snapshot
+// comes 100 ms into its next slice, and a second stop ends that
+// slice before the second snapshot. The time between the snapshots must
+// match the kernel's schedstat. Seeding the hog with its runtime at the
+// first snapshot instead of at its switch-in lost those 100 ms whenever
+// nothing preempted the hog before the first snapshot; three rounds, each
+// on a fresh program.
 func TestFirstSliceSeeded(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	hog := testutil.Start(t, "taskset", "-c", strconv.Itoa(runtime.NumCPU()-1), "sh", "-c", "while :; do :; done")
 	pid := hog.Process.Pid
-	time.Sleep(300 * time.Millisecond)
-	tr, err := Start()
-	if err != nil {
-		t.Fatal(err)
+	// pause stops the hog for a while: it switches out, then back in.
+	pause := func(d time.Duration) {
+		hog.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(d)
+		hog.Process.Signal(syscall.SIGCONT)
 	}
-	defer tr.Close()
-	// Its first switch on that CPU since the attach is likely its own
-	// switch-out: with no slice start seen, the program keeps no base.
-	hog.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(50 * time.Millisecond)
-	hog.Process.Signal(syscall.SIGCONT)
-	time.Sleep(500 * time.Millisecond)
-	s1, err := tr.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r1, _ := procfs.OnCPU(pid, 0)
-	// The slice must end between the snapshots: a stopped hog switches out.
-	time.Sleep(300 * time.Millisecond)
-	hog.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(100 * time.Millisecond)
-	hog.Process.Signal(syscall.SIGCONT)
-	time.Sleep(600 * time.Millisecond)
-	s2, err := tr.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, _ := procfs.OnCPU(pid, 0)
-	var e1, e2 uint64
-	if tk := s1.Tasks[uint32(pid)]; tk != nil {
-		e1 = tk.Total()
-	}
-	if tk := s2.Tasks[uint32(pid)]; tk != nil {
-		e2 = tk.Total()
-	}
-	exact, ref := time.Duration(e2-e1), r2-r1
-	t.Logf("hog between snapshots: sonde %v, schedstat %v", exact, ref)
-	// schedstat of a running task lags by up to a tick (4 ms at HZ=250).
-	if d := exact - ref; d < -10*time.Millisecond || d > 10*time.Millisecond {
-		t.Errorf("hog: sonde %v vs schedstat %v between snapshots", exact, ref)
+	for round := range 3 {
+		time.Sleep(300 * time.Millisecond)
+		tr, err := Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// snap is the hog's time by sonde's snapshot and by schedstat.
+		snap := func() (uint64, time.Duration) {
+			s, err := tr.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _ := procfs.OnCPU(pid, 0)
+			if tk := s.Tasks[uint32(pid)]; tk != nil {
+				return tk.Total(), r
+			}
+			return 0, r
+		}
+		pause(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // short: not preempted meanwhile
+		e1, r1 := snap()
+		time.Sleep(300 * time.Millisecond)
+		pause(100 * time.Millisecond)
+		time.Sleep(600 * time.Millisecond)
+		e2, r2 := snap()
+		tr.Close()
+		exact, ref := time.Duration(e2-e1), r2-r1
+		t.Logf("round %d: hog between snapshots: sonde %v, schedstat %v", round, exact, ref)
+		// schedstat of a running task lags by up to a tick (4 ms at HZ=250).
+		if d := exact - ref; d < -10*time.Millisecond || d > 10*time.Millisecond {
+			t.Errorf("round %d: hog: sonde %v vs schedstat %v between snapshots", round, exact, ref)
+		}
 	}
 }
