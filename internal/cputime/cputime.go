@@ -7,6 +7,7 @@ package cputime
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
@@ -170,7 +171,7 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 			continue
 		}
 		if p := prev.Tasks[tid]; p != nil && p.Total() == task.Total() {
-			if procfs.CheckTid(int(tid)) != nil { // gone, or a zombie that will not run again
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", tid)); err != nil { // a stat, not a read: every idle task, every interval
 				t.maps.Times.Delete(tid)
 				t.maps.Base.Delete(tid)
 			}
