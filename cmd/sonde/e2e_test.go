@@ -6,6 +6,7 @@ package main
 // recordings never measure each other.
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
@@ -286,8 +287,17 @@ func TestUnprivilegedError(t *testing.T) {
 
 func TestDataFileErrors(t *testing.T) {
 	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
-	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "good.data", "--", "./work", "30")
+	// The workload runs a set time past several chunk intervals (100 ms),
+	// so the file holds chunks to cut between on any host.
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "good.data", "--", "./work", "0.6s")
 	good, _ := os.ReadFile(filepath.Join(dir, "good.data"))
+	offs, err := datafile.ChunkOffsets(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offs) < 5 { // the header's end, then 3 chunks or more
+		t.Fatalf("a 0.6 s recording has %d chunks, want 3 or more (offsets %v)", len(offs)-1, offs)
+	}
 	newer := append([]byte(nil), good...)
 	newer[8] = datafile.Version + 1
 	corrupt := append([]byte(nil), good...)
@@ -315,11 +325,21 @@ func TestDataFileErrors(t *testing.T) {
 			}
 		})
 	}
-	// A file cut after its first chunks reads, and says it was cut.
-	p := filepath.Join(dir, "cut.data")
-	os.WriteFile(p, good[:len(good)-len(good)/4], 0o644)
-	if r := testutil.MustRun(t, dir, "report", "-i", p); !strings.Contains(r.Stdout, "cut") {
-		t.Errorf("a cut file's report does not say so:\n%s", r.Stdout)
+	// A file cut after its first chunks reads, and says it was cut: at a
+	// chunk's boundary, and inside a later chunk.
+	k := len(offs) - 3 // the last chunk before the final one
+	for name, at := range map[string]int64{"boundary": offs[2], "inside": offs[k] + (offs[k+1]-offs[k])/2} {
+		t.Run("cut_"+name, func(t *testing.T) {
+			p := filepath.Join(dir, "cut-"+name+".data")
+			os.WriteFile(p, good[:at], 0o644)
+			rep := reportJSON(t, dir, "-i", p)
+			if rep.Samples == 0 {
+				t.Errorf("a file cut at byte %d of %d (chunks at %v) reads back no samples", at, len(good), offs)
+			}
+			if r := testutil.MustRun(t, dir, "report", "-i", p); !strings.Contains(r.Stdout, "cut") {
+				t.Errorf("a cut file's report does not say so:\n%s", r.Stdout)
+			}
+		})
 	}
 }
 

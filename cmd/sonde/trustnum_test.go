@@ -12,9 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -323,25 +325,45 @@ func TestSrclineKernelRows(t *testing.T) {
 
 // TestProfileShortLived: profile -p of a process that exits long before
 // the end still names its frames: its mappings were kept while it ran.
+// The workload's life is set in time, not in rounds: it spins until the
+// profile is attached (its ready signal: a BPF link per CPU), then for
+// 1 s more, then exits in the middle of the profile.
 func TestProfileShortLived(t *testing.T) {
 	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
-	// sonde is built before the short workload (about 1.5 s) starts.
-	testutil.Sonde(t)
-	w := exec.Command(bin, "200")
+	w := exec.Command(bin, "wait")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { w.Wait(); close(exited) }()
 	defer func() { w.Process.Kill(); <-exited }()
-	r := testutil.MustRun(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "3s", "--json", "-o", "short.data")
+	p := exec.Command(testutil.Sonde(t), "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "5s", "--json", "-o", "short.data")
+	p.Dir = dir
+	var out, errOut strings.Builder
+	p.Stdout, p.Stderr = &out, &errOut
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	profiled := make(chan error, 1)
+	go func() { profiled <- p.Wait() }()
+	testutil.WaitBPFLinks(t, p.Process.Pid, runtime.NumCPU(), 30*time.Second)
+	time.Sleep(time.Second) // the workload's life under the profile
+	w.Process.Signal(syscall.SIGUSR1)
 	select {
 	case <-exited:
-	default:
-		t.Fatalf("the workload outlived the profile: make it shorter")
+	case err := <-profiled:
+		t.Fatalf("the profile ended (%v) before the workload exited:\n%s", err, errOut.String())
+	}
+	if err := <-profiled; err != nil {
+		t.Fatalf("sonde profile: %v\n%s", err, errOut.String())
+	}
+	if w.ProcessState.ExitCode() != 0 {
+		t.Fatalf("the workload exited with %v, want 0 (it ended on its own)", w.ProcessState)
 	}
 	var rep jsonReport
-	r.JSON(t, &rep)
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatalf("decoding profile --json: %v\n%.2000s", err, out.String())
+	}
 	for _, e := range rep.Entries {
 		if s := e.Keys["sym"]; strings.HasPrefix(s, "[unknown]") {
 			t.Errorf("frame %q of the exited process", s)

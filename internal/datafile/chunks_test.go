@@ -202,3 +202,35 @@ func TestSpecialOutputsKept(t *testing.T) {
 		t.Errorf("the link's target was not written: %v", err)
 	}
 }
+
+// ChunkOffsets finds every chunk's start: a file cut there reads back
+// exactly the chunks before the cut.
+func TestChunkOffsets(t *testing.T) {
+	full := modeltest.Sample()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	grow(t, full, 100, w, false)
+	b := buf.Bytes()
+	offs, err := ChunkOffsets(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offs) != w.Chunks()+1 || offs[len(offs)-1] != int64(len(b)) {
+		t.Fatalf("offsets %v for %d chunks in %d bytes", offs, w.Chunks(), len(b))
+	}
+	for i, o := range offs[1:] {
+		p, err := Read(bytes.NewReader(b[:o]))
+		if err != nil {
+			t.Fatalf("cut after chunk %d (%d bytes): %v", i+1, o, err)
+		}
+		if len(p.Samples) != 100*(i+1) {
+			t.Errorf("cut after chunk %d: %d samples, want %d", i+1, len(p.Samples), 100*(i+1))
+		}
+	}
+	if _, err := ChunkOffsets(bytes.NewReader(b[:offs[2]+5])); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("a file cut inside a chunk: %v, want truncated", err)
+	}
+	if _, err := ChunkOffsets(strings.NewReader("hello")); err == nil {
+		t.Error("text has no chunks: no error")
+	}
+}

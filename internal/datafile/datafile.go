@@ -831,3 +831,53 @@ func (rd *reader) decodeSection(d *dec, tag uint64) {
 		}
 	}
 }
+
+// ChunkOffsets returns where each chunk of a version-2 file starts, and
+// the file's length after its last complete chunk: the places a tool or a
+// test may cut a recording at a chunk's boundary.
+func ChunkOffsets(r io.Reader) ([]int64, error) {
+	var hdr [12]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil || string(hdr[:8]) != Magic {
+		return nil, fmt.Errorf("not a sonde data file")
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v < 2 {
+		return nil, fmt.Errorf("format version %d has no chunks", v)
+	}
+	// A reader that is an io.ByteReader is read no further than the end of
+	// each gzip member, so the count is the member's end.
+	cr := &countingReader{r: bufio.NewReader(r), n: int64(len(hdr))}
+	offs := []int64{cr.n}
+	for {
+		if _, err := cr.r.Peek(1); err == io.EOF {
+			return offs, nil
+		}
+		zr, err := gzip.NewReader(cr)
+		if err != nil {
+			return offs, truncated(err)
+		}
+		zr.Multistream(false)
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			return offs, truncated(err)
+		}
+		offs = append(offs, cr.n)
+	}
+}
+
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
