@@ -40,11 +40,11 @@ unit:
 # sends to `sonde --remote`.
 # (Minimizing is capped: on these VMs it dominates a short run.)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/datafile
-	$(GO) test -run '^$$' -fuzz '^FuzzSections$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/datafile
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/perfdata
-	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/perfdata
-	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/remote
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/datafile
+	$(GO) test -run '^$$' -fuzz '^FuzzSections$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/datafile
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/perfdata
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/perfdata
+	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/service/remote
 
 cross:
 	@mkdir -p $(OUT)

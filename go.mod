@@ -50,5 +50,5 @@ require (
 
 tool (
 	github.com/cilium/ebpf/cmd/bpf2go
-	github.com/sonde-dev/sonde/internal/bpfskel/bpfgen
+	github.com/sonde-dev/sonde/internal/collect/bpfskel/bpfgen
 )

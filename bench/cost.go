@@ -25,7 +25,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 )
 
 var (

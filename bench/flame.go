@@ -137,12 +137,12 @@ func gcd(a, b int) int {
 	return a
 }
 
-// webScale runs internal/web's TestWebScale: sonde serve on a 1 M-sample
+// webScale runs internal/service/web's TestWebScale: sonde serve on a 1 M-sample
 // recording in headless Chromium, first paint ≤ 1 s, zoom ≤ 100 ms,
 // server peak RSS ≤ 2× the model (issue 16's targets). It is a test so the
 // browser driver stays out of the bench binary.
 func webScale() bool {
-	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestWebScale$", "./internal/web")
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestWebScale$", "./internal/service/web")
 	cmd.Dir = repoPath(".")
 	cmd.Env = append(os.Environ(), "SONDE_WEB_SCALE=1")
 	out, err := cmd.CombinedOutput()

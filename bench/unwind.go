@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/unwindtable"
+	"github.com/sonde-dev/sonde/internal/collect/unwindtable"
 )
 
 var unwindReps = flag.Int("unwind-reps", 3, "repetitions of each unwinder slowdown configuration")

@@ -1,5 +1,5 @@
 /* clones: functions GCC renames or inlines, for resolving functions by
- * their source names (internal/probe/resolve.go). Built with
+ * their source names (internal/collect/probe/resolve.go). Built with
  * -O2 -fipa-cp-clone -g (-fipa-cp-clone is -O3's IPA-CP cloning; without
  * it GCC 12 changes mix in place instead of keeping both copies):
  *   scale_first → scale_first.isra.0 (IPA-SRA: only one field of the

@@ -1,4 +1,4 @@
-/* Lock-order workloads for sonde deadlock (internal/deadlock tests, bench).
+/* Lock-order workloads for sonde deadlock (internal/tools/deadlock tests, bench).
  *
  *   deadlock abba       thread 1 takes lock_a then lock_b; after it is done,
  *                       thread 2 takes lock_b then lock_a: an inversion that

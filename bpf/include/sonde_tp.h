@@ -2,7 +2,7 @@
 /* One body, two programs: TP_BTF_OR_RAW(event, name) defines
  * tp_btf_<name> (SEC tp_btf/<event>, typed arguments, 5.5+) and
  * raw_<name> (SEC raw_tp/<event>) running the block that follows, with
- * the tracepoint's arguments in ctx[]. The skeleton (internal/bpfskel)
+ * the tracepoint's arguments in ctx[]. The skeleton (internal/collect/bpfskel)
  * loads one of the two after probing which the kernel supports; the
  * other is never loaded. */
 #ifndef SONDE_TP_H

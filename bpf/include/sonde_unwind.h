@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /* The user-stack walker: one walk that follows unwind tables compiled from
- * .eh_frame/.debug_frame (internal/unwindtable) where a mapping has them
+ * .eh_frame/.debug_frame (internal/collect/unwindtable) where a mapping has them
  * and frame pointers where it has none (JIT code, Go, a file without
- * unwind info). User space (internal/unwind) fills the tables and each
+ * unwind info). User space (internal/collect/unwind) fills the tables and each
  * traced process's mappings; the walker asks for a process it does not
  * know through a ring buffer. Walked stacks are stored once each in
  * unwind_stacks, keyed by a 64-bit hash of their frames, so a tool's
@@ -46,7 +46,7 @@ struct vm_area_struct___unwind {
 
 #define PF_KTHREAD 0x00200000
 
-/* Options set before load (internal/unwind.Consts). unwind_arch 0 turns
+/* Options set before load (internal/collect/unwind.Consts). unwind_arch 0 turns
  * the walker off: user stacks are then empty. The pt_regs offsets are the
  * architecture's ABI layout (x86-64: sp 152, bp 32, ip 128; arm64: sp
  * 248, x29 232, pc 256, x30 240). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /* Types shared by the user-stack walker (sonde_unwind.h) and its Go
- * loader (internal/unwind, through bpf2go -type in each tool's object).
- * The rule and row layouts are internal/unwindtable's wire form. */
+ * loader (internal/collect/unwind, through bpf2go -type in each tool's object).
+ * The rule and row layouts are internal/collect/unwindtable's wire form. */
 #ifndef SONDE_UNWIND_TYPES_H
 #define SONDE_UNWIND_TYPES_H
 

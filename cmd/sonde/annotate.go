@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/annotate"
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/load"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/service/load"
+	"github.com/sonde-dev/sonde/internal/view/annotate"
 )
 
 func newAnnotateCmd() *cobra.Command {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 

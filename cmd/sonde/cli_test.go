@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -230,14 +230,14 @@ func TestManPages(t *testing.T) {
 	}
 }
 
-// TestHelpCatalogue checks internal/cli/commands.md against the command
+// TestHelpCatalogue checks internal/cmd/cli/commands.md against the command
 // tree: every command has its summary there, and no section is left over
 // from a command that is gone.
 func TestHelpCatalogue(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if !c.Hidden && c.Short == "" {
-			t.Errorf("%s has no summary line in internal/cli/commands.md", c.CommandPath())
+			t.Errorf("%s has no summary line in internal/cmd/cli/commands.md", c.CommandPath())
 		}
 		for _, s := range c.Commands() {
 			walk(s)
@@ -245,6 +245,6 @@ func TestHelpCatalogue(t *testing.T) {
 	}
 	walk(newRoot())
 	if left := cli.UnusedHelp(); len(left) > 0 {
-		t.Errorf("internal/cli/commands.md has sections no command takes: %q", left)
+		t.Errorf("internal/cmd/cli/commands.md has sections no command takes: %q", left)
 	}
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/memleak"
+	"github.com/sonde-dev/sonde/internal/tools/memleak"
 )
 
 // bpfCommands are the live BPF tools. They take bcc's habits as well as

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/datafile"
-	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/view/flamegraph"
 )
 
 type jsonReport struct {

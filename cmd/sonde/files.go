@@ -5,13 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/files"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/tools/fileio"
 )
 
 func newFiletopCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true}
-	var o files.TopOptions
+	var o fileio.TopOptions
 	var noClear bool
 	cmd := l.Command(cli.Doc("filetop", &cobra.Command{}), "trace only this process")
 	f := cmd.Flags()
@@ -20,23 +20,23 @@ func newFiletopCmd() *cobra.Command {
 	f.BoolVarP(&noClear, "noclear", "C", false, "do not clear the screen between reports")
 	f.BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
 	cli.AtLeast(f, 0, "rows")
-	l.Check = func(cmd *cobra.Command, args []string) error { return files.TopArgs(cmd, args, l, &o) }
+	l.Check = func(cmd *cobra.Command, args []string) error { return fileio.TopArgs(cmd, args, l, &o) }
 	cmd.RunE = l.RunE("tracing file reads and writes", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.Target, o.Clear = l.Pid, tgt, !noClear && !l.JSON && cli.IsTerminal(1)
-		return files.RunTop(ctx, o, l)
+		return fileio.RunTop(ctx, o, l)
 	})
 	return cmd
 }
 
 func newFileslowerCmd() *cobra.Command {
 	l := &cli.Live{}
-	var o files.SlowerOptions
+	var o fileio.SlowerOptions
 	cmd := l.Command(cli.Doc("fileslower", &cobra.Command{}), "trace only this process")
 	cmd.Flags().BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
-	l.Check = func(cmd *cobra.Command, args []string) error { return files.SlowerArgs(cmd, args, &o) }
+	l.Check = func(cmd *cobra.Command, args []string) error { return fileio.SlowerArgs(cmd, args, &o) }
 	cmd.RunE = l.RunE("", func(ctx context.Context, _ string, _ []string) error {
 		o.Pid, o.Duration = l.Pid, l.Duration
-		return files.RunSlower(ctx, o, l)
+		return fileio.RunSlower(ctx, o, l)
 	})
 	return cmd
 }

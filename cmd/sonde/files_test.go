@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/files"
 	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/tools/fileio"
 )
 
 // filesDir is a test directory named as the kernel names it (TMPDIR may
@@ -41,7 +41,7 @@ func TestFiletopBytes(t *testing.T) {
 	}
 	got, r := filetopFiles(t, dir, prog, "copy", out, in)
 	w, rd := got[out], got[in]
-	if w.Writes != 160 || w.WriteBytes != 10<<20 || w.Reads != 0 || w.Kind != files.Regular {
+	if w.Writes != 160 || w.WriteBytes != 10<<20 || w.Reads != 0 || w.Kind != fileio.Regular {
 		t.Errorf("%s: %+v, want 160 writes of 10 MiB", out, w)
 	}
 	if rd.Reads != 48 || rd.ReadBytes != 3<<20 || rd.Writes != 0 {
@@ -69,18 +69,18 @@ func TestFiletopBytes(t *testing.T) {
 
 // filetopFiles runs prog args under filetop --json and returns the rows of
 // prog's process by path.
-func filetopFiles(t *testing.T, dir, prog string, args ...string) (map[string]files.File, testutil.Result) {
+func filetopFiles(t *testing.T, dir, prog string, args ...string) (map[string]fileio.File, testutil.Result) {
 	t.Helper()
 	r := testutil.MustRun(t, dir, append([]string{"filetop", "--json", "-r", "0", "--", prog}, args...)...)
 	var rep struct {
 		Command, Attach string
-		Files           []files.File
+		Files           []fileio.File
 	}
 	r.JSON(t, &rep)
-	if rep.Command != "filetop" || rep.Attach != files.Mode {
+	if rep.Command != "filetop" || rep.Attach != fileio.Mode {
 		t.Errorf("command %q attach %q", rep.Command, rep.Attach)
 	}
-	got := map[string]files.File{}
+	got := map[string]fileio.File{}
 	for _, f := range rep.Files {
 		if f.Comm == "fileio" {
 			got[f.Path] = f
@@ -113,10 +113,10 @@ func TestFileslowerFIFO(t *testing.T) {
 			own = append(own, float64(ns)/1e6)
 		}
 	}
-	var got []files.Slow
+	var got []fileio.Slow
 	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
 	for sc.Scan() {
-		var s files.Slow
+		var s fileio.Slow
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			t.Fatalf("fileslower line %q: %v", sc.Text(), err)
 		}
@@ -132,7 +132,7 @@ func TestFileslowerFIFO(t *testing.T) {
 	for i, s := range got {
 		ms := float64(s.DurationNS) / 1e6
 		lat = append(lat, ms)
-		if s.Path != fifo || s.Direction != "read" || s.Syscall != "read" || s.Bytes != 4 || s.Kind != files.Pipe || s.Comm != "fileio" {
+		if s.Path != fifo || s.Direction != "read" || s.Syscall != "read" || s.Bytes != 4 || s.Kind != fileio.Pipe || s.Comm != "fileio" {
 			t.Errorf("call %d: %+v", i, s)
 		}
 		if ms < 49.9 || ms > own[i]+0.1 {

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/funclat"
-	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+	"github.com/sonde-dev/sonde/internal/tools/funclat"
 	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 

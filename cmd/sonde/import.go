@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/load"
-	"github.com/sonde-dev/sonde/internal/perfdata"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/format/perfdata"
+	"github.com/sonde-dev/sonde/internal/service/load"
 )
 
 // inputHelp describes -i for every view: they all open inputs through
-// internal/load.
+// internal/service/load.
 const inputHelp = "recording to read: a sonde data file, perf.data or perf script text (- for standard input)"
 
 func newImportCmd() *cobra.Command {

@@ -3,22 +3,22 @@ package main
 import (
 	"testing"
 
-	"github.com/sonde-dev/sonde/internal/annotate"
-	"github.com/sonde-dev/sonde/internal/bio"
-	"github.com/sonde-dev/sonde/internal/deadlock"
-	"github.com/sonde-dev/sonde/internal/diff"
-	"github.com/sonde-dev/sonde/internal/files"
-	"github.com/sonde-dev/sonde/internal/ftrace"
-	"github.com/sonde-dev/sonde/internal/memleak"
-	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/stackstat"
+	"github.com/sonde-dev/sonde/internal/collect/probe"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/stackstat"
+	"github.com/sonde-dev/sonde/internal/tools/bio"
+	"github.com/sonde-dev/sonde/internal/tools/deadlock"
+	"github.com/sonde-dev/sonde/internal/tools/fileio"
+	"github.com/sonde-dev/sonde/internal/tools/ftrace"
+	"github.com/sonde-dev/sonde/internal/tools/memleak"
+	"github.com/sonde-dev/sonde/internal/view/annotate"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
+	"github.com/sonde-dev/sonde/internal/view/diff"
 	"github.com/sonde-dev/sonde/internal/view/dist"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 	"github.com/sonde-dev/sonde/internal/view/latencyview"
+	"github.com/sonde-dev/sonde/internal/view/report"
 	"github.com/sonde-dev/sonde/internal/view/script"
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
 	"github.com/sonde-dev/sonde/internal/view/statview"
@@ -50,8 +50,8 @@ var jsonDocs = map[string]any{
 	"biosnoop":        bio.IO{},
 	"syscount":        syscounts.Report{},
 	"cputime":         cpuusage.Report{},
-	"filetop":         files.TopReport{},
-	"fileslower":      files.Slow{},
+	"filetop":         fileio.TopReport{},
+	"fileslower":      fileio.Slow{},
 	"deadlock":        deadlock.Report{},
 	"memleak":         memleak.Report{},
 }
@@ -59,7 +59,7 @@ var jsonDocs = map[string]any{
 func TestJSONVocabulary(t *testing.T) {
 	for name, v := range jsonDocs {
 		if bad := jsonout.Undocumented(v); len(bad) > 0 {
-			t.Errorf("%s writes keys missing from the vocabulary (internal/view/jsonout, docs/json.md): %v", name, bad)
+			t.Errorf("%s writes keys missing from the vocabulary (internal/model/jsonout, docs/json.md): %v", name, bad)
 		}
 	}
 }

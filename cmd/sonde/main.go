@@ -2,7 +2,7 @@
 // stacks and shows them as perf-style reports and flame graphs.
 //
 // This package only wires the command line (cobra/pflag with perf's
-// conventions, internal/cli) to the packages under internal/ that measure
+// conventions, internal/cmd/cli) to the packages under internal/ that measure
 // and render.
 package main
 
@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/remote"
-	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/collect/probe"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/service/remote"
 )
 
 // version is set by the Makefile (-ldflags -X main.version=...).

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/offcpu"
+	"github.com/sonde-dev/sonde/internal/tools/offcpu"
 	"github.com/sonde-dev/sonde/internal/view/blocked"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 )

@@ -1,8 +1,8 @@
 package main
 
 // perf's files through the binary: every view reads perf.data (file and
-// pipe format) and perf script text through internal/load, and sonde
-// import converts them. The fixtures are internal/perfdata's (see its
+// pipe format) and perf script text through internal/service/load, and sonde
+// import converts them. The fixtures are internal/format/perfdata's (see its
 // testdata/README.md); the privileged test records with Debian's perf.
 
 import (
@@ -19,12 +19,12 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-// fixtureWorkBuildID is the build-id of internal/perfdata/testdata/work.elf,
+// fixtureWorkBuildID is the build-id of internal/format/perfdata/testdata/work.elf,
 // the binary the fixtures recorded (as /tmp/pd/fx/work).
 const fixtureWorkBuildID = "5155a3dd3f9ccaf9d8bab896e29c26039de1b89d"
 
 func perfFixture(name string) string {
-	return filepath.Join(testutil.RepoRoot(), "internal", "perfdata", "testdata", name)
+	return filepath.Join(testutil.RepoRoot(), "internal", "format", "perfdata", "testdata", name)
 }
 
 // runEnv runs sonde in dir with extra environment and standard input.

@@ -26,8 +26,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/spf13/pflag"
 
-	"github.com/sonde-dev/sonde/internal/procfs"
-	"github.com/sonde-dev/sonde/internal/remote"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/service/remote"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -42,7 +42,7 @@ func TestRemoteFlagsClassified(t *testing.T) {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if _, err := remote.Validate(newRoot(), []string{c.Name(), "--" + f.Name + "=" + sampleValue(f)}); err != nil &&
 				strings.Contains(err.Error(), "not yet reviewed") {
-				t.Errorf("%s --%s is not classified in internal/remote's flag table", c.Name(), f.Name)
+				t.Errorf("%s --%s is not classified in internal/service/remote's flag table", c.Name(), f.Name)
 			}
 		})
 	}

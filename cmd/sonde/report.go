@@ -3,11 +3,11 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/load"
-	"github.com/sonde-dev/sonde/internal/pprofout"
-	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/web"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/format/pprofout"
+	"github.com/sonde-dev/sonde/internal/service/load"
+	"github.com/sonde-dev/sonde/internal/service/web"
+	"github.com/sonde-dev/sonde/internal/view/report"
 )
 
 func newReportCmd() *cobra.Command {

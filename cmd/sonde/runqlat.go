@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
-	"github.com/sonde-dev/sonde/internal/histogram"
-	"github.com/sonde-dev/sonde/internal/procfs"
-	"github.com/sonde-dev/sonde/internal/runqlat"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+	"github.com/sonde-dev/sonde/internal/tools/runqlat"
 	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 

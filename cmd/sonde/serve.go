@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
 
-	"github.com/sonde-dev/sonde/internal/web"
+	"github.com/sonde-dev/sonde/internal/service/web"
 )
 
 func newServeCmd() *cobra.Command {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-dev/sonde/internal/bpfskel"
-	"github.com/sonde-dev/sonde/internal/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 

@@ -8,7 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/sonde-dev/sonde/internal/stackstat"
+	"github.com/sonde-dev/sonde/internal/model/stackstat"
 )
 
 // DSOKind says what kind of object a DSO is; views colour and mark frames by it.

@@ -5,8 +5,8 @@ import (
 	"os"
 	"sort"
 
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // Live names addresses of running processes for live views (top), with the

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // Object is one object whose addresses are to be named, as a source saw it

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/procfs"
 )
 
 // fakeResolver names objects of one kind from a fixed table, as the real

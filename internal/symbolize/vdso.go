@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sonde-dev/sonde/internal/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 )
 
 // VDSO loads this process's vDSO image; it is the same for every process on

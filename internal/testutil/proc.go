@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/runctl"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 )
 
 // VmRSS reads a process's resident set size in KiB from /proc/PID/status.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/stackstat"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/stackstat"
 )
 
 // Report is one offcpu or wakeup report.

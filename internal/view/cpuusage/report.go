@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cputime"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
 
 // Report is one interval's CPU time.

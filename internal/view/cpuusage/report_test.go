@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cputime"
+	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
 
 func interval() cputime.Interval {

@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cputime"
-	"github.com/sonde-dev/sonde/internal/runctl"
-	"github.com/sonde-dev/sonde/internal/stream"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/format/stream"
+	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
 
 // WatchOptions configure cputime's loop.

@@ -7,7 +7,7 @@ package dist
 import (
 	"io"
 
-	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
 // Options say how distributions are bucketed for display.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/histogram"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/histogram"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // Functions is funclat's report: one distribution per function.

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/histogram"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // Split says what runqlat's distributions are kept apart by.

@@ -7,7 +7,7 @@ import (
 	"bufio"
 	"io"
 
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // Report is a view that writes itself as text and as JSON.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 type rep struct {

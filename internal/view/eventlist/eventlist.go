@@ -14,10 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/perf"
-	"github.com/sonde-dev/sonde/internal/probe"
-	"github.com/sonde-dev/sonde/internal/tracefs"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/collect/perf"
+	"github.com/sonde-dev/sonde/internal/collect/probe"
+	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // Event is one listed event.

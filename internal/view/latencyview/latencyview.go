@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/histogram"
-	"github.com/sonde-dev/sonde/internal/latency"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/latency"
 	"github.com/sonde-dev/sonde/internal/view/dist"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
 )
 
 // Report is what the view shows about one run.

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/histogram"
-	"github.com/sonde-dev/sonde/internal/latency"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/latency"
 )
 
 // report: disk 8,0 saw requests of 100, 200 and 300 µs, disk 8,16 one of

@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/tracefs"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // Fields are the columns script can print, in order.

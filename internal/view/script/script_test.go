@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // profile is one cpu-clock sample of work (pid 42, tid 43) on CPU 1 at

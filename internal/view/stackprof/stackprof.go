@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/datafile"
-	"github.com/sonde-dev/sonde/internal/flamegraph"
+	"github.com/sonde-dev/sonde/internal/format/datafile"
+	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/outfile"
-	"github.com/sonde-dev/sonde/internal/report"
-	"github.com/sonde-dev/sonde/internal/stackstat"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/stackstat"
 	"github.com/sonde-dev/sonde/internal/view/emit"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/view/flamegraph"
+	"github.com/sonde-dev/sonde/internal/view/report"
 )
 
 // Report is profile's report: report's entries by comm, dso and symbol.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/stat"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/stat"
 )
 
 // Unit is the unit perf stat prints after a count.

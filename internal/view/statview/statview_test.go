@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/stat"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/stat"
 )
 
 func count(ev string, v float64) stat.Count {

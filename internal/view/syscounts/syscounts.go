@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/syscount"
-	"github.com/sonde-dev/sonde/internal/view/jsonout"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/syscount"
 )
 
 // Report is one syscount table.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/syscount"
+	"github.com/sonde-dev/sonde/internal/tools/syscount"
 )
 
 func TestCommMergedPerSyscall(t *testing.T) {

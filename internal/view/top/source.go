@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cputime"
-	"github.com/sonde-dev/sonde/internal/profile"
 	"github.com/sonde-dev/sonde/internal/symbolize"
+	"github.com/sonde-dev/sonde/internal/tools/cputime"
+	"github.com/sonde-dev/sonde/internal/tools/profile"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sonde-dev/sonde/internal/cputime"
+	"github.com/sonde-dev/sonde/internal/tools/cputime"
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
 

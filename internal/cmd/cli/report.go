@@ -1,0 +1,15 @@
+package cli
+
+import "github.com/sonde-dev/sonde/internal/view/report"
+
+// ReportFilters fills o's filters from perf report's list options
+// (--comms, --dsos, --sym, --pid, --tid: comma-separated).
+func ReportFilters(o *report.Options, comm, dso, sym, pid, tid string) error {
+	o.Comms, o.DSOs, o.Syms = SplitList(comm), SplitList(dso), SplitList(sym)
+	var err error
+	if o.Pids, err = ParseIDs(pid, "--pid"); err != nil {
+		return err
+	}
+	o.Tids, err = ParseIDs(tid, "--tid")
+	return err
+}

@@ -1,0 +1,599 @@
+package unwind
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/perf"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/unwindtable"
+)
+
+// Loader keeps the walker's maps in step with the traced processes: one
+// table per file (shared by every process mapping it), one mapping list per
+// process. Safe for concurrent use.
+type Loader struct {
+	m     Maps
+	files struct {
+		Files *ebpf.Map `ebpf:"unwind_files"` // see fileEntry
+	}
+	cache *unwindtable.Cache
+	rules unwindtable.Rules
+
+	mu           sync.Mutex
+	rulesWritten int
+	tables       map[unwindtable.Key]*loaded
+	vdsos        map[unwindtable.Key]*unwindtable.Table
+	procs        map[uint32]*proc
+	next, cap    uint32        // rows: next unused index, capacity
+	free         []span        // rows released by tables no process maps any more
+	used         map[span]bool // every run ever given to a table (alloc)
+	idle         idleTables    // built tables no process maps now
+	stats        Stats
+
+	ring    *bpfskel.Ring
+	pending chan uint32
+	done    chan struct{}
+
+	// Only, when set, is the one process the tool traces: notices about
+	// others (exec and exit are seen system-wide) are ignored.
+	Only int
+	tree int // FollowTree's root
+}
+
+// FollowTree ignores exec notices of processes that do not descend from
+// root (exec is seen system-wide; `record -- CMD` samples only CMD's
+// tree, whose samples ask for any process the exec notice skipped).
+// Call it before Start's notices matter: before the command runs.
+func (l *Loader) FollowTree(root int) {
+	l.mu.Lock()
+	l.tree = root
+	l.mu.Unlock()
+}
+
+type span struct{ first, count uint32 }
+
+type loaded struct {
+	span
+	bytes int // the table's size in memory
+	refs  int
+	files []fileKey // its entries in unwind_files
+}
+
+// proc is what the loader knows of one process: its executable mappings
+// (kept after exit, so stacks read at the end still name their files).
+type proc struct {
+	maps []mapping
+	keys []unwindtable.Key // tables it holds a reference to
+	gone bool
+}
+
+type mapping struct {
+	start, end, offset uint64
+	path               string
+	table              bool // rows loaded for it
+}
+
+// Stats count the loader's work.
+type Stats struct {
+	Processes   int           `json:"processes_loaded"`
+	Files       int           `json:"files_loaded"`
+	Rows        uint32        `json:"rows_loaded"`
+	RowBytes    uint64        `json:"row_bytes"`
+	NoInfo      int           `json:"files_without_unwind_info"`
+	RowsFull    int           `json:"files_not_loaded_rows_full"`
+	Mappings    int           `json:"mappings_over_limit"`
+	Notices     int           `json:"notices"`
+	Reloads     int           `json:"reloads"`
+	LoadTime    time.Duration `json:"load_time_ns"`
+	LoadErrors  int           `json:"load_errors"`
+	LastLoadErr string        `json:"last_load_error,omitempty"`
+}
+
+// New returns a loader for a tool's walker maps, whose rows map holds
+// capacity rows (what Configure set).
+func New(m Maps, capacity uint32) *Loader {
+	return &Loader{m: m, cache: unwindtable.NewCache(), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
+		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
+}
+
+// Start reads the walker's notices and loads (or drops) the processes
+// they name, on a goroutine, until Stop.
+func (l *Loader) Start() error {
+	l.pending = make(chan uint32, 1024)
+	l.done = make(chan struct{})
+	r, err := bpfskel.ReadRing(l.m.Notices, l.notice)
+	if err != nil {
+		return fmt.Errorf("reading the unwinder's notices: %w", err)
+	}
+	l.ring = r
+	go l.work()
+	return nil
+}
+
+// Stop ends the notice reader; call it after the programs are detached.
+func (l *Loader) Stop() {
+	if l.ring == nil {
+		return
+	}
+	l.ring.Stop()
+	l.ring = nil
+	close(l.pending)
+	<-l.done
+}
+
+func (l *Loader) notice(raw []byte) {
+	n := bpfskel.View[noticeValue](raw)
+	if n == nil {
+		return
+	}
+	if l.Only != 0 && int(n.Pid) != l.Only {
+		return
+	}
+	l.mu.Lock()
+	tree := l.tree
+	l.mu.Unlock()
+	if tree != 0 && n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) && !descends(int(n.Pid), tree) {
+		return
+	}
+	l.mu.Lock()
+	l.stats.Notices++
+	l.mu.Unlock()
+	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXIT) {
+		l.Drop(int(n.Pid))
+		return
+	}
+	select {
+	case l.pending <- n.Pid:
+	default: // the walker asks again after its rate limit
+	}
+}
+
+func (l *Loader) work() {
+	defer close(l.done)
+	for pid := range l.pending {
+		if err := l.Load(int(pid)); err != nil {
+			l.loadError(err)
+		}
+	}
+}
+
+// Load reads /proc/PID/maps and gives the walker a table for every
+// executable file mapping of the process (building the files' tables on
+// first use), replacing what it had. A process that is gone is not an
+// error.
+func (l *Loader) Load(pid int) error {
+	t0 := time.Now()
+	ms, err := procfs.ReadMaps(pid)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return nil // gone already
+		}
+		return fmt.Errorf("reading the mappings of process %d: %w", pid, err)
+	}
+	var val procValue
+	p := &proc{}
+	for _, m := range ms {
+		if !m.Exec() {
+			continue
+		}
+		if int(val.Count) == maxMappings {
+			l.mu.Lock()
+			l.stats.Mappings++
+			l.mu.Unlock()
+			break
+		}
+		e := &val.M[val.Count]
+		e.Start, e.End = m.Start, m.End
+		mp := mapping{start: m.Start, end: m.End, offset: m.Offset, path: m.Path}
+		if strings.HasPrefix(m.Path, "/") || m.Path == "[vdso]" {
+			if sp, bias, key, ok := l.table(pid, m); ok {
+				e.RowFirst, e.RowCount, e.Bias = sp.first, sp.count, bias
+				p.keys = append(p.keys, key)
+				mp.table = true
+			}
+		}
+		p.maps = append(p.maps, mp)
+		val.Count++
+	}
+	// /proc/PID/maps is sorted by address already; the walker relies on it.
+	sort.Slice(val.M[:val.Count], func(i, j int) bool { return val.M[i].Start < val.M[j].Start })
+	if err := l.writeRules(); err != nil {
+		l.release(p.keys)
+		return err
+	}
+	key := uint32(pid)
+	if err := l.m.Procs.Put(key, &val); err != nil {
+		l.release(p.keys)
+		return fmt.Errorf("loading the mappings of process %d: %w", pid, err)
+	}
+	l.mu.Lock()
+	old := l.procs[key]
+	l.procs[key] = p
+	if old == nil {
+		l.stats.Processes++
+	} else {
+		l.stats.Reloads++
+	}
+	l.stats.LoadTime += time.Since(t0)
+	l.mu.Unlock()
+	if old != nil {
+		l.release(old.keys)
+	}
+	return nil
+}
+
+// descends says whether pid is root or one of its descendants, by the
+// parents /proc/PID/stat names.
+func descends(pid, root int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		pid = parentOf(b)
+	}
+	return false
+}
+
+// parentOf reads the parent's pid from a /proc/PID/stat line (0 when it
+// cannot): the fourth field, after the command name in parentheses, which
+// may itself hold spaces and parentheses.
+func parentOf(stat []byte) int {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// Drop forgets a process that exited (its mappings stay known, for naming
+// the files of its stacks) and releases its tables.
+func (l *Loader) Drop(pid int) {
+	l.mu.Lock()
+	p := l.procs[uint32(pid)]
+	var keys []unwindtable.Key
+	if p != nil && !p.gone {
+		p.gone = true
+		keys, p.keys = p.keys, nil
+	}
+	l.mu.Unlock()
+	l.release(keys)
+}
+
+// table returns the rows of the file behind mapping m of pid, loading them
+// on first use, and the bias that turns the mapping's addresses into row pcs.
+func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key, bool) {
+	var t *unwindtable.Table
+	var key unwindtable.Key
+	var err error
+	path := ""
+	if m.Path == "[vdso]" {
+		t, key, err = l.vdso(pid, m)
+	} else {
+		path = fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+		t, key, err = l.cache.Get(path)
+	}
+	if err != nil && m.Path != "[vdso]" && !errors.Is(err, unwindtable.ErrNoUnwindInfo) {
+		// map_files needs CAP_SYS_ADMIN; the path through the process's
+		// root works for files that still exist.
+		path = fmt.Sprintf("/proc/%d/root%s", pid, m.Path)
+		t, key, err = l.cache.Get(path)
+	}
+	if err != nil {
+		if errors.Is(err, unwindtable.ErrNoUnwindInfo) {
+			l.mu.Lock()
+			l.stats.NoInfo++
+			l.mu.Unlock()
+		}
+		return span{}, 0, key, false
+	}
+	bias, ok := mappingBias(t, m)
+	if !ok {
+		return span{}, 0, key, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.idle.take(key)
+	lt := l.tables[key]
+	if lt == nil {
+		if lt = l.loadTable(t, key); lt == nil {
+			return span{}, 0, key, false
+		}
+	}
+	lt.refs++
+	l.addFile(lt, path, t)
+	return lt.span, bias, key, true
+}
+
+// loadTable writes a table's rows (l.mu held); nil when they do not fit
+// or cannot be written (counted). The caller takes the first reference.
+func (l *Loader) loadTable(t *unwindtable.Table, key unwindtable.Key) *loaded {
+	sp, err := l.writeRows(t)
+	if err == nil {
+		// Before any mapping or file entry points at the rows.
+		err = l.writeRulesLocked()
+	}
+	if err != nil {
+		l.stats.LoadErrors++
+		l.stats.LastLoadErr = err.Error()
+		return nil
+	}
+	if sp.count == 0 {
+		l.stats.RowsFull++
+		return nil
+	}
+	lt := &loaded{span: sp, bytes: t.Bytes()}
+	l.tables[key] = lt
+	l.stats.Files++
+	l.stats.Rows += sp.count
+	l.stats.RowBytes += uint64(sp.count) * 8
+	return lt
+}
+
+// addFile gives the walker the file at path (l.mu held) by its identity in
+// the kernel, so a mapping of it that no process entry names yet still
+// unwinds (unwind_files). Files seen under several names are added once
+// per inode.
+func (l *Loader) addFile(lt *loaded, path string, t *unwindtable.Table) {
+	if l.files.Files == nil || path == "" || len(t.Exec) == 0 {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return
+	}
+	k := fileKey{Ino: st.Ino, Dev: uint32(unix.Major(st.Dev))<<20 | uint32(unix.Minor(st.Dev))}
+	for _, f := range lt.files {
+		if f == k {
+			return
+		}
+	}
+	s := t.Exec[0]
+	v := fileValue{Off: s.Off, Size: s.Size, Delta: s.Vaddr - s.Off - t.Base, RowFirst: lt.first, RowCount: lt.count}
+	if l.files.Files.Put(&k, &v) == nil {
+		lt.files = append(lt.files, k)
+	}
+}
+
+// writeRows puts a table's rows into the rows map (l.mu held); a zero span
+// when they do not fit.
+func (l *Loader) writeRows(t *unwindtable.Table) (span, error) {
+	pcs, rules, err := t.Compact(&l.rules)
+	if err != nil {
+		return span{}, fmt.Errorf("compacting an unwind table: %w", err)
+	}
+	n := uint32(len(pcs))
+	sp, ok := l.alloc(n)
+	if !ok {
+		return span{}, nil
+	}
+	keys := make([]uint32, n)
+	vals := make([]rowValue, n)
+	for i := range pcs {
+		keys[i] = sp.first + uint32(i)
+		vals[i] = rowValue{Pc: pcs[i], Rule: rules[i]}
+	}
+	if _, err := l.m.Rows.BatchUpdate(keys, vals, nil); err != nil {
+		if !errors.Is(err, ebpf.ErrNotSupported) {
+			return span{}, fmt.Errorf("loading unwind rows: %w", err)
+		}
+		for i := range keys {
+			if err := l.m.Rows.Put(keys[i], &vals[i]); err != nil {
+				return span{}, fmt.Errorf("loading unwind rows: %w", err)
+			}
+		}
+	}
+	return sp, nil
+}
+
+// alloc finds n free rows: a released run first, else the end. A run
+// never starts where a table of the same length started before: the
+// walker's per-CPU row cache (struct unwind_row_entry) keys answers by
+// table start and length, so a new table there could meet an old answer.
+func (l *Loader) alloc(n uint32) (span, bool) {
+	if l.used == nil {
+		l.used = map[span]bool{}
+	}
+	for i, f := range l.free {
+		if f.count >= n && !l.used[span{f.first, n}] {
+			l.free[i] = span{f.first + n, f.count - n}
+			l.used[span{f.first, n}] = true
+			return span{f.first, n}, true
+		}
+	}
+	if l.cap-l.next < n {
+		return span{}, false
+	}
+	sp := span{l.next, n}
+	l.next += n
+	l.used[sp] = true
+	return sp, true
+}
+
+// release drops a reference to each table; a table no process maps gives
+// its rows back (the walker cannot reach them: no mapping names them).
+func (l *Loader) release(keys []unwindtable.Key) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		lt := l.tables[k]
+		if lt == nil {
+			continue
+		}
+		if lt.refs--; lt.refs == 0 {
+			for _, f := range lt.files {
+				l.files.Files.Delete(&f)
+			}
+			delete(l.tables, k)
+			for _, old := range l.idle.add(k, lt.bytes) {
+				l.cache.Forget(old)
+			}
+			l.free = append(l.free, lt.span)
+			l.stats.Files--
+			l.stats.Rows -= lt.count
+			l.stats.RowBytes -= uint64(lt.count) * 8
+		}
+	}
+}
+
+// writeRules writes the rules added to the dictionary since last time.
+func (l *Loader) writeRules() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writeRulesLocked()
+}
+
+func (l *Loader) writeRulesLocked() error {
+	for i := l.rulesWritten; i < l.rules.Len(); i++ {
+		r := l.rules.Rule(uint16(i))
+		v := ruleValue{Cfa: r.CFA, Fp: r.FP, Ra: r.RA, Kind: uint8(r.Kind), Flags: r.Flags}
+		if err := l.m.Rules.Put(uint32(i), &v); err != nil {
+			return fmt.Errorf("loading unwind rules: %w", err)
+		}
+		l.rulesWritten = i + 1
+	}
+	return nil
+}
+
+// Stats returns the loader's counters.
+func (l *Loader) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Exited returns the executable mappings of a process that exited while
+// traced, as the loader last read them (false for processes still running
+// or never loaded): a tool's symbolizer can no longer read them from /proc.
+func (l *Loader) Exited(pid uint32) ([]procfs.Mapping, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.procs[pid]
+	if p == nil || !p.gone {
+		return nil, false
+	}
+	out := make([]procfs.Mapping, len(p.maps))
+	for i, m := range p.maps {
+		out[i] = procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Perms: "r-xp", Path: m.path}
+	}
+	return out, true
+}
+
+// ForgetExited drops what the loader kept of processes that exited (their
+// mappings, for naming the files of their stacks): call it once their
+// stacks are read, so a long run does not keep every process it met.
+func (l *Loader) ForgetExited() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for pid, p := range l.procs {
+		if p.gone {
+			delete(l.procs, pid)
+		}
+	}
+}
+
+// RestoreExited hands b the mappings of pid when it exited while traced,
+// so its stacks can still be symbolized (a builder reads a live process's
+// mappings from /proc itself). Call it before b first sees pid.
+func (l *Loader) RestoreExited(b interface{ Mmap(perf.Mmap) }, pid uint32) {
+	ms, ok := l.Exited(pid)
+	if !ok {
+		return
+	}
+	for _, m := range ms {
+		b.Mmap(perf.Mmap{Pid: pid, Tid: pid, Addr: m.Start, Len: m.End - m.Start, Pgoff: m.Offset, Prot: 0x4, Filename: m.Path})
+	}
+}
+
+// FileOf names the file mapped at pc in process pid ("" if unknown).
+func (l *Loader) FileOf(pid uint32, pc uint64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.procs[pid]
+	if p == nil {
+		return ""
+	}
+	for _, m := range p.maps {
+		if pc >= m.start && pc < m.end {
+			if m.path == "" {
+				return "[anon]"
+			}
+			return m.path
+		}
+	}
+	return ""
+}
+
+// vdso builds the table of the vDSO, which exists only in memory: from the
+// process's own copy, once per kernel image (keyed by its build-id).
+func (l *Loader) vdso(pid int, m procfs.Mapping) (*unwindtable.Table, unwindtable.Key, error) {
+	if m.End-m.Start > 1<<20 {
+		return nil, unwindtable.Key{}, fmt.Errorf("a %d-byte vDSO", m.End-m.Start)
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return nil, unwindtable.Key{}, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, m.End-m.Start)
+	if _, err := f.ReadAt(b, int64(m.Start)); err != nil {
+		return nil, unwindtable.Key{}, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return nil, unwindtable.Key{}, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	key := unwindtable.Key{BuildID: unwindtable.BuildID(ef)}
+	if key.BuildID == "" {
+		key.BuildID = fmt.Sprintf("vdso-%x", sha256.Sum256(b))
+	}
+	l.mu.Lock()
+	t := l.vdsos[key]
+	l.mu.Unlock()
+	if t != nil {
+		return t, key, nil
+	}
+	if t, err = unwindtable.BuildELF(ef); err != nil {
+		return nil, key, fmt.Errorf("building the vDSO's unwind table: %w", err)
+	}
+	l.mu.Lock()
+	l.vdsos[key] = t
+	l.mu.Unlock()
+	return t, key, nil
+}
+
+// mappingBias is what the walker subtracts from a pc in mapping m to get
+// a row pc of table t; false when m maps none of t's executable segments.
+func mappingBias(t *unwindtable.Table, m procfs.Mapping) (uint64, bool) {
+	for _, s := range t.Exec {
+		if m.Offset < s.Off+s.Size && m.Offset+(m.End-m.Start) > s.Off {
+			// The mapping's first byte is at file offset m.Offset, which
+			// the segment places at virtual address Vaddr - Off + m.Offset.
+			return m.Start - (s.Vaddr - s.Off + m.Offset) + t.Base, true
+		}
+	}
+	return 0, false
+}

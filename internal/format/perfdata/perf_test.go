@@ -1,0 +1,406 @@
+package perfdata
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// TestAgainstPerfReport records with Debian's perf and checks that the
+// import agrees with perf report on the same file: every comm/dso/symbol
+// row above 0.5% within 0.1 points, the same sample, period and lost totals.
+func TestAgainstPerfReport(t *testing.T) {
+	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
+	dir, work := testutil.Workload(t, "work", []string{"work.c"})
+	// A copy deleted after recording: only perf's build-id cache has it then.
+	gone := testutil.BuildC(t, dir, "gone", []string{"work.c"})
+
+	cases := []struct {
+		name   string
+		args   []string
+		pipe   bool
+		remove string // a binary to delete after recording
+		check  func(t *testing.T, p *model.Profile)
+	}{
+		{name: "cpu_clock_callchain", args: []string{"-e", "cpu-clock", "-g", gone, "150"}, remove: gone, check: checkSplit},
+		{name: "system_wide_callchain", args: []string{"-a", "-g", "-e", "cpu-clock", work, "60"}},
+		{name: "fixed_period", args: []string{"-e", "cpu-clock", "-c", "200000", work, "80"}, check: func(t *testing.T, p *model.Profile) {
+			checkSplit(t, p)
+			for _, s := range p.Samples {
+				if s.Period != 200000 {
+					t.Fatalf("sample period %d, want the fixed 200000", s.Period)
+				}
+			}
+		}},
+		{name: "two_events", args: []string{"-e", "cpu-clock,task-clock", "-c", "250000", "-g", work, "80"}, check: func(t *testing.T, p *model.Profile) {
+			if len(p.Meta.Events) != 2 || p.Meta.Events[0].Name != "cpu-clock" || p.Meta.Events[1].Name != "task-clock" {
+				t.Fatalf("events %+v, want cpu-clock and task-clock", p.Meta.Events)
+			}
+		}},
+		{name: "tracepoint", args: []string{"-e", "sched:sched_switch", "-a", "sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done"}, check: checkSchedSwitch},
+		{name: "pipe", pipe: true, args: []string{"-e", "cpu-clock", "-g", work, "80"}, check: checkSplit},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".data")
+			// perf record fills $HOME/.debug, its build-id cache.
+			home := filepath.Join(dir, tc.name+".home")
+			cache := filepath.Join(home, ".debug")
+			if err := os.MkdirAll(home, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			env := append(os.Environ(), "HOME="+home)
+			args := []string{"record", "-q"}
+			if tc.pipe {
+				args = append(args, "-o", "-")
+			} else {
+				args = append(args, "-o", file)
+			}
+			cmd := exec.Command(perfBin, append(args, tc.args...)...)
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if tc.pipe {
+				out, err := os.Create(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.Stdout = out
+				defer out.Close()
+			}
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("perf %v: %v\n%s", cmd.Args, err, stderr.String())
+			}
+			if tc.remove != "" {
+				if err := os.Remove(tc.remove); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			f, err := os.Open(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p, res, err := Convert(f, Options{BuildIDDir: cache})
+			if err != nil {
+				t.Fatalf("importing %s: %v", file, err)
+			}
+			if res.File.Pipe != tc.pipe {
+				t.Errorf("pipe format %v, want %v", res.File.Pipe, tc.pipe)
+			}
+			for _, u := range res.Unmatched {
+				if u.Samples*200 > p.SampleCount() {
+					t.Errorf("object left unnamed: %+v", u)
+				}
+			}
+
+			rep := exec.Command(perfBin, perfReportArgs(file)...)
+			rep.Env = env
+			out, err := rep.Output()
+			if err != nil {
+				t.Fatalf("perf report: %v", err)
+			}
+			want, err := parsePerfReport(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("parsing perf report: %v\n%s", err, out)
+			}
+			compareReport(t, p, want)
+			if tc.check != nil {
+				tc.check(t, p)
+			}
+			t.Run("fold", func(t *testing.T) {
+				inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno)")
+				// With several events perf pads their names and inferno then
+				// misses the period, counting samples; this case samples
+				// with a fixed period (-c), so its counts scale exactly.
+				scale := uint64(1)
+				if len(p.Meta.Events) > 1 {
+					scale = p.Meta.Period
+				}
+				compareFold(t, perfBin, inferno, env, file, nil, scale)
+				compareFold(t, perfBin, inferno, env, file, []string{"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}, scale)
+			})
+		})
+	}
+}
+
+// compareFold folds perf script text of file like inferno-collapse-perf
+// --all does, line for line.
+func compareFold(t *testing.T, perfBin, inferno string, env []string, file string, fields []string, scale uint64) {
+	t.Helper()
+	script := exec.Command(perfBin, append([]string{"script", "-i", file}, fields...)...)
+	script.Env = env
+	text, err := script.Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	// inferno cannot read a sample of a task perf shows with pid -1 and
+	// then drops every line up to the next blank one; sonde reads them (see
+	// TestFoldConventions), so both get the text without them.
+	var kept []string
+	skipping := false
+	for _, l := range strings.SplitAfter(string(text), "\n") {
+		if strings.HasPrefix(l, "\t") && skipping {
+			continue // a frame of a dropped sample
+		}
+		skipping = strings.Contains(l, "/-1 ") || strings.Contains(l, " -1/") || strings.Contains(l, " -1 [")
+		if !skipping {
+			kept = append(kept, l)
+		}
+	}
+	text = []byte(strings.Join(kept, ""))
+	ref := exec.Command(inferno, "--all")
+	ref.Stdin = bytes.NewReader(text)
+	want, err := ref.Output()
+	if err != nil {
+		t.Fatalf("inferno-collapse-perf: %v", err)
+	}
+	folded, err := FoldScript(bytes.NewReader(text), FoldOptions{Kernel: true, JIT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := WriteFolded(&got, folded); err != nil {
+		t.Fatal(err)
+	}
+	wantLines := strings.Split(strings.TrimSpace(string(want)), "\n")
+	for i, l := range wantLines {
+		if j := strings.LastIndexByte(l, ' '); j >= 0 && scale > 1 {
+			n, err := strconv.ParseUint(l[j+1:], 10, 64)
+			if err != nil {
+				t.Fatalf("inferno line %q", l)
+			}
+			wantLines[i] = fmt.Sprintf("%s %d", l[:j], n*scale)
+		}
+	}
+	gotLines := strings.Split(strings.TrimSpace(got.String()), "\n")
+	testutil.SameLines(t, fmt.Sprintf("perf script %v: folded stacks", fields), "inferno", gotLines, wantLines)
+	t.Logf("perf script %v: %d folded lines agree with inferno", fields, len(gotLines))
+}
+
+// checkSplit checks work.c's 3:1 split between spin_a and spin_b.
+func checkSplit(t *testing.T, p *model.Profile) {
+	t.Helper()
+	var a, b uint64
+	for _, s := range p.Samples {
+		if s.Event != 0 {
+			continue
+		}
+		switch p.FrameName(p.Stacks[s.Stack][0]) {
+		case "spin_a":
+			a += s.Period
+		case "spin_b":
+			b += s.Period
+		}
+	}
+	if a+b == 0 {
+		t.Fatalf("no samples in spin_a or spin_b")
+	}
+	if share := float64(a) / float64(a+b); math.Abs(share-0.75) > 0.03 {
+		t.Errorf("spin_a share %.3f, want 0.75±0.03", share)
+	}
+	if p.Meta.Callchain {
+		// main must call spin_a: frames after the leaf come from the chain.
+		found := false
+		for _, s := range p.Samples {
+			st := p.Stacks[s.Stack]
+			if len(st) >= 2 && p.FrameName(st[0]) == "spin_a" && p.FrameName(st[1]) == "main" {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("no main → spin_a chain")
+		}
+	}
+}
+
+// checkSchedSwitch decodes each raw payload with the recorded format: the
+// task switching out is the sampled thread.
+func checkSchedSwitch(t *testing.T, p *model.Profile) {
+	t.Helper()
+	if len(p.Meta.Events) != 1 || p.Meta.Events[0].Kind != "tracepoint" {
+		t.Fatalf("events %+v, want one tracepoint", p.Meta.Events)
+	}
+	var prevPid tracefs.Field
+	for _, f := range p.Meta.Events[0].Fields {
+		if f.Name == "prev_pid" {
+			prevPid = tracefs.Field{Name: f.Name, Offset: int(f.Offset), Size: int(f.Size), Signed: f.Signed, Kind: tracefs.FieldKind(f.Kind)}
+		}
+	}
+	if prevPid.Name == "" {
+		t.Fatalf("no prev_pid field in %+v", p.Meta.Events[0].Fields)
+	}
+	if len(p.Samples) == 0 {
+		t.Fatalf("no samples")
+	}
+	for _, s := range p.Samples {
+		v, _, ok := prevPid.Int(s.Raw)
+		// A task the kernel no longer gives a pid (exiting) samples as -1.
+		if tid := p.Threads[s.Thread].Tid; !ok || int32(v) != tid && tid != -1 {
+			t.Fatalf("prev_pid %d (ok %v), sampled thread %d", v, ok, p.Threads[s.Thread].Tid)
+		}
+	}
+}
+
+// perfReportArgs asks perf report for the comm,dso,sym rows with their
+// periods: summing rounded percentages of the many one-sample rows of
+// unsymbolized addresses would lose whole points.
+func perfReportArgs(file string) []string {
+	return []string{"report", "-i", file, "--stdio", "--no-children", "-g", "none",
+		"-F", "overhead,period,sample,comm,dso,sym", "--percent-limit", "0"}
+}
+
+type perfEvent struct {
+	samples uint64
+	period  uint64
+	rows    map[string]uint64 // period by comm|dso|sym
+}
+
+type perfReport struct {
+	lost   uint64
+	events map[string]*perfEvent
+}
+
+// parsePerfReport reads perf report --stdio -n --sort comm,dso,sym: one
+// section per event, columns framed by the dotted line under the titles.
+func parsePerfReport(r *bytes.Reader) (*perfReport, error) {
+	rep := &perfReport{events: map[string]*perfEvent{}}
+	var cur *perfEvent
+	var cols [][2]int
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "# Total Lost Samples:"):
+			n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "# Total Lost Samples:")), 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			rep.lost = n
+		case strings.HasPrefix(line, "# Samples:"):
+			i := strings.Index(line, "of event '")
+			if i < 0 {
+				return nil, fmt.Errorf("bad line %q", line)
+			}
+			name := strings.TrimSuffix(line[i+len("of event '"):], "'")
+			cur = &perfEvent{rows: map[string]uint64{}}
+			rep.events[name] = cur
+			cols = nil
+		case strings.HasPrefix(line, "# Event count (approx.):") && cur != nil:
+			n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "# Event count (approx.):")), 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			cur.period = n
+		case strings.HasPrefix(line, "# ....") && cur != nil:
+			cols = nil
+			for i := 0; i < len(line); {
+				if line[i] != '.' {
+					i++
+					continue
+				}
+				j := i
+				for j < len(line) && line[j] == '.' {
+					j++
+				}
+				cols = append(cols, [2]int{i, j})
+				i = j
+			}
+		case cur != nil && len(cols) == 6 && strings.HasSuffix(strings.Fields(line + " x")[0], "%"):
+			field := func(k int) string {
+				end := cols[k][1]
+				if k == len(cols)-1 || end > len(line) {
+					end = len(line)
+				}
+				if cols[k][0] > len(line) {
+					return ""
+				}
+				return strings.TrimSpace(line[cols[k][0]:end])
+			}
+			period, err := strconv.ParseUint(field(1), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bad row %q: %v", line, err)
+			}
+			n, err := strconv.ParseUint(field(2), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bad row %q: %v", line, err)
+			}
+			sym := field(5)
+			if len(sym) > 4 && sym[0] == '[' && sym[2] == ']' {
+				sym = sym[4:]
+			}
+			if strings.HasPrefix(sym, "0x") {
+				sym = "?"
+			}
+			sym = vdsoAlias(field(4), sym)
+			cur.samples += n
+			cur.rows[field(3)+"|"+field(4)+"|"+sym] += period
+		}
+	}
+	return rep, sc.Err()
+}
+
+// vdsoAlias names vDSO functions without the __vdso_ prefix: the vDSO
+// exports each function twice (a weak clock_gettime and a global
+// __vdso_clock_gettime); perf picks the global name, sonde's symbolizer the
+// shorter one.
+func vdsoAlias(dso, sym string) string {
+	if dso == "[vdso]" {
+		return strings.TrimPrefix(sym, "__vdso_")
+	}
+	return sym
+}
+
+// compareReport checks the profile against perf's rows, event by event.
+func compareReport(t *testing.T, p *model.Profile, want *perfReport) {
+	t.Helper()
+	if got := p.Meta.Lost; got != want.lost {
+		t.Errorf("lost samples %d, perf report %d", got, want.lost)
+	}
+	if len(want.events) != len(p.Meta.Events) {
+		t.Errorf("%d events, perf report shows %d", len(p.Meta.Events), len(want.events))
+	}
+	for ei, ev := range p.Meta.Events {
+		w := want.events[ev.Name]
+		if w == nil {
+			t.Errorf("event %q not in perf report (%v)", ev.Name, want.events)
+			continue
+		}
+		var samples, total uint64
+		rows := map[string]uint64{}
+		for _, s := range p.Samples {
+			if int(s.Event) != ei {
+				continue
+			}
+			samples++
+			total += s.Period
+			leaf := p.Stacks[s.Stack][0]
+			sym := p.FrameName(leaf)
+			if p.Locs[leaf].Func < 0 {
+				sym = "?"
+			}
+			rows[p.Threads[s.Thread].Comm+"|"+p.DSOName(leaf)+"|"+vdsoAlias(p.DSOName(leaf), sym)] += s.Period
+		}
+		if samples != w.samples {
+			t.Errorf("%s: %d samples, perf report %d", ev.Name, samples, w.samples)
+		}
+		if total != w.period {
+			t.Errorf("%s: total period %d, perf report %d", ev.Name, total, w.period)
+		}
+		compared := testutil.SameShares(t, ev.Name, "perf report", rows, total, w.rows, w.period)
+		t.Logf("%s: %d samples, %d rows above 0.5%% agree with perf report", ev.Name, samples, compared)
+	}
+}

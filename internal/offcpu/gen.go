@@ -1,9 +1,0 @@
-package offcpu
-
-// No program reads registers directly (the unwinder reads pt_regs at
-// offsets set before load), so one little-endian object serves every
-// architecture (bpfel: amd64, arm64, arm, ...).
-//
-// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
-// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type offcpu_key offcpu offcpu.bpf.c

@@ -1,7 +1,0 @@
-package syscount
-
-// No program reads registers: one little-endian object for every architecture.
-//
-// bpfgen (internal/bpfskel/bpfgen) writes only the -type types, the
-// object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type syscount_key -type syscount_val syscount syscount.bpf.c

@@ -1,0 +1,65 @@
+// Package bio measures block I/O latency by stage: a request's time queued
+// in the kernel (insert → issue) and at the device (issue → complete), each
+// stage paired in the kernel by (dev, sector). biolat shows the stages as
+// distributions; biosnoop joins them into one line per request.
+package bio
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/collect/events"
+	"github.com/sonde-dev/sonde/internal/tools/pairbpf"
+)
+
+// Stage is one pairing of block tracepoints.
+type Stage struct {
+	Name, Start, End string
+}
+
+var (
+	Queued = Stage{"queued (insert → issue)", "block:block_rq_insert", "block:block_rq_issue"}
+	Device = Stage{"device (issue → complete)", "block:block_rq_issue", "block:block_rq_complete"}
+	Total  = Stage{"total (insert → complete)", "block:block_rq_insert", "block:block_rq_complete"}
+)
+
+// Options configure a run of stages.
+type Options struct {
+	Per      string // a start-event field to keep distributions apart by ("dev", "rwbs"), "" for none
+	Aux      string // one more start-event field to keep per request
+	Events   bool   // keep every request, not only the distributions
+	Duration time.Duration
+}
+
+// Run pairs every stage in the kernel at the same time, so the stages of
+// one request are measured together; results are in the stages' order.
+func Run(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Result, error) {
+	opts := make([]pairbpf.Options, len(stages))
+	for i, st := range stages {
+		start, err := events.Tracepoint(st.Start)
+		if err != nil {
+			return nil, err
+		}
+		end, err := events.Tracepoint(st.End)
+		if err != nil {
+			return nil, err
+		}
+		opts[i] = pairbpf.Options{Start: start, End: end, Key: []string{"dev", "sector"}, Per: o.Per, Aux: o.Aux, Events: o.Events, Duration: o.Duration}
+	}
+	res := make([]*pairbpf.Result, len(stages))
+	errs := make([]error, len(stages))
+	var wg sync.WaitGroup
+	for i := range opts {
+		wg.Go(func() { res[i], errs[i] = pairbpf.Run(ctx, opts[i]) })
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return res, nil
+}
+
+func lost(r *pairbpf.Result) uint64 { return r.Counters.Drops + r.Counters.Full }

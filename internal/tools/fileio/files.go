@@ -1,0 +1,208 @@
+// Package files traces reads and writes of files from the syscall
+// tracepoints, with no kprobe: per process and file, calls and bytes
+// (filetop), or each call slower than a threshold (fileslower). The fd of
+// each call is resolved in the kernel through the task's file table
+// (CO-RE), so every filesystem, pipe and socket is seen the same way; a
+// file's path is walked in the kernel once and sent on a ring buffer, so
+// files of processes that have exited are still named.
+package fileio
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+)
+
+// Mode is how the calls are traced: there is one, the syscall
+// tracepoints; a VFS-level mode would need kprobes.
+const Mode = "syscall tracepoints"
+
+// syscallProgs maps each traced syscall to the entry program that knows
+// where its fds are; every exit goes to exit_io.
+var syscallProgs = []struct{ name, prog string }{
+	{"read", filesProgEnterRead}, {"pread64", filesProgEnterRead}, {"readv", filesProgEnterRead},
+	{"preadv", filesProgEnterRead}, {"preadv2", filesProgEnterRead},
+	{"write", filesProgEnterWrite}, {"pwrite64", filesProgEnterWrite}, {"writev", filesProgEnterWrite},
+	{"pwritev", filesProgEnterWrite}, {"pwritev2", filesProgEnterWrite},
+	{"sendfile64", filesProgEnterSendfile}, {"sendfile", filesProgEnterSendfile},
+	{"splice", filesProgEnterSplice}, {"copy_file_range", filesProgEnterSplice},
+}
+
+// hooks are the tracepoints of the syscalls this kernel has (sendfile is
+// sendfile64 on 64-bit kernels; some are missing where the architecture
+// lacks the call); exits are attached before entries, so no entry waits
+// for an exit that is never seen.
+func hooks() ([]bpfskel.Hook, error) {
+	root, err := tracefs.Root()
+	if err != nil {
+		return nil, fmt.Errorf("finding the syscall tracepoints: %w", err)
+	}
+	var exits, enters []bpfskel.Hook
+	for _, s := range syscallProgs {
+		if _, err := os.Stat(filepath.Join(root, "events", "syscalls", "sys_enter_"+s.name)); err != nil {
+			continue
+		}
+		exits = append(exits, bpfskel.TracepointHook("syscalls", "sys_exit_"+s.name, filesProgExitIo))
+		enters = append(enters, bpfskel.TracepointHook("syscalls", "sys_enter_"+s.name, s.prog))
+	}
+	if len(enters) == 0 {
+		return nil, fmt.Errorf("this kernel has no syscalls:sys_enter_read tracepoint: it needs CONFIG_FTRACE_SYSCALLS")
+	}
+	return append(exits, enters...), nil
+}
+
+// session opens the object with the options both tools share.
+func session(maps *filesMaps, pid int, command []string, consts map[string]any) (*bpfskel.Session, error) {
+	hs, err := hooks()
+	if err != nil {
+		return nil, err
+	}
+	consts[filesVarTargetPid] = uint32(pid)
+	if len(command) > 0 {
+		consts[filesVarFollowChildren] = true
+		hs = append([]bpfskel.Hook{
+			bpfskel.BTFTracepoint("sched_process_fork", filesProgTpBtfFork, filesProgRawFork),
+			bpfskel.BTFTracepoint("sched_process_exit", filesProgTpBtfExit, filesProgRawExit),
+		}, hs...)
+	}
+	return bpfskel.Open(bpfskel.Tool{
+		Name: "file I/O tracer", Spec: loadFiles, Maps: maps, Consts: consts,
+		Command: command, PidConst: filesVarTargetPid, Hooks: hs,
+	})
+}
+
+// Lost counts what the programs could not record (each tag names its
+// member of enum files_counter, bpfskel.Counters).
+type Lost struct {
+	InFlight uint64 `counter:"FILES_LOST_INFLIGHT"` // calls not timed: the in-flight map was full
+	Stats    uint64 `counter:"FILES_LOST_STATS"`    // calls not counted: the per-file map was full
+	Ring     uint64 `counter:"FILES_LOST_RING"`     // paths or slow calls dropped: the ring buffer was full
+}
+
+// Total is every loss.
+func (l Lost) Total() uint64 { return l.InFlight + l.Stats + l.Ring }
+
+func (l Lost) String() string {
+	return fmt.Sprintf("lost %d (%d in-flight map full, %d file map full, %d ring full)", l.Total(), l.InFlight, l.Stats, l.Ring)
+}
+
+func readLost(m *filesMaps) (Lost, error) {
+	var l Lost
+	return l, m.Counters.Read(&l)
+}
+
+// File types, from the inode's mode.
+const (
+	Regular = "regular"
+	Pipe    = "pipe" // anonymous pipes and named FIFOs
+	Socket  = "socket"
+	Other   = "other" // devices, directories, anonymous inodes
+)
+
+// Kind is the file type of an inode mode.
+func Kind(mode uint32) string {
+	switch mode & 0o170000 {
+	case 0o100000:
+		return Regular
+	case 0o010000:
+		return Pipe
+	case 0o140000:
+		return Socket
+	}
+	return Other
+}
+
+// fileID is a file: the superblock's device and the inode.
+type fileID struct {
+	dev uint32
+	ino uint64
+}
+
+// Dev spells a kernel dev_t (major<<20 | minor) as major:minor.
+func Dev(dev uint32) string { return fmt.Sprintf("%d:%d", dev>>20, dev&(1<<20-1)) }
+
+// Filesystem magics whose files have no path (linux/magic.h).
+const (
+	pipefsMagic    = 0x50495045
+	sockfsMagic    = 0x534F434B
+	anonInodeMagic = 0x09041934
+)
+
+// pathOf assembles a path record's names (the file's first, then its
+// parents) into a path, as /proc/PID/fd links spell them.
+func pathOf(p *filesFilesPath) string {
+	n := min(int(p.Depth), len(p.Names))
+	switch p.Magic {
+	case pipefsMagic:
+		return fmt.Sprintf("pipe:[%d]", p.Ino)
+	case sockfsMagic:
+		return fmt.Sprintf("socket:[%d]", p.Ino)
+	case anonInodeMagic:
+		if n > 0 {
+			return "anon_inode:" + bpfmaps.CString(p.Names[0][:])
+		}
+		return "anon_inode"
+	}
+	var b strings.Builder
+	if p.Truncated != 0 {
+		b.WriteString("…")
+	}
+	for i := n - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(bpfmaps.CString(p.Names[i][:]))
+	}
+	if n == 0 {
+		b.WriteByte('/')
+	}
+	return b.String()
+}
+
+// paths holds the paths the kernel sent, written by the ring reader and
+// read by the report.
+type paths struct {
+	mu sync.Mutex
+	m  map[fileID]string
+}
+
+func (ps *paths) add(p *filesFilesPath) {
+	ps.mu.Lock()
+	ps.m[fileID{p.Dev, p.Ino}] = pathOf(p)
+	ps.mu.Unlock()
+}
+
+// name is a file's path, or its device and inode when the path never
+// arrived (lost to a full ring).
+func (ps *paths) name(dev uint32, ino uint64) string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if s, ok := ps.m[fileID{dev, ino}]; ok {
+		return s
+	}
+	return fmt.Sprintf("[dev %s ino %d]", Dev(dev), ino)
+}
+
+// readEvents reads the ring until s's run ends: paths into ps, slow calls
+// to slow (nil: none are sent).
+func readEvents(s *bpfskel.Session, m *filesMaps, ps *paths, slow func(*filesFilesSlow)) error {
+	return s.ReadRing(m.Events, func(raw []byte) {
+		if bpfskel.View[uint32](raw) == nil {
+			return
+		}
+		switch filesFilesRecType(*bpfskel.View[uint32](raw)) {
+		case filesFilesRecTypeFILES_REC_PATH:
+			if p := bpfskel.View[filesFilesPath](raw); p != nil {
+				ps.add(p)
+			}
+		case filesFilesRecTypeFILES_REC_SLOW:
+			if e := bpfskel.View[filesFilesSlow](raw); e != nil && slow != nil {
+				slow(e)
+			}
+		}
+	})
+}

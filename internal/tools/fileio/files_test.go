@@ -1,0 +1,179 @@
+package fileio
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+)
+
+// pathRec builds a path record the way the kernel fills it: the file's
+// name first, then its parents.
+func pathRec(magic uint64, ino uint64, truncated bool, names ...string) *filesFilesPath {
+	p := &filesFilesPath{Magic: magic, Ino: ino, Depth: uint32(len(names))}
+	if truncated {
+		p.Truncated = 1
+	}
+	for i, n := range names {
+		for j := 0; j < len(n); j++ {
+			p.Names[i][j] = int8(n[j])
+		}
+	}
+	return p
+}
+
+func TestPathOf(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rec  *filesFilesPath
+		want string
+	}{
+		{"regular_file", pathRec(0xef53, 12, false, "out.bin", "tmp"), "/tmp/out.bin"},
+		{"root_directory", pathRec(0xef53, 2, false), "/"},
+		{"deeper_than_the_walk", pathRec(0xef53, 12, true, "c", "b"), "…/b/c"},
+		{"anonymous_pipe", pathRec(pipefsMagic, 4242, false), "pipe:[4242]"},
+		{"socket", pathRec(sockfsMagic, 77, false), "socket:[77]"},
+		{"eventfd", pathRec(anonInodeMagic, 9, false, "[eventfd]"), "anon_inode:[eventfd]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := pathOf(c.rec); got != c.want {
+				t.Errorf("pathOf = %q, want %q", got, c.want)
+			}
+		})
+	}
+	// A name filling its slot is cut, not run into the next one.
+	long := strings.Repeat("n", 63)
+	if got := pathOf(pathRec(0xef53, 1, false, long, "d")); got != "/d/"+long {
+		t.Errorf("63-byte name: %q", got)
+	}
+}
+
+func TestKindAndDev(t *testing.T) {
+	for mode, want := range map[uint32]string{0o100644: Regular, 0o010600: Pipe, 0o140777: Socket, 0o020666: Other, 0o040755: Other} {
+		if got := Kind(mode); got != want {
+			t.Errorf("Kind(%o) = %s, want %s", mode, got, want)
+		}
+	}
+	if got := Dev(8<<20 | 3); got != "8:3" {
+		t.Errorf("Dev = %s", got)
+	}
+}
+
+func TestPathsFallback(t *testing.T) {
+	ps := &paths{m: map[fileID]string{}}
+	p := pathRec(0xef53, 12, false, "f", "tmp")
+	p.Dev = 8<<20 | 1
+	ps.add(p)
+	if got := ps.name(8<<20|1, 12); got != "/tmp/f" {
+		t.Errorf("known path: %q", got)
+	}
+	// A path lost to a full ring still names the file uniquely.
+	if got := ps.name(8<<20|1, 13); got != "[dev 8:1 ino 13]" {
+		t.Errorf("unknown path: %q", got)
+	}
+}
+
+func TestSortFiles(t *testing.T) {
+	fs := []File{
+		{Pid: 1, Path: "/a", Reads: 10, ReadBytes: 100},
+		{Pid: 2, Path: "/b", Writes: 1, WriteBytes: 1000},
+		{Pid: 3, Path: "/c", Reads: 5, ReadBytes: 500, Writes: 5, WriteBytes: 10},
+	}
+	for by, want := range map[string]string{"all": "/b /c /a", "reads": "/a /c /b", "writes": "/c /b /a", "rbytes": "/c /a /b", "wbytes": "/b /c /a"} {
+		SortFiles(fs, by)
+		var got []string
+		for _, f := range fs {
+			got = append(got, f.Path)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("sort %s: %v, want %s", by, got, want)
+		}
+	}
+}
+
+func TestTopText(t *testing.T) {
+	r := &TopReport{Files: []File{
+		{Pid: 7, Tid: 8, Comm: "dd", Path: "/tmp/out", Kind: Regular, Writes: 160, WriteBytes: 10 << 20},
+		{Pid: 7, Tid: 8, Comm: "dd", Path: "pipe:[3]", Kind: Pipe, Reads: 1, ReadBytes: 512},
+	}, o: TopOptions{Rows: 1}, at: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	var b bytes.Buffer
+	r.WriteText(&b)
+	out := b.String()
+	for _, want := range []string{"12:00:00", "R_KiB", "160", "10240.0 R /tmp/out", "# 1 more files"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "pipe:[3]") || strings.Contains(out, "\033[") {
+		t.Errorf("row past -r, or a clear without Clear:\n%s", out)
+	}
+}
+
+func command(args ...string) (*cobra.Command, []string) {
+	c := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+	cli.DurationVarP(c.Flags(), new(time.Duration), "interval", "i", 0, "")
+	cli.AddDurationFlag(c.Flags(), new(time.Duration), "tracing")
+	c.SetArgs(args)
+	var got []string
+	c.RunE = func(_ *cobra.Command, a []string) error { got = a; return nil }
+	c.Execute()
+	return c, got
+}
+
+func TestArgs(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		interval time.Duration
+		duration time.Duration
+		command  string
+	}{
+		{nil, time.Second, 0, ""},
+		{[]string{"2", "3"}, 2 * time.Second, 6 * time.Second, ""},
+		{[]string{"--", "ls", "-l"}, 0, 0, "ls -l"},
+		{[]string{"1", "--", "ls"}, time.Second, 0, "ls"},
+	} {
+		cmd, args := command(c.args...)
+		var l cli.Live
+		var o TopOptions
+		if err := TopArgs(cmd, args, &l, &o); err != nil {
+			t.Errorf("%v: %v", c.args, err)
+			continue
+		}
+		if o.Interval != c.interval || o.Duration != c.duration || strings.Join(o.Command, " ") != c.command {
+			t.Errorf("%v: interval %s duration %s command %q", c.args, o.Interval, o.Duration, o.Command)
+		}
+	}
+	cmd, args := command("1", "2", "3")
+	if err := TopArgs(cmd, args, &cli.Live{}, &TopOptions{}); err == nil {
+		t.Error("three numbers accepted")
+	}
+	for args, want := range map[string]time.Duration{"": 10 * time.Millisecond, "0": 0, "2.5": 2500 * time.Microsecond} {
+		var a []string
+		if args != "" {
+			a = []string{args, "--", "true"}
+		}
+		cmd, got := command(a...)
+		var o SlowerOptions
+		if err := SlowerArgs(cmd, got, &o); err != nil || o.Min != want {
+			t.Errorf("fileslower %q: min %s, %v", args, o.Min, err)
+		}
+	}
+	for _, bad := range [][]string{{"x"}, {"1", "2"}} {
+		cmd, got := command(bad...)
+		if err := SlowerArgs(cmd, got, &SlowerOptions{}); err == nil {
+			t.Errorf("MIN_MS %q accepted", bad)
+		}
+	}
+}
+
+// The Go counters name members of the C enum (no root: the object's BTF).
+func TestCounterTags(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadFiles, filesMapCounters, &Lost{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,213 @@
+// Package offcpu measures where threads block (offcputime) and, with waker
+// tracking, who woke them from where (offwaketime): a BPF program on
+// sched_switch and sched_waking sums blocked time per stack in the kernel.
+// Results become a model.Profile whose periods are nanoseconds blocked, so
+// report, flame graph and pprof views apply unchanged.
+package offcpu
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/perf"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/collect/unwind"
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize/builder"
+)
+
+// Options configure a run.
+type Options struct {
+	Pid       int
+	PerThread bool
+	User      bool
+	Kernel    bool
+	Wakers    bool
+	MinBlock  time.Duration
+	MaxBlock  time.Duration
+	States    uint32 // bit per task state; 0x100 = running (preempted); 0 = any
+	Duration  time.Duration
+	Version   string
+	// Interval, when set, ends a report every Interval: OnInterval gets
+	// the blocked time of that interval, and the maps start over.
+	Interval   time.Duration
+	OnInterval func(*Result)
+}
+
+// Errors counted by the program (each counter tag names its member of
+// enum offcpu_error, bpfskel.Counters).
+type Errors struct {
+	StackFailures uint64 `json:"stack_failures" counter:"OFFCPU_ERR_STACK"`
+	MapFull       uint64 `json:"lost_map_full" counter:"OFFCPU_ERR_FULL"`
+}
+
+// Result of a run.
+type Result struct {
+	Profile *model.Profile
+	Errors  Errors
+	Attach  string // "tp_btf" or "raw_tp"
+	// Stacks says how complete the blocked threads' user stacks are,
+	// weighted by blocked ns.
+	Stacks unwind.Completeness
+}
+
+// ParseStates turns "S,D" style lists into the program's state mask.
+func ParseStates(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var m uint32
+	for _, c := range s {
+		switch c {
+		case 'R':
+			m |= 0x100 // preempted while runnable
+		case 'S':
+			m |= 0x1 // TASK_INTERRUPTIBLE
+		case 'D':
+			m |= 0x2 // TASK_UNINTERRUPTIBLE
+		case 'T':
+			m |= 0x4 | 0x8
+		case 'I':
+			m |= 0x402 // TASK_IDLE
+		case ',', ' ':
+		default:
+			return 0, fmt.Errorf("unknown state %q (R, S, D, T, I)", string(c))
+		}
+	}
+	return m, nil
+}
+
+// Run measures until the duration passes, ctx ends or a signal arrives.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	maxB := uint64(o.MaxBlock)
+	if maxB == 0 {
+		maxB = ^uint64(0)
+	}
+	hooks := []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", offcpuProgTpBtfSchedSwitch, offcpuProgRawSchedSwitch)}
+	if o.Wakers {
+		hooks = append(hooks, bpfskel.BTFTracepoint("sched_waking", offcpuProgTpBtfSchedWaking, offcpuProgRawSchedWaking))
+	}
+	var maps offcpuMaps
+	t := bpfskel.Tool{
+		Name: "off-CPU analysis", Spec: loadOffcpu, Maps: &maps, Hooks: hooks,
+		Consts: map[string]any{
+			offcpuVarTargetPid: uint32(o.Pid), offcpuVarPerThread: o.PerThread, offcpuVarUserStacks: o.User, offcpuVarKernelStacks: o.Kernel,
+			offcpuVarTrackWakers: o.Wakers, offcpuVarMinBlockNs: uint64(o.MinBlock), offcpuVarMaxBlockNs: maxB, offcpuVarStateMask: o.States,
+		},
+	}
+	// Wakers of a traced process are other processes: with -p, tables
+	// are loaded up front for the target and on demand for the rest.
+	only := o.Pid
+	if o.Wakers {
+		only = 0
+	}
+	ld := unwind.Wire(&t, o.Pid, nil)
+	ld.Only = only
+	s, err := bpfskel.Open(t)
+	if err != nil {
+		ld.Stop()
+		return nil, err
+	}
+	defer s.Close()
+	defer ld.Stop()
+	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
+		return collect(&maps, ld, o, s.Mode(), start, d)
+	}, bpfskel.ClearMap[offcpuOffcpuKey](maps.Blocked), o.OnInterval)
+	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
+		return nil, err
+	}
+	return iv.Final()
+}
+
+func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
+	res := &Result{Attach: attach, Stacks: unwind.Completeness{Unit: "ns"}}
+	b := builder.New()
+	var key offcpuOffcpuKey
+	var ns uint64
+	kbuf := make([]uint64, perf.MaxStack)
+	var ubuf [unwind.MaxFrames]uint64
+	seen := map[uint32]bool{}
+	stackLocs := func(pid uint32, ustack uint64, kstack int32) []int32 {
+		if !seen[pid] {
+			seen[pid] = true
+			ld.RestoreExited(b, pid)
+		}
+		us, _ := ld.Stack(ustack, &ubuf)
+		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), us.PCs)
+	}
+	it := m.Blocked.Iterate()
+	for it.Next(&key, &ns) {
+		tid := key.Tid
+		if !o.PerThread {
+			tid = key.Pid
+		}
+		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		if o.User {
+			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
+				res.Stacks.Add(ld.FileOf, key.Pid, us, ns)
+			}
+		}
+		blocked := stackLocs(key.Pid, key.UserStack, key.KernelStack)
+		locs := blocked
+		if o.Wakers {
+			// One chain, leaf first: the waker's comm, its stack from the
+			// root down, a separator, then the blocked thread's stack.
+			waker := stackLocs(key.WakerPid, key.WakerUserStack, key.WakerKernelStack)
+			locs = nil
+			wc := bpfmaps.CString(key.WakerComm[:])
+			if wc == "" {
+				wc = "[unknown waker]"
+			}
+			locs = append(locs, b.SyntheticLoc(wc))
+			for i := len(waker) - 1; i >= 0; i-- {
+				locs = append(locs, waker[i])
+			}
+			locs = append(locs, b.SyntheticLoc("--"))
+			locs = append(locs, blocked...)
+		}
+		b.SampleLocs(key.Pid, tid, locs, ns)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading blocked time: %w", err)
+	}
+	if err := m.Errors.Read(&res.Errors); err != nil {
+		return nil, fmt.Errorf("reading the error counters: %w", err)
+	}
+	event := "offcpu"
+	if o.Wakers {
+		event = "wakeup"
+	}
+	meta := model.Meta{
+		Event: event, Callchain: true, Arch: runtime.GOARCH, SondeVersion: o.Version,
+		StartUnixNS: start.UnixNano(), DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull,
+		Unwinder: "bpf-tables", Unit: "ns",
+	}
+	var warn []string
+	if res.Errors.StackFailures > 0 {
+		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
+	}
+	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
+	trimBPFFrames(res.Profile)
+	return res, nil
+}
+
+// trimBPFFrames drops the program's own frames (bpf_prog_…, bpf_trace_run…)
+// from the top of kernel stacks walked inside the tracepoint.
+func trimBPFFrames(p *model.Profile) {
+	for i, st := range p.Stacks {
+		out := st[:0:0]
+		for _, loc := range st {
+			n := p.FrameName(loc)
+			if p.Kind(loc).IsKernel() && (strings.HasPrefix(n, "bpf_prog_") || strings.HasPrefix(n, "bpf_trace_run") || strings.HasPrefix(n, "__bpf_trace_") || strings.HasPrefix(n, "__traceiter_")) {
+				continue
+			}
+			out = append(out, loc)
+		}
+		p.Stacks[i] = out
+	}
+}

@@ -1,0 +1,14 @@
+package profile
+
+import (
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+)
+
+// The Go counters name members of the C enum (no root: the object's BTF).
+func TestCounterTags(t *testing.T) {
+	if err := bpfskel.CheckCounters(loadProfile, profileMapErrors, &Errors{}); err != nil {
+		t.Fatal(err)
+	}
+}

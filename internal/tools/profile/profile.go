@@ -1,0 +1,252 @@
+// Package profile samples on-CPU stacks with a BPF perf_event program that
+// counts (process, user stack, kernel stack) in the kernel: unlike record,
+// no sample crosses to user space until the end, so the cost stays flat at
+// high rates and on busy systems. The counts become a model.Profile that
+// every view (report, flame graph, pprof) reads.
+package profile
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/perf"
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/collect/unwind"
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
+	"github.com/sonde-dev/sonde/internal/symbolize/builder"
+)
+
+// Options configure one profile run.
+type Options struct {
+	Freq      uint64
+	Pid       int // 0: system-wide
+	PerThread bool
+	User      bool
+	Kernel    bool
+	Idle      bool
+	CPUs      []int
+	Duration  time.Duration
+	Version   string
+	// Interval, when set, ends a report every Interval: OnInterval gets
+	// that interval's stacks and the counts start over.
+	Interval   time.Duration
+	OnInterval func(*Result)
+	// Symbolizer names each report's frames; nil: a fresh symbolize.Default
+	// per report. A long-lived one (symbolize.NewKept) keeps objects open
+	// between intervals.
+	Symbolizer *symbolize.Symbolizer
+	// WatchEvery is how often the counts are scanned for processes to
+	// keep the mappings of (default 100 ms; each scan reads the map).
+	WatchEvery time.Duration
+}
+
+// Errors the BPF program counted; non-zero values mean incomplete data
+// (each counter tag names its member of enum profile_error,
+// bpfskel.Counters).
+type Errors struct {
+	UserStack   uint64 `json:"user_stack_failures" counter:"ERR_USER_STACK"`
+	KernelStack uint64 `json:"kernel_stack_failures" counter:"ERR_KERNEL_STACK"`
+	MapFull     uint64 `json:"samples_lost_map_full" counter:"ERR_COUNTS_FULL"`
+}
+
+// Result of a run.
+type Result struct {
+	Profile *model.Profile
+	Errors  Errors
+	Attach  string // "perf_event"
+	// Stacks says how many samples have complete user stacks (weighted by
+	// samples); Unwind is the walker's own view and the loader's work.
+	Stacks unwind.Completeness
+	Unwind Unwind
+}
+
+// Unwind is what the user-stack walker and its table loader did.
+type Unwind struct {
+	Walker unwind.Counters `json:"walker"`
+	Loader unwind.Stats    `json:"loader"`
+}
+
+// Run loads the program, samples until the duration passes, ctx ends or
+// SIGINT/SIGTERM arrives, then reads the counts.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Freq == 0 {
+		o.Freq = 49
+	}
+	var maps profileMaps
+	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, false, map[string]any{
+		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
+		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	defer ld.Stop()
+	keeper := procfs.NewMapsKeeper()
+	if o.Pid != 0 {
+		keeper.Keep(o.Pid)
+	}
+	stopWatch := watchPids(&maps, keeper, o.Pid, o.WatchEvery)
+	// Stack ids may still be in use by later samples: only counts are reset.
+	// The interval's stacks are read by then: processes that exited are
+	// forgotten, so memory stays flat however long the run.
+	clearCounts := bpfskel.ClearMap[profileProfileKey](maps.Counts)
+	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
+		return collect(&maps, ld, o, d, start, keeper)
+	}, func() error {
+		keeper.ForgetGone()
+		ld.ForgetExited()
+		return clearCounts()
+	}, o.OnInterval)
+	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
+	stopWatch()
+	if err != nil {
+		return nil, err
+	}
+	return iv.Final()
+}
+
+// watchPids keeps the mappings of every process the program sampled, on
+// first sight in the counts map (checked every "every"), and those of
+// target (0: none) again each time, for what it maps later: stacks are
+// read at the end, when a process may be gone. It returns a stop function.
+func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+			if target != 0 {
+				keeper.Keep(target)
+			}
+			bpfmaps.Each(maps.Counts, func(key profileProfileKey, _ uint64) {
+				if p := int(key.Pid); p != 0 && p != target && !keeper.Kept(p) {
+					keeper.Keep(p)
+				}
+			})
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// open loads the sampler and attaches it to a cpu-clock event at hz on
+// each of cpus (nil: every online CPU), with the user-stack walker's
+// tables loaded for pid (0: for each process as the walker meets it).
+// leaf: only each user stack's leaf is needed (top).
+func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+	events := func() ([]int, error) {
+		if cpus == nil {
+			var err error
+			if cpus, err = perf.OnlineCPUs(); err != nil {
+				return nil, err
+			}
+		}
+		ev, _ := perf.ParseEvent("cpu-clock")
+		attr := perf.NewAttr(perf.AttrOptions{Event: ev, Freq: hz, Disabled: true})
+		attr.Bits &^= unix.PerfBitWatermark // no ring: the program consumes samples
+		attr.Wakeup = 0
+		var fds []int
+		for _, c := range cpus {
+			a := attr
+			fd, err := perf.Open(&a, -1, c, -1, ev)
+			if err != nil {
+				return fds, err
+			}
+			fds = append(fds, fd)
+		}
+		return fds, nil
+	}
+	t := bpfskel.Tool{
+		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
+		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
+	}
+	var ld *unwind.Loader
+	if leaf {
+		ld = unwind.WireLeaf(&t, nil)
+	} else {
+		ld = unwind.Wire(&t, pid, nil)
+	}
+	s, err := bpfskel.Open(t)
+	if err != nil {
+		ld.Stop()
+		return nil, nil, err
+	}
+	return s, ld, nil
+}
+
+func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time, keeper *procfs.MapsKeeper) (*Result, error) {
+	b := builder.New()
+	b.ReadMapsWith(keeper.Read)
+	b.Symbolizer = o.Symbolizer
+	res := &Result{Attach: string(bpfskel.PerfEvent)}
+	period := uint64(time.Second) / o.Freq
+	var key profileProfileKey
+	var count uint64
+	kbuf := make([]uint64, perf.MaxStack)
+	var ubuf [unwind.MaxFrames]uint64
+	seen := map[uint32]bool{}
+	it := objs.Counts.Iterate()
+	for it.Next(&key, &count) {
+		if !seen[key.Pid] {
+			seen[key.Pid] = true
+			ld.RestoreExited(b, key.Pid)
+		}
+		tid := key.Tid
+		if !o.PerThread {
+			tid = key.Pid
+		}
+		var user []uint64
+		if o.User && key.Pid != 0 {
+			us, ok := ld.Stack(key.UserStack, &ubuf)
+			if ok {
+				user = us.PCs
+				res.Stacks.Add(ld.FileOf, key.Pid, us, count)
+			}
+		}
+		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), user)
+		if len(locs) == 0 {
+			continue
+		}
+		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		// The kernel counted them: one stack, count samples.
+		b.SampleLocsN(key.Pid, tid, locs, period, count)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading stack counts: %w", err)
+	}
+	if err := objs.Errors.Read(&res.Errors); err != nil {
+		return nil, fmt.Errorf("reading the error counters: %w", err)
+	}
+	meta := model.Meta{
+		Event: "cpu-clock", Freq: o.Freq, Callchain: true,
+		Arch: runtime.GOARCH, SondeVersion: o.Version, StartUnixNS: start.UnixNano(),
+		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-tables",
+	}
+	res.Unwind = Unwind{Walker: ld.Counters(), Loader: ld.Stats()}
+	// Samples whose user stack found the stack map full carry none.
+	res.Stacks.Lost = res.Unwind.Walker.StacksFull
+	res.Stacks.Total += res.Stacks.Lost
+	var warn []string
+	if res.Errors.KernelStack > 0 {
+		warn = append(warn, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
+	}
+	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
+	return res, nil
+}

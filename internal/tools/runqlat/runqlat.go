@@ -1,0 +1,129 @@
+// Package runqlat measures run-queue latency — how long runnable tasks wait
+// for a CPU — from sched_wakeup, sched_wakeup_new and sched_switch, with the
+// distribution kept in the kernel (tp_btf, falling back to raw_tp).
+package runqlat
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+)
+
+// Split says how distributions are kept apart.
+type Split uint32
+
+// The values are the C side's (enum runqlat_split).
+const (
+	SplitNone = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_NONE)
+	SplitPid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_PID)
+	SplitTid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_TID)
+)
+
+// Options configure a run.
+type Options struct {
+	Pid      int
+	Split    Split
+	Duration time.Duration
+	Interval time.Duration
+	// OnInterval receives each interval's distributions.
+	OnInterval func(map[uint32]*histogram.Hist)
+}
+
+// Result holds a distribution per group (0 when not split).
+type Result struct {
+	Groups map[uint32]*histogram.Hist
+	Counts
+	Elapsed time.Duration
+	Attach  string
+}
+
+// Counts are the program's counters (each tag names its member of enum
+// runqlat_counter, bpfskel.Counters).
+type Counts struct {
+	Switches uint64 `counter:"RUNQLAT_SWITCHES"` // tasks switched in
+	Unknown  uint64 `counter:"RUNQLAT_UNKNOWN"`  // ... whose wait began before tracing (not in the distributions)
+}
+
+// SlotValue is a representative latency (ns) for a histogram slot.
+func SlotValue(slot uint32) uint64 {
+	if slot < 8 {
+		return uint64(slot)
+	}
+	msb, mant := slot>>3, uint64(slot&7)
+	lo := (8 + mant) << (msb - 3)
+	return lo + (uint64(1)<<(msb-3))/2
+}
+
+// Run measures until the duration passes, ctx ends or a signal arrives.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	var maps runqlatMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "run-queue latency", Spec: loadRunqlat, Maps: &maps,
+		Consts: map[string]any{runqlatVarTargetPid: uint32(o.Pid), runqlatVarSplit: uint32(o.Split)},
+		Hooks: []bpfskel.Hook{
+			bpfskel.BTFTracepoint("sched_wakeup", runqlatProgTpBtfWakeup, runqlatProgRawWakeup),
+			bpfskel.BTFTracepoint("sched_wakeup_new", runqlatProgTpBtfWakeupNew, runqlatProgRawWakeupNew),
+			bpfskel.BTFTracepoint("sched_switch", runqlatProgTpBtfSwitch, runqlatProgRawSwitch),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
+		if o.OnInterval == nil {
+			return nil
+		}
+		g, err := drain(maps.Hist, true)
+		if err != nil {
+			return err
+		}
+		o.OnInterval(g)
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	g, err := drain(maps.Hist, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Groups: g, Elapsed: run.Elapsed, Attach: s.Mode()}
+	if err := maps.Switches.Read(&res.Counts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// drain reads the slots into histograms, deleting them when reset is set.
+func drain(m *ebpf.Map, reset bool) (map[uint32]*histogram.Hist, error) {
+	out := map[uint32]*histogram.Hist{}
+	var k runqlatRunqlatKey
+	var c uint64
+	var keys []runqlatRunqlatKey
+	it := m.Iterate()
+	for it.Next(&k, &c) {
+		h := out[k.Group]
+		if h == nil {
+			h = &histogram.Hist{}
+			out[k.Group] = h
+		}
+		h.AddN(SlotValue(k.Slot), c)
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading run-queue latency: %w", err)
+	}
+	if reset {
+		for _, k := range keys {
+			m.Delete(k)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,610 @@
+// Package report aggregates a profile into perf-report-style entries
+// (overhead per comm/dso/symbol/… with self and children time) and call-graph
+// trees, and writes them as text or JSON.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/model/stackstat"
+)
+
+// Keys sonde can sort (group) by.
+var Keys = []string{"comm", "pid", "tid", "dso", "sym", "cpu", "srcline"}
+
+// Options control aggregation and output.
+type Options struct {
+	Sort              []string // default comm,dso,sym
+	Children          bool     // accumulate callees' time into callers
+	Graph             string   // "caller", "callee" or "none"
+	GraphMin          float64  // hide call-graph branches below this percent
+	PercentLimit      float64  // hide entries below this percent
+	Comms, DSOs, Syms []string
+	Pids, Tids        []int
+	OnlyEvent         int // 1 + index into Meta.Events to report one event; 0 for all
+}
+
+// Entry is one row.
+type Entry struct {
+	Keys     map[string]string `json:"keys"`
+	Self     uint64            `json:"self_period"`
+	Children uint64            `json:"children_period"`
+	Samples  int               `json:"samples"`
+	SelfPct  float64           `json:"self_percent"`
+	ChildPct float64           `json:"children_percent"`
+	Kernel   bool              `json:"kernel"`
+	Graph    *Node             `json:"callgraph,omitempty"`
+	key      string
+}
+
+// Node is a call-graph tree node.
+type Node struct {
+	Name     string  `json:"name"`
+	Period   uint64  `json:"period"`
+	Percent  float64 `json:"percent"`
+	Children []*Node `json:"children,omitempty"`
+	index    map[string]*Node
+}
+
+// Report is the aggregated result.
+type Report struct {
+	Meta        model.Meta `json:"-"`
+	Recording   Recording  `json:"recording"`
+	Samples     int        `json:"samples"`
+	TotalPeriod uint64     `json:"total_period"`
+	Sort        []string   `json:"sort"`
+	Children    bool       `json:"with_children"`
+	Entries     []*Entry   `json:"entries"`
+	opts        Options
+}
+
+// Recording is the data file's header in the JSON vocabulary
+// (docs/json.md).
+type Recording struct {
+	Event       string   `json:"event"`
+	FreqHz      uint64   `json:"freq_hz,omitempty"`
+	Period      uint64   `json:"period,omitempty"`
+	Callchain   bool     `json:"callchain"`
+	Target      string   `json:"target,omitempty"`
+	Argv        []string `json:"argv,omitempty"`
+	Hostname    string   `json:"hostname,omitempty"`
+	Release     string   `json:"kernel_release,omitempty"`
+	Arch        string   `json:"arch,omitempty"`
+	StartUnixNS int64    `json:"start_unix_ns"`
+	DurationNS  uint64   `json:"duration_ns"`
+	Lost        uint64   `json:"lost"`
+	Throttled   uint64   `json:"throttled"`
+	Version     string   `json:"sonde_version,omitempty"`
+	ExitCode    int      `json:"exit_code"`
+	Unwinder    string   `json:"unwinder,omitempty"`
+	Unit        string   `json:"unit,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+	// UserStacks: how complete the walked user stacks are (unwinder only).
+	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
+}
+
+// RecordingOf is a recording's header in the JSON vocabulary.
+func RecordingOf(m model.Meta) Recording {
+	return Recording{Event: m.Event, FreqHz: m.Freq, Period: m.Period, Callchain: m.Callchain, Target: m.Target,
+		Argv: m.Command, Hostname: m.Hostname, Release: m.Kernel, Arch: m.Arch, StartUnixNS: m.StartUnixNS,
+		DurationNS: m.DurationNS, Lost: m.Lost, Throttled: m.Throttled, Version: m.SondeVersion,
+		ExitCode: m.ExitCode, Unwinder: m.Unwinder, Unit: m.Unit, Warnings: m.Warnings, UserStacks: m.UserStacks}
+}
+
+// ParseSort validates a --sort list of built-in keys; tracepoint field
+// names are accepted too and checked against the recording later.
+func ParseSort(s string) ([]string, error) { return parseSort(s, true) }
+
+func parseSort(s string, allowFields bool) ([]string, error) {
+	if s == "" {
+		return []string{"comm", "dso", "sym"}, nil
+	}
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		ok := false
+		for _, v := range Keys {
+			if k == v {
+				ok = true
+			}
+		}
+		if k == "symbol" {
+			k, ok = "sym", true
+		}
+		if !ok && (!allowFields || !validFieldName(k)) {
+			return nil, fmt.Errorf("unknown sort key %q (valid: %s, or a tracepoint field)", k, strings.Join(Keys, ", "))
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func validFieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// FieldKeys returns the sort keys that are not built in: tracepoint fields.
+func FieldKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !contains(Keys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// CheckFieldKeys fails for field keys no recorded event has.
+func CheckFieldKeys(p *model.Profile, keys []string) error {
+	var have []string
+	for _, k := range FieldKeys(keys) {
+		found := false
+		for _, ev := range p.Meta.Events {
+			for _, f := range ev.Fields {
+				if f.Name == k {
+					found = true
+				}
+				if !strings.HasPrefix(f.Name, "common_") && !contains(have, f.Name) {
+					have = append(have, f.Name)
+				}
+			}
+		}
+		if !found {
+			if len(have) == 0 {
+				return fmt.Errorf("unknown sort key %q (valid: %s; this recording has no tracepoint fields)", k, strings.Join(Keys, ", "))
+			}
+			return fmt.Errorf("unknown sort key %q (valid: %s, or a field: %s)", k, strings.Join(Keys, ", "), strings.Join(have, ", "))
+		}
+	}
+	return nil
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Build aggregates p.
+func Build(p *model.Profile, o Options) *Report {
+	if len(o.Sort) == 0 {
+		o.Sort = []string{"comm", "dso", "sym"}
+	}
+	if !p.Meta.Callchain {
+		o.Children = false
+		o.Graph = "none"
+	}
+	r := &Report{Meta: p.Meta, Sort: o.Sort, Children: o.Children, opts: o}
+	if o.OnlyEvent > 0 && o.OnlyEvent <= len(p.Meta.Events) {
+		ev := p.Meta.Events[o.OnlyEvent-1]
+		r.Meta.Event, r.Meta.Freq, r.Meta.Period = ev.Name, ev.Freq, ev.Period
+	}
+	frameKeyed := contains(o.Sort, "sym") || contains(o.Sort, "dso") || contains(o.Sort, "srcline")
+	fieldIdx := map[string]int{}
+	for i, k := range FieldKeys(o.Sort) {
+		fieldIdx[k] = i
+	}
+	entries := map[string]*Entry{}
+	var seen map[*Entry]bool
+	var sb strings.Builder
+	keyOf := func(s *model.SampleGroup, loc int32) (string, map[string]string, bool) {
+		t := p.Threads[s.Thread]
+		sb.Reset()
+		vals := map[string]string{}
+		kernel := false
+		for _, k := range o.Sort {
+			var v string
+			switch k {
+			case "comm":
+				v = t.Comm
+			case "pid":
+				v = fmt.Sprintf("%d:%s", t.Pid, t.Comm)
+			case "tid":
+				v = fmt.Sprintf("%d:%s", t.Tid, t.Comm)
+			case "cpu":
+				v = strconv.Itoa(int(s.CPU))
+			case "dso":
+				v = p.DSOName(loc)
+			case "sym":
+				v = p.FrameName(loc)
+				kernel = p.Kind(loc).IsKernel()
+			case "srcline":
+				v = p.SrcLine(loc)
+			default:
+				v = fieldValue(s.Extra, fieldIdx[k])
+			}
+			vals[k] = v
+			sb.WriteString(v)
+			sb.WriteByte(0)
+		}
+		if !contains(o.Sort, "sym") && loc >= 0 {
+			kernel = p.Kind(loc).IsKernel()
+		}
+		return sb.String(), vals, kernel
+	}
+	getSlow := func(s *model.SampleGroup, loc int32) *Entry {
+		k, vals, kernel := keyOf(s, loc)
+		e := entries[k]
+		if e == nil {
+			e = &Entry{Keys: vals, Kernel: kernel, key: k}
+			entries[k] = e
+		}
+		return e
+	}
+	// Most samples map to entries already seen: look them up by the few
+	// fields the sort keys depend on before building the string key.
+	type fastKey struct {
+		thread int32
+		cpu    uint32
+		loc    int32
+		extra  string
+	}
+	useThread := contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid")
+	useCPU := contains(o.Sort, "cpu")
+	fast := map[fastKey]*Entry{}
+	get := func(s *model.SampleGroup, loc int32) *Entry {
+		var fk fastKey
+		if frameKeyed {
+			fk.loc = loc
+		}
+		if useThread {
+			fk.thread = s.Thread
+		}
+		if useCPU {
+			fk.cpu = s.CPU
+		}
+		fk.extra = s.Extra
+		if e := fast[fk]; e != nil {
+			return e
+		}
+		e := getSlow(s, loc)
+		fast[fk] = e
+		return e
+	}
+	filterOK := func(loc int32) bool {
+		if len(o.DSOs) > 0 && !contains(o.DSOs, p.DSOName(loc)) {
+			return false
+		}
+		if len(o.Syms) > 0 && !contains(o.Syms, p.FrameName(loc)) {
+			return false
+		}
+		return true
+	}
+	// Work per (thread, stack, CPU) group, not per sample: a million samples
+	// usually fall into a few thousand groups.
+	groups := p.SampleGroups()
+	for i := range groups {
+		s := &groups[i]
+		if o.OnlyEvent > 0 && int(s.Event) != o.OnlyEvent-1 {
+			continue
+		}
+		t := p.Threads[s.Thread]
+		if len(o.Comms) > 0 && !contains(o.Comms, t.Comm) {
+			continue
+		}
+		if len(o.Pids) > 0 && !contains(o.Pids, int(t.Pid)) {
+			continue
+		}
+		if len(o.Tids) > 0 && !contains(o.Tids, int(t.Tid)) {
+			continue
+		}
+		stack := p.Stacks[s.Stack]
+		r.Samples += int(s.Count)
+		r.TotalPeriod += s.Period
+		leaf := int32(-1)
+		if len(stack) > 0 {
+			leaf = stack[0]
+		}
+		if leaf < 0 {
+			continue
+		}
+		if filterOK(leaf) {
+			e := get(s, leaf)
+			e.Self += s.Period
+			e.Samples += int(s.Count)
+			if !o.Children {
+				e.Children += s.Period
+				if o.Graph != "none" {
+					addChain(p, e, stack, s.Period, o.Graph)
+				}
+			}
+		}
+		if o.Children && frameKeyed {
+			if seen == nil {
+				seen = map[*Entry]bool{}
+			}
+			clear(seen)
+			for _, loc := range stack {
+				if !filterOK(loc) {
+					continue
+				}
+				e := get(s, loc)
+				if seen[e] {
+					continue // recursion: count a sample once per entry
+				}
+				seen[e] = true
+				e.Children += s.Period
+				if o.Graph != "none" {
+					addChain(p, e, stack, s.Period, o.Graph)
+				}
+			}
+		} else if o.Children && filterOK(leaf) {
+			e := get(s, leaf)
+			e.Children += s.Period
+			if o.Graph != "none" {
+				addChain(p, e, stack, s.Period, o.Graph)
+			}
+		}
+	}
+	for _, e := range entries {
+		if r.TotalPeriod > 0 {
+			e.SelfPct = 100 * float64(e.Self) / float64(r.TotalPeriod)
+			e.ChildPct = 100 * float64(e.Children) / float64(r.TotalPeriod)
+		}
+		pct := e.SelfPct
+		if o.Children {
+			pct = e.ChildPct
+		}
+		if pct < o.PercentLimit {
+			continue
+		}
+		if e.Graph != nil {
+			finishGraph(e.Graph, r.TotalPeriod, o.GraphMin)
+		}
+		r.Entries = append(r.Entries, e)
+	}
+	sort.Slice(r.Entries, func(i, j int) bool {
+		a, b := r.Entries[i], r.Entries[j]
+		if o.Children && a.Children != b.Children {
+			return a.Children > b.Children
+		}
+		if a.Self != b.Self {
+			return a.Self > b.Self
+		}
+		return a.key < b.key
+	})
+	r.Recording = RecordingOf(r.Meta)
+	return r
+}
+
+// addChain adds one sample's chain to e's tree: root→leaf for caller
+// order, leaf→root for callee order.
+func addChain(p *model.Profile, e *Entry, stack []int32, period uint64, order string) {
+	if e.Graph == nil {
+		e.Graph = &Node{}
+	}
+	n := e.Graph
+	n.Period += period
+	step := func(loc int32) {
+		name := p.FrameName(loc)
+		if n.index == nil {
+			n.index = map[string]*Node{}
+		}
+		c := n.index[name]
+		if c == nil {
+			c = &Node{Name: name}
+			n.index[name] = c
+			n.Children = append(n.Children, c)
+		}
+		c.Period += period
+		n = c
+	}
+	if order == "callee" {
+		for _, loc := range stack {
+			step(loc)
+		}
+	} else {
+		for i := len(stack) - 1; i >= 0; i-- {
+			step(stack[i])
+		}
+	}
+}
+
+func finishGraph(n *Node, total uint64, min float64) {
+	if total > 0 {
+		n.Percent = 100 * float64(n.Period) / float64(total)
+	}
+	kept := n.Children[:0]
+	for _, c := range n.Children {
+		if total > 0 && 100*float64(c.Period)/float64(total) < min {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	n.Children = kept
+	sort.Slice(n.Children, func(i, j int) bool {
+		if n.Children[i].Period != n.Children[j].Period {
+			return n.Children[i].Period > n.Children[j].Period
+		}
+		return n.Children[i].Name < n.Children[j].Name
+	})
+	n.index = nil
+	for _, c := range n.Children {
+		finishGraph(c, total, min)
+	}
+}
+
+// WriteJSON writes the report as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func header(w io.Writer, m model.Meta, samples int, total uint64) {
+	rate := ""
+	if m.Freq > 0 {
+		rate = fmt.Sprintf(" (%d Hz)", m.Freq)
+	} else if m.Period > 0 {
+		rate = fmt.Sprintf(" (period %d)", m.Period)
+	}
+	fmt.Fprintf(w, "# Event: %s%s\n", m.Event, rate)
+	fmt.Fprintf(w, "# Samples: %d  Lost samples: %d", samples, m.Lost)
+	if m.Throttled > 0 {
+		fmt.Fprintf(w, "  Throttled: %d", m.Throttled)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "# Event count: %d\n", total)
+	fmt.Fprintf(w, "# Duration: %s\n", time.Duration(m.DurationNS).Round(time.Millisecond))
+	if len(m.Command) > 0 {
+		fmt.Fprintf(w, "# Command: %s (exit %d)\n", strings.Join(m.Command, " "), m.ExitCode)
+	}
+	fmt.Fprintf(w, "# Target: %s  Host: %s  Kernel: %s  Arch: %s  Call graph: %v\n", m.Target, m.Hostname, m.Kernel, m.Arch, callgraphName(m))
+	for _, warn := range m.Warnings {
+		fmt.Fprintf(w, "# Warning: %s\n", warn)
+	}
+	if m.UserStacks != nil {
+		fmt.Fprintf(w, "# user %s\n", m.UserStacks)
+	}
+	fmt.Fprintln(w, "#")
+}
+
+func callgraphName(m model.Meta) string {
+	if !m.Callchain {
+		return "no"
+	}
+	return m.Unwinder
+}
+
+var columnTitle = map[string]string{
+	"comm": "Command", "pid": "Pid:Command", "tid": "Tid:Command", "dso": "Shared Object",
+	"sym": "Symbol", "cpu": "CPU", "srcline": "Source:Line",
+}
+
+// WriteText writes the perf-style report.
+func (r *Report) WriteText(w io.Writer) error {
+	header(w, r.Meta, r.Samples, r.TotalPeriod)
+	widths := make([]int, len(r.Sort))
+	cell := func(e *Entry, k string) string {
+		v := e.Keys[k]
+		if k == "sym" {
+			mark := "[.] "
+			if e.Kernel {
+				mark = "[k] "
+			}
+			v = mark + v
+		}
+		return v
+	}
+	title := func(k string) string {
+		if t, ok := columnTitle[k]; ok {
+			return t
+		}
+		return k
+	}
+	for i, k := range r.Sort {
+		widths[i] = len(title(k))
+		for _, e := range r.Entries {
+			if k == "sym" {
+				continue // last column in practice: no padding needed
+			}
+			widths[i] = max(widths[i], len(cell(e, k)))
+		}
+	}
+	var titles, dots strings.Builder
+	if r.Children {
+		titles.WriteString("# Children      Self")
+		dots.WriteString("# ........  ........")
+	} else {
+		titles.WriteString("# Overhead")
+		dots.WriteString("# ........")
+	}
+	for i, k := range r.Sort {
+		fmt.Fprintf(&titles, "  %-*s", widths[i], title(k))
+		fmt.Fprintf(&dots, "  %s", strings.Repeat(".", widths[i]))
+	}
+	fmt.Fprintln(w, strings.TrimRight(titles.String(), " "))
+	fmt.Fprintln(w, strings.TrimRight(dots.String(), " "))
+	fmt.Fprintln(w, "#")
+	for _, e := range r.Entries {
+		var line strings.Builder
+		if r.Children {
+			fmt.Fprintf(&line, "  %7.2f%%  %7.2f%%", e.ChildPct, e.SelfPct)
+		} else {
+			fmt.Fprintf(&line, "  %7.2f%%", e.SelfPct)
+		}
+		for i, k := range r.Sort {
+			fmt.Fprintf(&line, "  %-*s", widths[i], cell(e, k))
+		}
+		fmt.Fprintln(w, strings.TrimRight(line.String(), " "))
+		if e.Graph != nil && len(e.Graph.Children) > 0 {
+			writeGraph(w, e.Graph)
+			fmt.Fprintln(w)
+		}
+	}
+	if len(r.Entries) == 0 {
+		fmt.Fprintln(w, "# (no samples)")
+	}
+	return nil
+}
+
+const graphIndent = "            "
+
+func writeGraph(w io.Writer, root *Node) {
+	fmt.Fprintf(w, "%s|\n", graphIndent)
+	if len(root.Children) == 1 {
+		c := root.Children[0]
+		fmt.Fprintf(w, "%s---%s\n", graphIndent, c.Name)
+		writeBranch(w, graphIndent+"   ", c)
+		return
+	}
+	fmt.Fprintf(w, "%s---\n", graphIndent)
+	writeBranch(w, graphIndent+"   ", root)
+}
+
+// writeBranch prints n's children below it: a straight line while there is
+// one child carrying all of n's weight, a fork with percentages otherwise.
+func writeBranch(w io.Writer, prefix string, n *Node) {
+	for len(n.Children) == 1 && n.Children[0].Period == n.Period {
+		n = n.Children[0]
+		fmt.Fprintf(w, "%s%s\n", prefix, n.Name)
+	}
+	if len(n.Children) == 0 {
+		return
+	}
+	for i, c := range n.Children {
+		last := i == len(n.Children)-1
+		pct := fmt.Sprintf("%.2f%%", c.Percent)
+		fmt.Fprintf(w, "%s|\n", prefix)
+		if last {
+			fmt.Fprintf(w, "%s --%s--%s\n", prefix, pct, c.Name)
+			writeBranch(w, prefix+strings.Repeat(" ", len(pct)+5), c)
+		} else {
+			fmt.Fprintf(w, "%s|--%s--%s\n", prefix, pct, c.Name)
+			writeBranch(w, prefix+"|"+strings.Repeat(" ", len(pct)+4), c)
+		}
+	}
+}
+
+// fieldValue picks the i-th NUL-separated value of a group's Extra key.
+func fieldValue(extra string, i int) string {
+	for ; i > 0; i-- {
+		j := strings.IndexByte(extra, 0)
+		if j < 0 {
+			return ""
+		}
+		extra = extra[j+1:]
+	}
+	if j := strings.IndexByte(extra, 0); j >= 0 {
+		return extra[:j]
+	}
+	return extra
+}
