@@ -44,7 +44,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSections$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/datafile
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/perfdata
 	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/perfdata
-	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/service/remote
+	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/cmd/remote
 
 cross:
 	@mkdir -p $(OUT)

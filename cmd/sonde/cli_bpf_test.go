@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/commands"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -50,7 +51,7 @@ func TestBPFCommandLines(t *testing.T) {
 	takesDuration := map[string]bool{"offcpu": true, "wakeup": true, "profile": true, "runqlat": true, "biolat": true, "biosnoop": true, "syscount": true, "funclat": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd, rest, err := newRoot().Find(strings.Fields(c.line))
+			cmd, rest, err := commands.Root("dev").Find(strings.Fields(c.line))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,10 +149,13 @@ func runBounded(t *testing.T, args []string) (int, string) {
 // TestBPFHelp: help for each BPF command works both ways and names its
 // usage line.
 func TestBPFHelp(t *testing.T) {
-	for _, c := range bpfCommands() {
-		for _, args := range [][]string{{"help", c.Name()}, {c.Name(), "-h"}} {
+	for _, s := range commands.Specs() {
+		if s.Group != commands.BPF {
+			continue
+		}
+		for _, args := range [][]string{{"help", s.Name}, {s.Name, "-h"}} {
 			r := testutil.Run(t, t.TempDir(), args...)
-			if r.Code != 0 || !strings.Contains(r.Stdout, "sonde "+c.Name()) || !strings.Contains(r.Stdout, "Flags:") {
+			if r.Code != 0 || !strings.Contains(r.Stdout, "sonde "+s.Name) || !strings.Contains(r.Stdout, "Flags:") {
 				t.Errorf("sonde %s: exit %d\n%s%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
 			}
 		}

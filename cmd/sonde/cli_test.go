@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/commands"
 	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -211,7 +212,7 @@ func TestManPages(t *testing.T) {
 	dir := t.TempDir()
 	mk := testutil.RequireTool(t, "make", "make")
 	testutil.Tool(t, mk, "-C", testutil.RepoRoot(), "man", "OUT="+dir)
-	for _, c := range newRoot().Commands() {
+	for _, c := range commands.Root("dev").Commands() {
 		if c.Hidden || c.Name() == "help" {
 			continue
 		}
@@ -243,7 +244,7 @@ func TestHelpCatalogue(t *testing.T) {
 			walk(s)
 		}
 	}
-	walk(newRoot())
+	walk(commands.Root("dev"))
 	if left := cli.UnusedHelp(); len(left) > 0 {
 		t.Errorf("internal/cmd/cli/commands.md has sections no command takes: %q", left)
 	}

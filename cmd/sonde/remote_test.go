@@ -26,27 +26,11 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/cmd/commands"
+	"github.com/sonde-dev/sonde/internal/cmd/remote"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
-	"github.com/sonde-dev/sonde/internal/service/remote"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
-
-// TestRemoteFlagsClassified fails when an allowed command gains a flag
-// nobody decided is safe to take over the wire.
-func TestRemoteFlagsClassified(t *testing.T) {
-	root := newRoot()
-	for _, c := range root.Commands() {
-		if !remote.Commands[c.Name()] {
-			continue
-		}
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if _, err := remote.Validate(newRoot(), []string{c.Name(), "--" + f.Name + "=" + sampleValue(f)}); err != nil &&
-				strings.Contains(err.Error(), "not yet reviewed") {
-				t.Errorf("%s --%s is not classified in internal/service/remote's flag table", c.Name(), f.Name)
-			}
-		})
-	}
-}
 
 func sampleValue(f *pflag.Flag) string {
 	switch f.Value.Type() {
@@ -76,7 +60,7 @@ func TestRemoteValidate(t *testing.T) {
 		{[]string{"probe", "--add", "x"}, "does not run through the agent"},
 		{[]string{"record", "--remote", "h:1"}, "not offered remotely"},
 	} {
-		plan, err := remote.Validate(newRoot(), c.args)
+		plan, err := remote.Validate(commands.Root("dev"), c.args)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -87,7 +71,7 @@ func TestRemoteValidate(t *testing.T) {
 			t.Errorf("Validate(%q) = %q, want %q", c.args, got, c.want)
 		}
 		if err == nil { // what the agent runs parses back to itself
-			again, err := remote.Validate(newRoot(), plan.Args)
+			again, err := remote.Validate(commands.Root("dev"), plan.Args)
 			if err != nil || strings.Join(again.Args, " ") != got {
 				t.Errorf("Validate(%q) again = %v, %v", plan.Args, again, err)
 			}

@@ -19,9 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
-	"golang.org/x/sys/unix"
 )
 
 type statJSON struct {

@@ -28,6 +28,14 @@ type Task struct {
 	Comm string `json:"comm,omitempty"`
 }
 
+// Frame is one frame of a stack in a report: its function, its object,
+// and whether it is the kernel's.
+type Frame struct {
+	Sym    string `json:"sym"`
+	DSO    string `json:"dso"`
+	Kernel bool   `json:"kernel"`
+}
+
 // Run describes the measurement a document came from; every top-level
 // document that is not a bare list embeds it.
 type Run struct {

@@ -90,7 +90,7 @@ type Result struct {
 // Run traces allocations until the duration passes, ctx ends, a signal
 // arrives or the command exits, and returns what is still outstanding.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := o.check(); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	var maps memleakMaps
@@ -167,7 +167,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, err
 }
 
-func (o *Options) check() error {
+func (o *Options) Check() error {
 	if o.Every > 1 && o.SampleBytes > 0 {
 		return fmt.Errorf("sample by calls or by bytes, not both")
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/testutil"
-	"github.com/sonde-dev/sonde/internal/view/blocked"
 )
 
 // TestMain: the test binary is also the held child of the commands the
@@ -22,8 +22,8 @@ func TestMain(m *testing.M) { testutil.MainOrHeldChild(m) }
 // leak_one.
 const leakBytes = 5000 * 128
 
-func hasFrame(fs []blocked.Frame, sym string) bool {
-	return slices.ContainsFunc(fs, func(f blocked.Frame) bool { return strings.HasPrefix(f.Sym, sym) })
+func hasFrame(fs []jsonout.Frame, sym string) bool {
+	return slices.ContainsFunc(fs, func(f jsonout.Frame) bool { return strings.HasPrefix(f.Sym, sym) })
 }
 
 // runLeak traces testdata/leak.c (built with extra flags) to its exit and

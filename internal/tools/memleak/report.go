@@ -7,7 +7,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/model/stackstat"
-	"github.com/sonde-dev/sonde/internal/view/blocked"
 )
 
 // Report is one memleak report, as text (bcc's shape) or JSON.
@@ -34,7 +33,7 @@ type Stack struct {
 	Bytes       uint64          `json:"bytes"`
 	Count       uint64          `json:"count"`
 	OldestAgeNS jsonout.Nanos   `json:"oldest_age_ns"`
-	Frames      []blocked.Frame `json:"frames"` // innermost first
+	Frames      []jsonout.Frame `json:"frames"` // innermost first
 }
 
 // ReportOptions choose what a report shows.
@@ -61,7 +60,7 @@ func NewReport(r *Result, o ReportOptions) *Report {
 		s := p.Samples[row.Stack]
 		st := Stack{Comm: p.Threads[s.Thread].Comm, Pid: row.Pid, Bytes: row.Bytes, Count: row.Count, OldestAgeNS: jsonout.NS(row.Oldest)}
 		for _, loc := range p.Stacks[s.Stack] {
-			st.Frames = append(st.Frames, blocked.Frame{Sym: p.FrameName(loc), DSO: p.DSOName(loc), Kernel: p.Kind(loc).IsKernel()})
+			st.Frames = append(st.Frames, jsonout.Frame{Sym: p.FrameName(loc), DSO: p.DSOName(loc), Kernel: p.Kind(loc).IsKernel()})
 		}
 		rep.Stacks = append(rep.Stacks, st)
 		rep.OutstandingBytes += row.Bytes

@@ -114,11 +114,11 @@ func TestOptionsCheck(t *testing.T) {
 		{Kernel: true, Prefix: "je_"},
 		{},
 	} {
-		if err := o.check(); err == nil {
+		if err := o.Check(); err == nil {
 			t.Errorf("%+v: accepted", o)
 		}
 	}
-	if err := (&Options{Kernel: true}).check(); err != nil {
+	if err := (&Options{Kernel: true}).Check(); err != nil {
 		t.Errorf("--kernel system-wide refused: %v", err)
 	}
 }

@@ -44,11 +44,7 @@ type Stack struct {
 }
 
 // Frame is one stack frame.
-type Frame struct {
-	Sym    string `json:"sym"`
-	DSO    string `json:"dso"`
-	Kernel bool   `json:"kernel"`
-}
+type Frame = jsonout.Frame
 
 // Options choose what a report shows.
 type Options struct {

@@ -82,7 +82,7 @@ func TestReportJSON(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	s := got.Stacks[0]
-	if s.Comm != "other" || s.BlockedNS != 6_000_000 || s.Tid != nil || len(s.Frames) != 2 || s.Frames[0] != (Frame{"ksys_read", "[kernel.kallsyms]", true}) {
+	if s.Comm != "other" || s.BlockedNS != 6_000_000 || s.Tid != nil || len(s.Frames) != 2 || s.Frames[0] != (Frame{Sym: "ksys_read", DSO: "[kernel.kallsyms]", Kernel: true}) {
 		t.Errorf("first stack %+v", s)
 	}
 	// A thread other than the main one carries its tid.
