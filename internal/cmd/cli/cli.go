@@ -20,30 +20,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/collect/perf"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 )
 
-// UsageError marks a bad command line: one line saying what is wrong and
-// how to fix it, exit status 2.
-type UsageError struct{ Msg string }
-
-func (e UsageError) Error() string { return e.Msg }
+// UsageError marks a bad command line (exit status 2); ExitStatus ends
+// sonde with a traced command's status. They live in runctl so that the
+// packages below the command layer can return them too.
+type (
+	UsageError = runctl.UsageError
+	ExitStatus = runctl.ExitStatus
+)
 
 // Usagef makes a UsageError.
-func Usagef(format string, a ...any) error { return UsageError{fmt.Sprintf(format, a...)} }
-
-// ExitStatus ends sonde with a status and no message: the traced
-// command's own status, passed through as perf does.
-type ExitStatus int
-
-func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func Usagef(format string, a ...any) error { return runctl.Usagef(format, a...) }
 
 // ExitWith is nil for status 0.
-func ExitWith(code int) error {
-	if code == 0 {
-		return nil
-	}
-	return ExitStatus(code)
-}
+func ExitWith(code int) error { return runctl.ExitWith(code) }
 
 // Setup makes root print errors once, in Execute, and usage only for -h,
 // and adds help and completion now (cobra would at Execute) so that the

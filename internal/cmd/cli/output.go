@@ -93,20 +93,5 @@ func WriteStdout(asJSON bool, writeJSON func(*Output) error, writeText func(*Out
 	return out.Finish(nil)
 }
 
-// FileSize is a file's size for humans (KiB, MiB, GiB), "?" when unknown.
-func FileSize(path string) string {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "?"
-	}
-	n := float64(st.Size())
-	for _, u := range []struct {
-		unit string
-		size float64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size {
-			return fmt.Sprintf("%.1f %s", n/u.size, u.unit)
-		}
-	}
-	return fmt.Sprintf("%d B", st.Size())
-}
+// FileSize is a file's size for humans (outfile.Size).
+func FileSize(path string) string { return outfile.Size(path) }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 
 	"github.com/spf13/pflag"
 

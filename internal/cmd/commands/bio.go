@@ -1,16 +1,20 @@
 package commands
 
 import (
+	"cmp"
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/tools/bio"
+	"github.com/sonde-dev/sonde/internal/view/dist"
+	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
 func init() {
-	Register(Spec{Name: "biolat", Group: BPF, New: newBiolatCmd, JSON: []any{bio.Latency{}}, Remote: true})
+	Register(Spec{Name: "biolat", Group: BPF, New: newBiolatCmd, JSON: []any{dist.BlockIO{}}, Remote: true})
 	Register(Spec{Name: "biosnoop", Page: "biolat.md", Group: BPF, New: newBiosnoopCmd, JSON: []any{bio.IO{}}, Remote: true})
 }
 
@@ -37,7 +41,7 @@ func newBiolatCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return l.W.Final(bio.NewLatency(l.DistOptions, list, res))
+		return l.W.Final(dist.NewBlockIO(l.DistOptions, list, res))
 	})
 	return cmd
 }
@@ -48,7 +52,32 @@ func newBiosnoopCmd() *cobra.Command {
 	cmd := l.Command(cli.Doc("biosnoop", &cobra.Command{}), "only I/O submitted by this process")
 	cmd.Flags().StringVar(&comm, "comm", "", "only I/O submitted by processes with this name")
 	cmd.RunE = l.RunE("tracing block I/O", func(ctx context.Context, _ string, _ []string) error {
-		return bio.SnoopTo(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, l.W)
+		return runBiosnoop(ctx, bio.Filter{Pid: l.Pid, Comm: comm}, l.Duration, l.W)
 	})
 	return cmd
+}
+
+// runBiosnoop runs bio.Snoop and writes each request to w as it completes,
+// flushed at once, as JSON Lines or as text between a header and a footer.
+func runBiosnoop(ctx context.Context, f bio.Filter, duration time.Duration, w *emit.Writer) error {
+	if !w.JSON {
+		bio.SnoopHeader(w)
+		w.Flush()
+	}
+	var werr error
+	res, err := bio.Snoop(ctx, f, duration, func(x bio.IO) {
+		if w.JSON {
+			werr = cmp.Or(werr, x.WriteJSON(w))
+		} else {
+			x.WriteText(w)
+		}
+		werr = cmp.Or(werr, w.Flush())
+	})
+	if err != nil {
+		return err
+	}
+	if !w.JSON {
+		res.WriteFooter(w)
+	}
+	return cmp.Or(werr, w.Flush())
 }

@@ -162,3 +162,21 @@ func Write(path string, write func(io.Writer) error) error {
 	}
 	return f.Commit()
 }
+
+// Size is a file's size for humans (KiB, MiB, GiB), "?" when unknown.
+func Size(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "?"
+	}
+	n := float64(st.Size())
+	for _, u := range []struct {
+		unit string
+		size float64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size {
+			return fmt.Sprintf("%.1f %s", n/u.size, u.unit)
+		}
+	}
+	return fmt.Sprintf("%d B", st.Size())
+}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/format/perfdata"
 	"github.com/sonde-dev/sonde/internal/model"
@@ -342,7 +342,7 @@ func ForLatency(path string, o latency.Options) (*latency.Result, model.Meta, er
 	}
 	r, err := latency.Compute(p, o)
 	if err != nil {
-		return nil, model.Meta{}, cli.Usagef("%v", err)
+		return nil, model.Meta{}, runctl.Usagef("%v", err)
 	}
 	return r, p.Meta, nil
 }
@@ -377,7 +377,7 @@ func ForReport(path string, keys []string) (*model.Profile, error) {
 		return nil, err
 	}
 	if err := report.CheckFieldKeys(p, keys); err != nil {
-		return nil, cli.Usagef("%v", err)
+		return nil, runctl.Usagef("%v", err)
 	}
 	return p, nil
 }

@@ -31,8 +31,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/service/load"
 	"github.com/sonde-dev/sonde/internal/service/web/ui"
@@ -132,7 +132,7 @@ func Run(ctx context.Context, paths []string, o Options) error {
 		if err := s.ExportFile(o.Export); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "sonde: wrote %s (%s): the unfiltered views of %s\n", o.Export, cli.FileSize(o.Export), strings.Join(paths, ", "))
+		fmt.Fprintf(o.Out, "sonde: wrote %s (%s): the unfiltered views of %s\n", o.Export, outfile.Size(o.Export), strings.Join(paths, ", "))
 		return nil
 	}
 	// The first page shows each input's whole flame graph: have it ready.

@@ -62,4 +62,5 @@ func Run(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Result, err
 	return res, nil
 }
 
-func lost(r *pairbpf.Result) uint64 { return r.Counters.Drops + r.Counters.Full }
+// Lost is how many requests a stage dropped with a map or ring buffer full.
+func Lost(r *pairbpf.Result) uint64 { return r.Counters.Drops + r.Counters.Full }

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/sonde-dev/sonde/internal/model/histogram"
 
 	"github.com/sonde-dev/sonde/internal/tools/latency"
 	"github.com/sonde-dev/sonde/internal/tools/pairbpf"
-	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
 func result(pairs ...latency.Pair) *pairbpf.Result {
@@ -54,28 +50,4 @@ func TestSnoopLines(t *testing.T) {
 	if !f.keep(sda) || f.keep(nvme) || !(Filter{Pid: 9}).keep(nvme) || (Filter{Pid: 9}).keep(sda) {
 		t.Errorf("filter")
 	}
-}
-
-func TestLatencyPerDisk(t *testing.T) {
-	dev := result()
-	dev.Groups = map[string]*histogram.Hist{"dev 8,0": hists(1_000, 3_000), "dev 259,1": hists(20_000)}
-	dev.Elapsed = 2 * time.Second
-	r := NewLatency(dist.Options{Unit: histogram.US}, []Stage{Device}, []*pairbpf.Result{dev})
-	var b bytes.Buffer
-	r.WriteText(&b)
-	txt := b.String()
-	if !strings.HasPrefix(txt, "device (issue → complete): 3 I/Os\ndisk 259,1\n") || !strings.Contains(txt, "\ndisk 8,0\n") || !strings.HasSuffix(txt, "# 1 lost\n\n") {
-		t.Errorf("text:\n%s", txt)
-	}
-	if len(r.Stages) != 2 || r.Stages[1].Disk != "8,0" || r.Stages[1].Stats.Count != 2 || r.Lost != 1 || r.DurationNS != 2e9 {
-		t.Errorf("report %+v", r)
-	}
-}
-
-func hists(ns ...uint64) *histogram.Hist {
-	h := &histogram.Hist{}
-	for _, v := range ns {
-		h.Add(v)
-	}
-	return h
 }

@@ -1,7 +1,6 @@
 package bio
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/tools/latency"
 	"github.com/sonde-dev/sonde/internal/tools/pairbpf"
-	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
 // IO is one block request.
@@ -71,7 +69,7 @@ func Snoop(ctx context.Context, f Filter, duration time.Duration, out func(IO)) 
 	if err != nil {
 		return nil, err
 	}
-	sr.Lost, sr.ExitCode = lost(res), res.ExitCode
+	sr.Lost, sr.ExitCode = Lost(res), res.ExitCode
 	return sr, nil
 }
 
@@ -106,29 +104,4 @@ func (x IO) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 // WriteFooter ends the text view.
 func (r *SnoopResult) WriteFooter(w io.Writer) {
 	fmt.Fprintf(w, "# %d I/Os, %d lost\n", r.IOs, r.Lost)
-}
-
-// SnoopTo runs Snoop and writes each request to w as it completes,
-// flushed at once, as JSON Lines or as text between a header and a footer.
-func SnoopTo(ctx context.Context, f Filter, duration time.Duration, w *emit.Writer) error {
-	if !w.JSON {
-		SnoopHeader(w)
-		w.Flush()
-	}
-	var werr error
-	res, err := Snoop(ctx, f, duration, func(x IO) {
-		if w.JSON {
-			werr = cmp.Or(werr, x.WriteJSON(w))
-		} else {
-			x.WriteText(w)
-		}
-		werr = cmp.Or(werr, w.Flush())
-	})
-	if err != nil {
-		return err
-	}
-	if !w.JSON {
-		res.WriteFooter(w)
-	}
-	return cmp.Or(werr, w.Flush())
 }

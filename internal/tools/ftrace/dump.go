@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/sonde-dev/sonde/internal/view/flamegraph"
 )
 
 // chromeEvent is one event of the Chrome trace event format (the JSON
@@ -117,20 +115,4 @@ func Folded(w io.Writer, t *Trace, cs []Call) error {
 		}
 	}
 	return bw.Flush()
-}
-
-// FlameGraph renders the folded stacks with sonde's flame graph (format:
-// "html", "svg" or "folded").
-func FlameGraph(w io.Writer, t *Trace, cs []Call, format, title string) error {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(Folded(pw, t, cs)) }()
-	if format == "folded" {
-		_, err := io.Copy(w, pr)
-		return err
-	}
-	root, err := flamegraph.ParseFolded(pr, func(string) {})
-	if err != nil {
-		return fmt.Errorf("reading the folded stacks: %w", err)
-	}
-	return flamegraph.Write(w, root, format, flamegraph.Options{Title: title, Unit: "ns"})
 }

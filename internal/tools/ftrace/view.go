@@ -35,12 +35,13 @@ func Load(path string) (*Trace, error) {
 	return t, nil
 }
 
-func (o *ViewOptions) calls(t *Trace) []Call {
+// Calls are the calls of t the options keep.
+func (o *ViewOptions) Calls(t *Trace) []Call {
 	return ThreadCalls(t, t.Filter(uint64(o.MinDuration), o.Depth), o.Tid)
 }
 
 // View writes one of the views ("replay", "report", "graph", "chrome",
-// "flamegraph") of the recording at o.Input; arg is graph's function.
+// "folded") of the recording at o.Input; arg is graph's function.
 func View(w io.Writer, view, arg string, o ViewOptions) error {
 	t, err := Load(o.Input)
 	if err != nil {
@@ -50,7 +51,7 @@ func View(w io.Writer, view, arg string, o ViewOptions) error {
 	case "replay":
 		return Replay(w, t, ReplayOptions{MinDuration: uint64(o.MinDuration), Depth: o.Depth, Tid: o.Tid, PerThread: o.PerThread})
 	case "report":
-		rows := Stats(t, o.calls(t))
+		rows := Stats(t, o.Calls(t))
 		if err := SortRows(rows, o.Sort); err != nil {
 			return err
 		}
@@ -59,21 +60,21 @@ func View(w io.Writer, view, arg string, o ViewOptions) error {
 		}
 		return Report(w, rows)
 	case "graph":
-		n := Graph(t, o.calls(t), arg, t.root())
+		n := Graph(t, o.Calls(t), arg, t.Root())
 		if n == nil {
 			return fmt.Errorf("%s is never called in %s", arg, o.Input)
 		}
 		return WriteGraph(w, n)
 	case "chrome":
-		return WriteChrome(w, t, o.calls(t))
-	case "flamegraph":
-		return FlameGraph(w, t, o.calls(t), o.Format, "ftrace: "+t.root())
+		return WriteChrome(w, t, o.Calls(t))
+	case "folded":
+		return Folded(w, t, o.Calls(t))
 	}
 	return fmt.Errorf("unknown view %q", view)
 }
 
-// root names the traced program.
-func (t *Trace) root() string {
+// Root names the traced program.
+func (t *Trace) Root() string {
 	if len(t.P.Meta.Command) > 0 {
 		return filepath.Base(t.P.Meta.Command[0])
 	}

@@ -1,4 +1,4 @@
-package bio
+package dist
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/bio"
 	"github.com/sonde-dev/sonde/internal/tools/pairbpf"
-	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
-// Latency is biolat's report: one distribution per stage (and disk).
-type Latency struct {
+// BlockIO is biolat's report: one distribution per stage (and disk).
+type BlockIO struct {
 	jsonout.Run
 	Unit   string      `json:"unit"`
 	Stages []StageDist `json:"stages"`
@@ -25,7 +25,7 @@ type Latency struct {
 type StageDist struct {
 	Stage string `json:"stage"`
 	Disk  string `json:"disk,omitempty"` // major,minor
-	dist.Dist
+	Dist
 }
 
 // stageSum is what the text report says of a stage as a whole.
@@ -35,11 +35,11 @@ type stageSum struct {
 	first, next int // its distributions: Stages[first:next]
 }
 
-// NewLatency builds the report; res[i] is stages[i]'s result.
-func NewLatency(o dist.Options, stages []Stage, res []*pairbpf.Result) *Latency {
-	r := &Latency{Run: jsonout.Run{Command: "biolat", Target: "system wide"}, Unit: o.Unit.Name, unit: o.Unit}
+// NewBlockIO builds the report; res[i] is stages[i]'s result.
+func NewBlockIO(o Options, stages []bio.Stage, res []*pairbpf.Result) *BlockIO {
+	r := &BlockIO{Run: jsonout.Run{Command: "biolat", Target: "system wide"}, Unit: o.Unit.Name, unit: o.Unit}
 	for i, pr := range res {
-		s := stageSum{name: stages[i].Name, lost: lost(pr), first: len(r.Stages)}
+		s := stageSum{name: stages[i].Name, lost: bio.Lost(pr), first: len(r.Stages)}
 		for _, g := range pr.GroupNames() {
 			h := pr.Groups[g]
 			s.ios += uint64(h.Count())
@@ -54,7 +54,7 @@ func NewLatency(o dist.Options, stages []Stage, res []*pairbpf.Result) *Latency 
 }
 
 // WriteText prints each stage's bars (per disk when split) and summary.
-func (r *Latency) WriteText(w io.Writer) {
+func (r *BlockIO) WriteText(w io.Writer) {
 	for _, s := range r.stages {
 		fmt.Fprintf(w, "%s: %d I/Os\n", s.name, s.ios)
 		for _, d := range r.Stages[s.first:s.next] {
@@ -69,4 +69,4 @@ func (r *Latency) WriteText(w io.Writer) {
 }
 
 // WriteJSON writes the report as one document.
-func (r *Latency) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }
+func (r *BlockIO) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }
