@@ -48,7 +48,8 @@ func (q *orderer) add(p pending, body []byte) {
 }
 
 // end ends the round of reads: the arena may have moved while it grew, so
-// this round's records are sliced from where it is now.
+// this round's records are sliced from where it is now, and the arrays it
+// grew out of are not kept alive by them.
 func (q *orderer) end() {
 	off := 0
 	for i := q.first; i < len(q.queue); i++ {
