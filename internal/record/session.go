@@ -158,10 +158,11 @@ func newSession(o Options) *session {
 		idToEvent: map[uint64]uint16{}, tpFD: map[int]int{}, rings: map[int]*perf.Ring{}}
 }
 
-// close undoes what the session opened, in the reverse order: a command
-// never released is killed (it must not run unrecorded), an output file
-// not finished is left as written (it reads back as cut), then the events
-// go, and the walker last, since it wants its events closed first.
+// close undoes what the session opened. A command never released is
+// killed first (it must not run unrecorded; a released one was ended by
+// stop); the GC settings are put back; an output file not finished is
+// left as written (it reads back as cut); then the events go, and the
+// walker last, since it wants its events closed first.
 func (s *session) close() {
 	if s.child != nil && !s.released {
 		s.child.Abort()
