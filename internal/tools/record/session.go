@@ -75,524 +75,257 @@ type Result struct {
 	Walk *WalkStats
 }
 
-type pending struct {
-	time uint64
-	typ  uint32
-	misc uint16
-	data []byte
-	// A sample's user stack walked by the BPF unwinder (auto mode):
-	// its key, and whether its record came.
-	key    uint64
-	walked bool
-}
-
 // Record runs a recording until the command exits, the duration passes or
 // ctx is cancelled. Record installs no signal handler: the caller ends the
 // run on SIGINT/SIGTERM by cancelling ctx (runctl.WithSignals).
 func Record(ctx context.Context, o Options) (*Result, error) {
+	s := newSession(o)
+	// Every return, an error at any step included, goes through close: it
+	// undoes whatever the steps before had opened.
+	defer s.close()
+	if err := s.setup(); err != nil {
+		return nil, err
+	}
+	if err := s.openTarget(); err != nil {
+		return nil, err
+	}
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	s.run(ctx)
+	s.stop()
+	return s.finish()
+}
+
+// session is one recording: what it opened (close undoes it) and the
+// state its rounds share.
+type session struct {
+	o    Options
+	cpus []int
+	b    *builder.Builder
+	res  *Result
+	w    *walker // nil: no BPF unwinder (fp or no stacks)
+	raw  bool    // a tracepoint is recorded: samples carry raw data
+	meta model.Meta
+
+	idToEvent map[uint64]uint16
+	tpFD      map[int]int        // tracepoint event index → one of its fds
+	rings     map[int]*perf.Ring // cpu → ring
+	fds       []int              // events writing into another event's ring
+	ringList  []*perf.Ring       // rings, by CPU: the order they are drained in
+
+	child *runctl.Child
+	// released: child.Go let the command run, so End, not Abort, ends it.
+	released  bool
+	childDone <-chan struct{}
+
+	out    *datafile.File // nil: the profile is kept in memory
+	chunks *chunker
+
+	// The GC settings begin found (gcSet: changed), for close to put back.
+	gcSet     bool
+	gcPercent int
+	memLimit  int64
+
+	timer    *time.Timer
+	deadline <-chan time.Time // nil: no duration
+
+	began, end time.Time
+	why        runctl.Reason
+	exit       int
+
+	ord    orderer
+	sample perf.Sample // reused by every sample
+	lost   uint64
+}
+
+// newSession fills o's defaults.
+func newSession(o Options) *session {
 	if o.RingPages == 0 {
 		o.RingPages = 128
 	}
 	if o.ChunkEvery <= 0 {
 		o.ChunkEvery = 100 * time.Millisecond
 	}
-
-	cpus := o.CPUs
-	if cpus == nil {
-		var err error
-		if cpus, err = perf.OnlineCPUs(); err != nil {
-			return nil, err
-		}
-	}
-	b := builder.New()
 	if len(o.Events) == 0 {
 		ev, _ := perf.ParseEvent("cpu-clock")
 		o.Events = []events.Spec{{Event: ev}}
 	}
-	res := &Result{}
-	var w *walker
-	if o.Callchain {
-		res.CallGraph = CallGraphFP
-		if o.CallGraph == CallGraphAuto {
-			pid := 0
-			if len(o.Pids) == 1 && len(o.Command) == 0 {
-				pid = o.Pids[0]
-			}
-			var err error
-			if w, err = openWalker(pid, o.Events, !o.All); err != nil {
-				// perf's fp mode needs no BPF: record still runs, and says so.
-				res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
-			} else {
-				res.CallGraph = CallGraphAuto
-				defer w.close()
-			}
+	return &session{o: o, b: builder.New(), res: &Result{},
+		idToEvent: map[uint64]uint16{}, tpFD: map[int]int{}, rings: map[int]*perf.Ring{}}
+}
+
+// close undoes what the session opened. A command never released is
+// killed first (it must not run unrecorded; a released one was ended by
+// stop); the GC settings are put back; an output file not finished is
+// left as written (it reads back as cut); then the events go, and the
+// walker last, since it wants its events closed first.
+func (s *session) close() {
+	if s.child != nil && !s.released {
+		s.child.Abort()
+	}
+	s.child = nil
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if s.gcSet {
+		debug.SetMemoryLimit(s.memLimit)
+		debug.SetGCPercent(s.gcPercent)
+		s.gcSet = false
+	}
+	if s.out != nil {
+		s.out.Abort()
+		s.out = nil
+	}
+	for _, r := range s.rings {
+		r.Close()
+	}
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	s.rings, s.fds, s.ringList = nil, nil, nil
+	if s.w != nil {
+		s.w.close()
+		s.w = nil
+	}
+}
+
+// setup finds the CPUs, starts the BPF unwinder if asked and writes the
+// recording's metadata.
+func (s *session) setup() error {
+	s.cpus = s.o.CPUs
+	if s.cpus == nil {
+		var err error
+		if s.cpus, err = perf.OnlineCPUs(); err != nil {
+			return err
 		}
 	}
-	raw := false
+	s.startWalker()
+	s.buildMeta()
+	return nil
+}
+
+// startWalker opens the BPF unwinder for --call-graph auto.
+func (s *session) startWalker() {
+	o := s.o
+	if !o.Callchain {
+		return
+	}
+	s.res.CallGraph = CallGraphFP
+	if o.CallGraph != CallGraphAuto {
+		return
+	}
+	pid := 0
+	if len(o.Pids) == 1 && len(o.Command) == 0 {
+		pid = o.Pids[0]
+	}
+	w, err := openWalker(pid, o.Events, !o.All)
+	if err != nil {
+		// perf's fp mode needs no BPF: record still runs, and says so.
+		s.res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
+		return
+	}
+	s.res.CallGraph, s.w = CallGraphAuto, w
+}
+
+// buildMeta describes the recording and each of its events.
+func (s *session) buildMeta() {
+	o := s.o
 	var names []string
 	for _, e := range o.Events {
-		raw = raw || e.Tracepoint()
+		s.raw = s.raw || e.Tracepoint()
 		names = append(names, e.String())
 	}
 	meta := model.Meta{
 		Event: strings.Join(names, ","), Freq: o.Freq, Period: o.Period, Callchain: o.Callchain,
-		Command: o.Command, SondeVersion: o.Version, Unwinder: b.Unwinder.Name(),
+		Command: o.Command, SondeVersion: o.Version, Unwinder: s.b.Unwinder.Name(),
 	}
-	if w != nil {
+	if s.w != nil {
 		meta.Unwinder = UnwinderName
 	}
 	host.Fill(&meta)
-
 	for i, e := range o.Events {
-		info := model.EventInfo{Name: e.String(), Kind: e.Def.Kind.String(), Freq: o.Freq, Period: o.Period, Filter: o.Filters[i]}
-		if e.Tracepoint() {
-			// Tracepoints are recorded one sample per event unless -c says otherwise.
-			info.Freq = 0
-			if info.Period == 0 {
-				info.Period = 1
-			}
-			for _, f := range e.Format.Fields {
-				info.Fields = append(info.Fields, model.Field{Name: f.Name, Type: f.Type, Offset: int32(f.Offset), Size: int32(f.Size), Signed: f.Signed, Kind: uint8(f.Kind)})
-			}
-		}
-		meta.Events = append(meta.Events, info)
+		meta.Events = append(meta.Events, eventInfo(o, i, e))
 	}
-	if len(o.Events) > 1 || raw {
+	if len(o.Events) > 1 || s.raw {
 		meta.Freq, meta.Period = meta.Events[0].Freq, meta.Events[0].Period
 	}
-	// mkAttr builds event i's attributes; side-band records come from the
-	// first event only, so each mmap and comm arrives once.
-	mkAttr := func(i int, inherit, onExec bool) unix.PerfEventAttr {
-		info := meta.Events[i]
-		a := perf.NewAttr(perf.AttrOptions{
-			Event: o.Events[i].Event, Freq: info.Freq, Period: info.Period, Callchain: o.Callchain,
-			SideBand: i == 0, BuildID: true, Raw: raw, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec,
-		})
-		if w != nil {
-			// The kernel's chain stops at the user boundary: the walker
-			// adds the user part.
-			a.Bits |= unix.PerfBitExcludeCallchainUser
-		}
-		return a
+	s.meta = meta
+}
+
+// eventInfo describes event i of o.
+func eventInfo(o Options, i int, e events.Spec) model.EventInfo {
+	info := model.EventInfo{Name: e.String(), Kind: e.Def.Kind.String(), Freq: o.Freq, Period: o.Period, Filter: o.Filters[i]}
+	if !e.Tracepoint() {
+		return info
 	}
-	idToEvent := map[uint64]uint16{}
-	tpFD := map[int]int{}         // tracepoint event index → one of its fds
-	rings := map[int]*perf.Ring{} // cpu → ring
-	var fds []int
-	cleanup := func() {
-		for _, r := range rings {
-			r.Close()
-		}
-		for _, fd := range fds {
-			unix.Close(fd)
+	// Tracepoints are recorded one sample per event unless -c says otherwise.
+	info.Freq = 0
+	if info.Period == 0 {
+		info.Period = 1
+	}
+	for _, f := range e.Format.Fields {
+		info.Fields = append(info.Fields, model.Field{Name: f.Name, Type: f.Type, Offset: int32(f.Offset), Size: int32(f.Size), Signed: f.Signed, Kind: uint8(f.Kind)})
+	}
+	return info
+}
+
+// prepare readies what the rounds need once the events are open: the
+// walker's outputs into the rings, the output file and the drain order.
+func (s *session) prepare() error {
+	if s.w != nil {
+		if err := s.w.outputs(s.rings); err != nil {
+			return err
 		}
 	}
-	open := func(attr unix.PerfEventAttr, pid, cpu, ev int) error {
-		fd, err := perf.Open(&attr, pid, cpu, -1, o.Events[ev].Event)
+	var cw chunkWriter // stays a nil interface without a file
+	if s.o.Output != "" {
+		out, err := datafile.Create(s.o.Output)
 		if err != nil {
 			return err
 		}
-		id, err := perf.ID(fd)
-		if err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("reading event id: %w", err)
-		}
-		idToEvent[id] = uint16(ev)
-		if _, ok := tpFD[ev]; !ok && o.Events[ev].Tracepoint() {
-			tpFD[ev] = fd
-		}
-		if w != nil {
-			if err := w.attach(fd, o.Events[ev]); err != nil {
-				unix.Close(fd)
-				return err
-			}
-		}
-		if f := o.Filters[ev]; f != "" {
-			if err := perf.SetFilter(fd, f); err != nil {
-				unix.Close(fd)
-				var fields []string
-				if o.Events[ev].Format != nil {
-					fields = o.Events[ev].Format.Names()
-				}
-				return fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %s)", f, o.Events[ev], strings.Join(fields, ", "))
-			}
-		}
-		if r, ok := rings[cpu]; ok {
-			if err := perf.SetOutput(fd, r.FD); err != nil {
-				unix.Close(fd)
-				return fmt.Errorf("sharing ring on cpu %d: %w", cpu, err)
-			}
-			fds = append(fds, fd)
-			return nil
-		}
-		r, err := perf.NewRing(fd, cpu, o.RingPages)
-		if err != nil {
-			unix.Close(fd)
-			return err
-		}
-		rings[cpu] = r
-		return nil
+		s.out, cw = out, out
 	}
+	s.chunks = newChunker(cw, s.o.ChunkEvery, time.Now())
+	s.ringList = make([]*perf.Ring, 0, len(s.rings))
+	for _, r := range s.rings {
+		s.ringList = append(s.ringList, r)
+	}
+	sort.Slice(s.ringList, func(i, j int) bool { return s.ringList[i].CPU < s.ringList[j].CPU })
+	return nil
+}
 
-	var child *runctl.Child
-	switch {
-	case len(o.Command) > 0 && !o.All:
-		meta.Target = "command"
-		var err error
-		child, err = runctl.StartChild(o.Command)
-		if err != nil {
-			return nil, err
-		}
-		if w != nil {
-			w.ld.FollowTree(child.Cmd.Process.Pid)
-			w.preload(o.Command[0])
-			if err := w.follow(child.Cmd.Process.Pid); err != nil {
-				child.Abort()
-				return nil, err
-			}
-		}
-		for _, c := range cpus {
-			for i := range o.Events {
-				if err := open(mkAttr(i, true, true), child.Cmd.Process.Pid, c, i); err != nil {
-					child.Abort()
-					cleanup()
-					return nil, err
-				}
-			}
-		}
-	case o.All:
-		meta.Target = "system-wide"
-		if o.CPUs != nil {
-			meta.Target = "cpus " + cpuListString(cpus)
-		}
-		for _, c := range cpus {
-			for i := range o.Events {
-				if err := open(mkAttr(i, false, false), -1, c, i); err != nil {
-					cleanup()
-					return nil, err
-				}
-			}
-		}
-		pids, _ := procfs.Pids()
-		for _, p := range pids {
-			b.Synthesize(p)
-		}
-		if len(o.Command) > 0 {
-			// perf's `-a -- CMD`: system-wide for as long as CMD runs.
-			var err error
-			if child, err = runctl.StartChild(o.Command); err != nil {
-				cleanup()
-				return nil, err
-			}
-		}
-	case len(o.Pids) > 0 || len(o.Tids) > 0:
-		type tgt struct{ pid, tid int }
-		var targets []tgt
-		for _, p := range o.Pids {
-			tids, err := procfs.Threads(p)
-			if err != nil {
-				return nil, err
-			}
-			for _, t := range tids {
-				targets = append(targets, tgt{p, t})
-			}
-			b.Synthesize(p)
-		}
-		for _, t := range o.Tids {
-			p, err := procfs.TGID(t)
-			if err != nil {
-				return nil, err
-			}
-			targets = append(targets, tgt{p, t})
-			b.Synthesize(p)
-		}
-		if len(o.Pids) > 0 {
-			meta.Target = "pid " + joinInts(o.Pids)
-		} else {
-			meta.Target = "tid " + joinInts(o.Tids)
-		}
-		inherit := len(o.Pids) > 0 // follow threads and children they create
-		for _, t := range targets {
-			if w != nil {
-				if err := w.follow(t.pid); err != nil {
-					cleanup()
-					return nil, err
-				}
-			}
-			for _, c := range cpus {
-				for i := range o.Events {
-					if err := open(mkAttr(i, inherit, false), t.tid, c, i); err != nil {
-						if strings.Contains(err.Error(), "no such process") {
-							continue // the thread exited meanwhile
-						}
-						cleanup()
-						return nil, err
-					}
-				}
-			}
-		}
-		if len(rings) == 0 {
-			return nil, fmt.Errorf("no such process: %s", meta.Target)
-		}
-	default:
-		return nil, fmt.Errorf("nothing to record: give a command, -p PID, -t TID or -a")
-	}
-	defer cleanup()
-	if w != nil {
-		if err := w.outputs(rings); err != nil {
-			if child != nil {
-				child.Abort()
-			}
-			return nil, err
-		}
-	}
-
-	var start time.Time
-	var out *datafile.File
-	if o.Output != "" {
-		var err error
-		if out, err = datafile.Create(o.Output); err != nil {
-			if child != nil {
-				child.Abort()
-			}
-			return nil, err
-		}
-		defer func() {
-			if out != nil { // not finished: leave what was written, cut
-				out.Abort()
-			}
-		}()
-	}
-	var writeErr error
-	var kept time.Duration // how much of the recording complete chunks hold
-	lastChunk := time.Now()
-	chunk := func(now time.Time, lost uint64) {
-		if out == nil || writeErr != nil || now.Sub(lastChunk) < o.ChunkEvery {
-			return
-		}
-		lastChunk = now
-		m := meta
-		m.DurationNS, m.Lost = uint64(now.Sub(start).Nanoseconds()), lost
-		if writeErr = out.Chunk(b.Partial(m)); writeErr == nil {
-			b.DropSamples()
-			kept = time.Duration(m.DurationNS)
-		}
-	}
-
-	ringList := make([]*perf.Ring, 0, len(rings))
-	for _, r := range rings {
-		ringList = append(ringList, r)
-	}
-	sort.Slice(ringList, func(i, j int) bool { return ringList[i].CPU < ringList[j].CPU })
-
+// begin starts the recording: Ready, then the clock, then the command.
+func (s *session) begin() error {
 	// The recorder's own garbage is small and short-lived: collect rarely so
-	// it stays off the CPUs it measures.
-	gcPercent := debug.SetGCPercent(800)
-	defer debug.SetGCPercent(gcPercent)
+	// it stays off the CPUs it measures…
+	s.gcPercent = debug.SetGCPercent(800)
 	// …but within a bound: samples go to disk as they come, so the live
 	// heap is the tables, and garbage must not pile up 8× over them.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(32 << 20))
-	if o.Ready != nil {
-		if err := o.Ready(); err != nil {
-			if child != nil {
-				child.Abort()
-			}
-			return nil, err
+	s.memLimit = debug.SetMemoryLimit(32 << 20)
+	s.gcSet = true
+	if s.o.Ready != nil {
+		if err := s.o.Ready(); err != nil {
+			return err
 		}
 	}
-	start = time.Now()
-	meta.StartUnixNS = start.UnixNano()
-	var childDone <-chan struct{}
-	if child != nil {
-		if err := child.Go(); err != nil {
-			child.Abort()
-			return nil, fmt.Errorf("starting command: %w", err)
+	s.began = time.Now()
+	s.meta.StartUnixNS = s.began.UnixNano()
+	if s.child != nil {
+		if err := s.child.Go(); err != nil {
+			return fmt.Errorf("starting command: %w", err)
 		}
-		childDone = child.Done()
+		s.released = true
+		s.childDone = s.child.Done()
 	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
+	if s.o.Duration > 0 {
+		s.timer = time.NewTimer(s.o.Duration)
+		s.deadline = s.timer.C
 	}
-
-	var queue []pending
-	var sample perf.Sample
-	lost := uint64(0)
-	// Records are copied out of the rings into one arena per round; the few
-	// that wait for a later round are copied again, so the hot path does not
-	// allocate per record.
-	var arena []byte
-	drain := func() uint64 {
-		// Everything stamped before this instant is already in a ring.
-		var ts unix.Timespec
-		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-		horizon := uint64(ts.Nano())
-		arena = arena[:0]
-		first := len(queue)
-		for _, r := range ringList {
-			r.Read(func(typ uint32, misc uint16, body []byte) {
-				p := pending{time: perf.RecordTime(typ, body), typ: typ, misc: misc}
-				if w != nil && typ == perf.RecordSample && w.take(r.CPU, body, &p) {
-					return
-				}
-				off := len(arena)
-				arena = append(arena, body...)
-				p.data = arena[off:len(arena):len(arena)]
-				queue = append(queue, p)
-			})
-		}
-		// The arena may have moved while growing: re-slice this round's records.
-		off := 0
-		for i := first; i < len(queue); i++ {
-			n := len(queue[i].data)
-			queue[i].data = arena[off : off+n : off+n]
-			off += n
-		}
-		return horizon
-	}
-	process := func(horizon uint64) {
-		sort.SliceStable(queue, func(i, j int) bool { return queue[i].time < queue[j].time })
-		n := 0
-		for n < len(queue) && queue[n].time <= horizon {
-			rec := queue[n]
-			n++
-			switch rec.typ {
-			case perf.RecordSample:
-				if perf.ParseSampleRaw(rec.data, o.Callchain, raw, &sample) == nil {
-					if w != nil {
-						w.user(&sample, rec.key, rec.walked)
-					}
-					b.SampleEvent(&sample, rec.misc, idToEvent[sample.ID])
-				}
-			case perf.RecordMmap, perf.RecordMmap2:
-				if m, err := perf.ParseMmap(rec.typ, rec.misc, rec.data); err == nil {
-					b.Mmap(m)
-				}
-			case perf.RecordComm:
-				if c, err := perf.ParseComm(rec.misc, rec.data); err == nil {
-					b.Comm(c)
-				}
-			case perf.RecordFork:
-				if t, err := perf.ParseTask(rec.data); err == nil {
-					b.Fork(t)
-				}
-			case perf.RecordLost, perf.RecordLostSamples:
-				lost += perf.ParseLost(rec.typ, rec.data)
-			case perf.RecordThrottle:
-				meta.Throttled++
-			}
-		}
-		if w != nil {
-			w.round()
-		}
-		queue = append(queue[:0], queue[n:]...)
-		for i := range queue {
-			// Survivors outlive this round's arena.
-			queue[i].data = append([]byte(nil), queue[i].data...)
-		}
-	}
-
-	pfds := make([]unix.PollFd, len(ringList))
-	for i, r := range ringList {
-		pfds[i] = unix.PollFd{Fd: int32(r.FD), Events: unix.POLLIN}
-	}
-	lastProgress := time.Now()
-	stopping := false
-	var why runctl.Reason
-	var end time.Time
-	lastAlive := time.Now()
-	for !stopping {
-		select {
-		case <-ctx.Done():
-			stopping, why = true, runctl.Cancelled
-		case <-childDone:
-			stopping, why = true, runctl.Done
-		case <-deadline:
-			stopping, why = true, runctl.Deadline
-		default:
-		}
-		if !stopping && len(o.Pids) > 0 && child == nil && time.Since(lastAlive) >= 250*time.Millisecond {
-			// As perf does, -p ends when every target process has exited.
-			lastAlive = time.Now()
-			if !anyAlive(o.Pids) {
-				stopping, why = true, runctl.Done
-			}
-		}
-		if stopping {
-			// The recording ends now, not when the command has gone.
-			end = time.Now()
-		}
-		unix.Poll(pfds, 100)
-		process(drain())
-		now := time.Now()
-		if o.Progress != nil && now.Sub(lastProgress) >= time.Second {
-			o.Progress(b.SampleCount(), lost, now.Sub(start))
-			lastProgress = now
-		}
-		chunk(now, lost)
-		if writeErr != nil {
-			break
-		}
-	}
-	if end.IsZero() {
-		end = time.Now()
-	}
-	for _, r := range ringList {
-		perf.Disable(r.FD)
-	}
-	for ev, fd := range tpFD {
-		mine := uint32(0)
-		if w != nil {
-			mine = w.programID(o.Events[ev])
-		}
-		if ids := foreignPrograms(fd, mine); len(ids) > 0 {
-			meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d other BPF program(s) (ids %v) are attached to %s: the kernel drops its samples whenever one of them returns 0 (bpftrace's do)", len(ids), ids, o.Events[ev]))
-		}
-	}
-	exit := 0
-	if child != nil {
-		exit = child.End(why)
-	}
-	process(drain())
-	process(^uint64(0))
-	meta.DurationNS = uint64(end.Sub(start).Nanoseconds())
-	meta.Lost = lost
-	meta.ExitCode = exit
-	if writeErr != nil && kept == 0 {
-		out.Remove()
-		out = nil
-		return nil, fmt.Errorf("recording stopped: %w (nothing was kept)", writeErr)
-	}
-	if writeErr != nil {
-		// What was written reads back as a cut recording.
-		return nil, fmt.Errorf("recording stopped: %w (%s keeps the first %s)", writeErr, o.Output, kept.Round(time.Millisecond))
-	}
-	res.Samples, res.ExitCode = b.SampleCount(), exit
-	if w != nil {
-		res.Walk = w.finish()
-		meta.UserStacks = &res.Walk.Stacks // report says it too
-	}
-	if res.CallGraphNote != "" {
-		meta.Warnings = append(meta.Warnings, "call graph: frame pointers, "+res.CallGraphNote)
-	}
-	// Naming opens every object once, line tables and all: garbage from
-	// one object must be collected before the next is read.
-	debug.SetGCPercent(gcPercent)
-	res.Profile = b.Finish(meta)
-	if out != nil {
-		// The pass named every location: the last chunk carries the named
-		// tables whole, replacing the recorded addresses before it.
-		out.Rewrite()
-		err := out.Finish(res.Profile)
-		res.Old = out.Old
-		out = nil
-		if err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+	return nil
 }
 
 // anyAlive reports whether any of pids still runs (a zombie does not).
