@@ -56,6 +56,10 @@ type Spec struct {
 	// every key they can produce must be in the vocabulary
 	// (internal/model/jsonout, docs/json.md).
 	JSON []any
+	// Keys are the JSON keys of its documents that the shared vocabulary
+	// lacks, with their meanings (say the same on its docs page); a key
+	// the vocabulary has keeps the vocabulary's meaning.
+	Keys map[string]string
 	// Remote: an agent runs it for `sonde --remote` (a measuring command
 	// whose flags are all classified in internal/cmd/remote).
 	Remote bool

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/datafile"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/model"
-	"github.com/sonde-dev/sonde/internal/runctl"
 )
 
 var errDiskFull = errors.New("no space left on device")

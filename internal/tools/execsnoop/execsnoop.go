@@ -1,0 +1,164 @@
+// Package execsnoop reports every exec as it happens (bcc's execsnoop):
+// who called execve or execveat, with which arguments, and what it
+// returned, from the syscalls tracepoints.
+package execsnoop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+)
+
+// Options configure a run.
+type Options struct {
+	Fails    bool     // also execs that failed (bcc's -x: by default only those that succeeded)
+	Comms    []string // only execs whose new name (or failing caller's) is one of these
+	Duration time.Duration
+}
+
+// Exec is one exec.
+type Exec struct {
+	TimeNS uint64   `json:"time_ns"`
+	Pid    uint32   `json:"pid"`
+	PPid   uint32   `json:"ppid"`
+	UID    uint32   `json:"uid"`
+	Comm   string   `json:"comm"`
+	Ret    int32    `json:"ret"`             // 0, or -errno
+	Errno  string   `json:"errno,omitempty"` // the failure's name (ENOENT)
+	Argv   []string `json:"argv"`
+	Cut    bool     `json:"argv_cut,omitempty"` // more arguments, or longer ones, than were kept
+}
+
+// Vocabulary is what execsnoop's JSON keys mean beyond the shared
+// vocabulary (internal/model/jsonout); docs/execsnoop.md says the same.
+var Vocabulary = map[string]string{
+	"ppid":     "the parent's process id",
+	"uid":      "the real user id of the process",
+	"ret":      "a system call's return value (negative: -errno)",
+	"errno":    "the name of the error a system call failed with (ENOENT)",
+	"argv_cut": "execsnoop: the argument list was longer than what was kept (20 arguments of 127 bytes)",
+}
+
+// Lost counts the execs not reported (each tag names its member of enum
+// execsnoop_counter).
+type Lost struct {
+	InFlight uint64 `counter:"EXECSNOOP_LOST_INFLIGHT"` // the in-flight map was full
+	Ring     uint64 `counter:"EXECSNOOP_LOST_RING"`     // the ring buffer was full
+}
+
+func (l Lost) total() uint64 { return l.InFlight + l.Ring }
+
+// Result of a run.
+type Result struct {
+	Execs, Shown uint64
+	Lost         Lost
+	Elapsed      time.Duration
+}
+
+// Run reports each exec to out as its execve returns, until the duration
+// passes or ctx ends.
+func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
+	var maps execsnoopMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "exec tracer", Spec: loadExecsnoop, Maps: &maps,
+		Hooks: []bpfskel.Hook{
+			bpfskel.TracepointHook("syscalls", "sys_exit_execve", execsnoopProgExitExecve),
+			bpfskel.TracepointHook("syscalls", "sys_exit_execveat", execsnoopProgExitExecveat),
+			bpfskel.TracepointHook("syscalls", "sys_enter_execve", execsnoopProgEnterExecve),
+			bpfskel.TracepointHook("syscalls", "sys_enter_execveat", execsnoopProgEnterExecveat),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	res := &Result{}
+	err = s.ReadRing(maps.Events, func(raw []byte) {
+		e := bpfskel.View[execsnoopExecsnoopEvent](raw)
+		if e == nil {
+			return
+		}
+		res.Execs++
+		if x := execOf(e); o.keep(x) {
+			res.Shown++
+			out(x)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = run.Elapsed
+	if err := maps.Lost.Read(&res.Lost); err != nil {
+		return nil, fmt.Errorf("reading the lost counters: %w", err)
+	}
+	return res, nil
+}
+
+func execOf(e *execsnoopExecsnoopEvent) Exec {
+	x := Exec{TimeNS: e.TimeNs, Pid: e.Pid, PPid: e.Ppid, UID: e.Uid, Comm: bpfmaps.CString(e.Comm[:]), Ret: e.Ret, Cut: e.Cut != 0}
+	if e.Ret < 0 {
+		x.Errno = unix.ErrnoName(unix.Errno(-e.Ret))
+	}
+	for i := 0; i < int(e.Args) && i < len(e.Argv); i++ {
+		x.Argv = append(x.Argv, bpfmaps.CString(e.Argv[i][:]))
+	}
+	return x
+}
+
+func (o Options) keep(x Exec) bool {
+	if !o.Fails && x.Ret != 0 {
+		return false
+	}
+	if len(o.Comms) == 0 {
+		return true
+	}
+	for _, c := range o.Comms {
+		if c == x.Comm {
+			return true
+		}
+	}
+	return false
+}
+
+// Header is the text view's first line, as bcc's execsnoop prints it
+// (with the time in seconds since boot first when asked).
+func Header(w io.Writer, timestamps bool) {
+	if timestamps {
+		fmt.Fprintf(w, "%-14s ", "TIME(s)")
+	}
+	fmt.Fprintf(w, "%-16s %-7s %-7s %3s %s\n", "PCOMM", "PID", "PPID", "RET", "ARGS")
+}
+
+// WriteText prints the exec as one line under Header.
+func (x Exec) WriteText(w io.Writer, timestamps bool) {
+	if timestamps {
+		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
+	}
+	args := strings.Join(x.Argv, " ")
+	if x.Cut {
+		args += " ..."
+	}
+	fmt.Fprintf(w, "%-16s %-7d %-7d %3d %s\n", x.Comm, x.Pid, x.PPid, x.Ret, args)
+}
+
+// WriteJSON writes the exec as one line (JSON Lines).
+func (x Exec) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
+
+// WriteFooter ends the text view: how many execs, and what was lost.
+func (r *Result) WriteFooter(w io.Writer) {
+	fmt.Fprintf(w, "# %d execs (%d shown) in %s, %d lost (in-flight map full %d, ring full %d)\n",
+		r.Execs, r.Shown, r.Elapsed.Round(time.Millisecond), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
+}
