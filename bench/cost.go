@@ -62,62 +62,87 @@ func costTable(dir, spin string) {
 	}
 	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", old, 0)
 
-	build := func(name string) string {
-		return gcc(dir, name, "testdata/"+name+".c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
+	cases := selectCostCases(costCases(dir, spin))
+	fmt.Printf("6. BPF cost per event, measured by the kernel (bpf_stats: run count and run time of each tool's\n")
+	fmt.Printf("   own programs during the workload; tool CPU = the tool process's CPU time (schedstat) over the same span;\n")
+	fmt.Printf("   %d interleaved repetitions, medians)\n\n", *costReps)
+	fmt.Printf("   %-12s %-17s %10s %9s %10s %9s %10s | %-16s %10s %9s %10s %9s %10s | %6s %6s\n",
+		"tool", "events", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "peer", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "BPF", "+CPU")
+	for _, c := range cases {
+		sonde, peer := measureCase(c)
+		printCostRow(c, sonde, peer)
 	}
+}
+
+// costWorkloads are the workloads of the cost table (see costCase.work).
+type costWorkloads struct {
+	switches, calls, syscalls, io, spin func() (uint64, string)
+}
+
+// newCostWorkloads builds the workload programs with build; calls is the
+// program whose function funclat traces.
+func newCostWorkloads(dir, spin string, build func(string) string) (w costWorkloads, calls string) {
 	pingpong := build("pingpong")
-	calls := build("calls")
+	calls = build("calls")
 	syscallsBin := build("syscalls")
 	ioFile := filepath.Join(dir, "io.bin")
 
-	// Workloads. Context switches are counted system-wide (/proc/stat):
-	// both tools trace every switch of the machine.
-	switches := func() (uint64, string) {
+	// Context switches are counted system-wide (/proc/stat): both tools
+	// trace every switch of the machine.
+	w.switches = func() (uint64, string) {
 		c0 := ctxt()
 		mustRun(pingpong, "2", "2")
 		return ctxt() - c0, "context switches"
 	}
 	nCalls := 300000
-	callsWork := func() (uint64, string) {
+	w.calls = func() (uint64, string) {
 		mustRun(calls, strconv.Itoa(nCalls))
 		return uint64(nCalls), "calls"
 	}
 	nSys := 1000000
-	sysWork := func() (uint64, string) {
+	w.syscalls = func() (uint64, string) {
 		mustRun(syscallsBin, strconv.Itoa(nSys))
 		return uint64(nSys), "write syscalls"
 	}
 	nIO := 2000
-	ioWork := func() (uint64, string) {
+	w.io = func() (uint64, string) {
 		mustRun("dd", "if=/dev/zero", "of="+ioFile, "bs=4k", "count="+strconv.Itoa(nIO), "oflag=direct", "status=none")
 		return uint64(nIO), "block I/Os"
 	}
-	spinWork := func() (uint64, string) {
+	w.spin = func() (uint64, string) {
 		start := time.Now()
 		mustRun(spin, "4000000")
 		// 999 Hz on every CPU: the samples the profile programs took.
 		return uint64(time.Since(start).Seconds() * 999 * float64(runtime.NumCPU())), "samples (999 Hz)"
 	}
+	return w, calls
+}
 
+// costCases lists every row of the cost table, building its programs.
+func costCases(dir, spin string) []costCase {
+	build := func(name string) string {
+		return gcc(dir, name, "testdata/"+name+".c", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
+	}
+	w, calls := newCostWorkloads(dir, spin, build)
 	cases := []costCase{
-		{tool: "offcpu", sonde: []string{"offcpu"}, peerName: "offcputime", peer: []string{"offcputime"}, work: switches},
+		{tool: "offcpu", sonde: []string{"offcpu"}, peerName: "offcputime", peer: []string{"offcputime"}, work: w.switches},
 		// wakeuptime keeps the waker's kernel stack only; sonde wakeup -K
 		// keeps the blocked task's kernel stack as well (offwaketime's
 		// chain). The default (user stacks walked too) has no peer here.
-		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: switches},
+		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "wakeuptime", peer: []string{"wakeuptime"}, work: w.switches},
 		// The same work on both sides: kernel stacks only (no user walk).
 		// (offcputime has no kernel-stacks-only mode: its -k means kernel
 		// threads only.)
-		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, work: switches},
-		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: switches},
+		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, work: w.switches},
+		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: w.switches},
 		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
 		// blocked and the waker's user and kernel stacks): bpftrace does
 		// the same work (frame-pointer user stacks).
-		{tool: "wakeup", sonde: []string{"wakeup"}, peerName: "bpftrace offwake", peer: []string{"bpftrace", "-e", offwaketimeBT}, work: switches},
-		{tool: "runqlat", sonde: []string{"runqlat"}, peerName: "runqlat", peer: []string{"runqlat"}, work: switches},
-		{tool: "syscount", sonde: []string{"syscount"}, peerName: "syscount", peer: []string{"syscount"}, work: sysWork},
-		{tool: "syscount -L", sonde: []string{"syscount", "-L"}, peerName: "syscount -L", peer: []string{"syscount", "-L"}, work: sysWork},
-		{tool: "biolat", sonde: []string{"biolat"}, peerName: "biolatency", peer: []string{"biolatency"}, work: ioWork},
+		{tool: "wakeup", sonde: []string{"wakeup"}, peerName: "bpftrace offwake", peer: []string{"bpftrace", "-e", offwaketimeBT}, work: w.switches},
+		{tool: "runqlat", sonde: []string{"runqlat"}, peerName: "runqlat", peer: []string{"runqlat"}, work: w.switches},
+		{tool: "syscount", sonde: []string{"syscount"}, peerName: "syscount", peer: []string{"syscount"}, work: w.syscalls},
+		{tool: "syscount -L", sonde: []string{"syscount", "-L"}, peerName: "syscount -L", peer: []string{"syscount", "-L"}, work: w.syscalls},
+		{tool: "biolat", sonde: []string{"biolat"}, peerName: "biolatency", peer: []string{"biolatency"}, work: w.io},
 		// libbpf-tools' biosnoop (and biosnoop.bt) need kprobes, which this
 		// kernel lacks: bpftrace does the same per-I/O work on the block
 		// tracepoints instead (issue, complete, one line printed per I/O).
@@ -125,70 +150,78 @@ func costTable(dir, spin string) {
 			"tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; @who[args->dev, args->sector] = (pid, comm); }\n" +
 				"tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ { $w = @who[args->dev, args->sector]; " +
 				"printf(\"%d %s %d %d %d\\n\", $w.0, $w.1, args->sector, args->nr_sector, (nsecs - @start[args->dev, args->sector]) / 1000); " +
-				"delete(@start[args->dev, args->sector]); delete(@who[args->dev, args->sector]); }"}, work: ioWork},
-		{tool: "funclat", sonde: []string{"funclat", calls + ":compute"}, peerName: "funclatency", peer: []string{"funclatency", calls + ":compute"}, work: callsWork},
+				"delete(@start[args->dev, args->sector]); delete(@who[args->dev, args->sector]); }"}, work: w.io},
+		{tool: "funclat", sonde: []string{"funclat", calls + ":compute"}, peerName: "funclatency", peer: []string{"funclatency", calls + ":compute"}, work: w.calls},
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
-			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: spinWork},
-		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: switches},
+			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: w.spin},
+		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: w.switches},
 		lockCostCase(build),
 	}
-	cases = append(cases, fileCostCases(dir, build)...)
-	if *costOnly != "" {
-		keep := map[string]bool{}
-		for _, t := range strings.Split(*costOnly, ",") {
-			keep[strings.TrimSpace(t)] = true
-		}
-		var sel []costCase
-		for _, c := range cases {
-			if keep[c.tool] {
-				sel = append(sel, c)
-			}
-		}
-		cases = sel
-	}
+	return append(cases, fileCostCases(dir, build)...)
+}
 
-	fmt.Printf("6. BPF cost per event, measured by the kernel (bpf_stats: run count and run time of each tool's\n")
-	fmt.Printf("   own programs during the workload; tool CPU = the tool process's CPU time (schedstat) over the same span;\n")
-	fmt.Printf("   %d interleaved repetitions, medians)\n\n", *costReps)
-	fmt.Printf("   %-12s %-17s %10s %9s %10s %9s %10s | %-16s %10s %9s %10s %9s %10s | %6s %6s\n",
-		"tool", "events", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "peer", "BPF ms", "ns/run", "runs", "ns/event", "tool CPU", "BPF", "+CPU")
+// selectCostCases keeps the rows -cost-tools names, all without it.
+func selectCostCases(cases []costCase) []costCase {
+	if *costOnly == "" {
+		return cases
+	}
+	keep := map[string]bool{}
+	for _, t := range strings.Split(*costOnly, ",") {
+		keep[strings.TrimSpace(t)] = true
+	}
+	var sel []costCase
 	for _, c := range cases {
-		var sonde, peer []toolCost
-		for r := 0; r < *costReps; r++ {
-			order := []bool{true, false}
-			if r%2 == 1 {
-				order = []bool{false, true}
-			}
-			for _, isSonde := range order {
-				if isSonde {
-					sonde = append(sonde, measureTool(append([]string{*sondeBin}, c.sonde...), c.work))
-				} else if c.peer != nil {
-					peer = append(peer, measureTool(c.peer, c.work))
-				}
-			}
-			fmt.Fprintf(os.Stderr, "\rcost %s: repetition %d/%d   ", c.tool, r+1, *costReps)
+		if keep[c.tool] {
+			sel = append(sel, c)
 		}
-		fmt.Fprintln(os.Stderr)
-		s := medianCost(sonde)
-		line := fmt.Sprintf("   %-12s %-17s %s", c.tool, trunc(s.evName, 17), s.row())
-		if c.peer != nil {
-			p := medianCost(peer)
-			line += fmt.Sprintf(" | %-16s %s | %6s %6s", c.peerName, p.row(), ratio(s.perEvent(s.bpf), p.perEvent(p.bpf)), ratio(s.perEvent(s.bpf+s.cpu), p.perEvent(p.bpf+p.cpu)))
-		} else {
-			line += fmt.Sprintf(" | %-16s", "(no peer)")
+	}
+	return sel
+}
+
+// measureCase runs the sonde tool and its peer -cost-reps times each,
+// interleaved and alternating which goes first, so that the machine's
+// drift falls on both alike.
+func measureCase(c costCase) (sonde, peer []toolCost) {
+	for r := 0; r < *costReps; r++ {
+		order := []bool{true, false}
+		if r%2 == 1 {
+			order = []bool{false, true}
 		}
-		fmt.Println(line)
-		for _, t := range append(sonde, peer...) {
-			if t.failure != "" {
-				fmt.Printf("     note: %s\n", t.failure)
+		for _, isSonde := range order {
+			if isSonde {
+				sonde = append(sonde, measureTool(append([]string{*sondeBin}, c.sonde...), c.work))
+			} else if c.peer != nil {
+				peer = append(peer, measureTool(c.peer, c.work))
 			}
 		}
-		if c.tool == "cputime" && s.events > 0 {
-			perSwitch := float64(s.bpf.Nanoseconds()) / float64(s.events)
-			secs := 1.0 // one second of the seed's rate
-			pct := 100 * perSwitch * 60798 * secs / 1e9
-			fmt.Printf("     cputime: %.0f ns of BPF per context switch (goal ≤ 150); at seed 002's 60,798 switches/s that is %.2f%% of one CPU (goal < 1%%)\n", perSwitch, pct)
+		fmt.Fprintf(os.Stderr, "\rcost %s: repetition %d/%d   ", c.tool, r+1, *costReps)
+	}
+	fmt.Fprintln(os.Stderr)
+	return sonde, peer
+}
+
+// printCostRow prints a row's medians beside its peer's, then the notes of
+// failed runs.
+func printCostRow(c costCase, sonde, peer []toolCost) {
+	s := medianCost(sonde)
+	line := fmt.Sprintf("   %-12s %-17s %s", c.tool, trunc(s.evName, 17), s.row())
+	if c.peer != nil {
+		p := medianCost(peer)
+		line += fmt.Sprintf(" | %-16s %s | %6s %6s", c.peerName, p.row(), ratio(s.perEvent(s.bpf), p.perEvent(p.bpf)), ratio(s.perEvent(s.bpf+s.cpu), p.perEvent(p.bpf+p.cpu)))
+	} else {
+		line += fmt.Sprintf(" | %-16s", "(no peer)")
+	}
+	fmt.Println(line)
+	for _, t := range append(sonde, peer...) {
+		if t.failure != "" {
+			fmt.Printf("     note: %s\n", t.failure)
 		}
+	}
+	if c.tool == "cputime" && s.events > 0 {
+		perSwitch := float64(s.bpf.Nanoseconds()) / float64(s.events)
+		secs := 1.0 // one second of the seed's rate
+		pct := 100 * perSwitch * 60798 * secs / 1e9
+		fmt.Printf("     cputime: %.0f ns of BPF per context switch (goal ≤ 150); at seed 002's 60,798 switches/s that is %.2f%% of one CPU (goal < 1%%)\n", perSwitch, pct)
 	}
 }
 

@@ -119,87 +119,136 @@ func Build(r io.ReaderAt) (*Table, error) {
 // BuildELF compiles the unwind table of an opened ELF file.
 func BuildELF(f *elf.File) (*Table, error) {
 	t := &Table{}
-	var ar archRegs
-	switch f.Machine {
+	ar, err := t.setArch(f.Machine)
+	if err != nil {
+		return nil, err
+	}
+	all, err := readFrames(f, &t.Stats)
+	if err != nil {
+		return nil, err
+	}
+	kept := t.keepLoaded(f, all)
+	if len(kept) == 0 {
+		return nil, ErrNoUnwindInfo
+	}
+	if err := t.setBase(kept); err != nil {
+		return nil, err
+	}
+	b := &builder{t: t}
+	b.compile(kept, ar)
+	t.countKinds()
+	t.Rows = slices.Clone(t.Rows) // drop the spare capacity: tables live as long as the cache holds them
+	return t, nil
+}
+
+// setArch sets t.Arch from the ELF machine and returns its register numbers.
+func (t *Table) setArch(m elf.Machine) (archRegs, error) {
+	switch m {
 	case elf.EM_X86_64:
-		t.Arch, ar = ArchX86_64, regsX86_64
+		t.Arch = ArchX86_64
+		return regsX86_64, nil
 	case elf.EM_AARCH64:
-		t.Arch, ar = ArchARM64, regsARM64
-	default:
-		return nil, fmt.Errorf("building unwind table: unsupported machine %v", f.Machine)
+		t.Arch = ArchARM64
+		return regsARM64, nil
 	}
-	sec := Section{Order: f.ByteOrder, PtrSize: 8}
-	if f.Class == elf.ELFCLASS32 {
-		sec.PtrSize = 4
-	}
+	return archRegs{}, fmt.Errorf("building unwind table: unsupported machine %v", m)
+}
+
+// fdeSource is one FDE to compile and the section it came from.
+type fdeSource struct {
+	fde   FDE
+	sec   *Section
+	prio  int         // 0: .eh_frame wins over 1: .debug_frame for the same pcs, 2: synthesized
+	synth []synthRule // rows made by sonde where the linker wrote no FDE
+}
+
+// frameReader collects the FDEs of the frame sections of one file.
+type frameReader struct {
+	sec   Section // what the sections share: byte order, pointer size, text and data bases
+	stats *Stats
+	all   []fdeSource
+	errs  []error
+	found bool // a frame section exists, even one that parses to nothing
+}
+
+// readFrames parses .eh_frame and .debug_frame. A parse error is noted in
+// stats.ParseError and fails the build only when no FDE was recovered.
+func readFrames(f *elf.File, stats *Stats) ([]fdeSource, error) {
+	r := frameReader{sec: Section{Order: f.ByteOrder, PtrSize: ptrSize(f)}, stats: stats}
 	if s := f.Section(".text"); s != nil {
-		sec.TextAddr = s.Addr
+		r.sec.TextAddr = s.Addr
 	}
 	if s := f.Section(".got"); s != nil {
-		sec.DataAddr = s.Addr
-	}
-
-	type source struct {
-		fde   FDE
-		sec   *Section
-		prio  int         // 0: .eh_frame wins over 1: .debug_frame for the same pcs, 2: synthesized
-		synth []synthRule // rows made by sonde where the linker wrote no FDE
-	}
-	var all []source
-	var perr []error
-	found := false
-	add := func(kind SectionKind, data []byte, addr uint64, prio int) {
-		found = true
-		s := sec
-		s.Kind, s.Addr = kind, addr
-		fr, err := ParseFrames(data, s)
-		if err != nil {
-			perr = append(perr, err)
-		}
-		if fr == nil {
-			return
-		}
-		t.Stats.CIEs += len(fr.CIEs)
-		t.Stats.FDEs += len(fr.FDEs)
-		for _, fd := range fr.FDEs {
-			all = append(all, source{fde: fd, sec: &s, prio: prio})
-		}
+		r.sec.DataAddr = s.Addr
 	}
 	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		data, err := s.Data()
 		if err != nil {
 			return nil, fmt.Errorf("reading .eh_frame: %w", err)
 		}
-		add(EHFrame, data, s.Addr, 0)
+		r.add(EHFrame, data, s.Addr, 0)
 	} else if data, addr, ok := ehFrameFromHeader(f); ok {
 		// No section headers (or a stripped-down header table): the loader's own
 		// route through PT_GNU_EH_FRAME still finds .eh_frame.
-		add(EHFrame, data, addr, 0)
+		r.add(EHFrame, data, addr, 0)
 	}
 	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
 		data, err := s.Data()
 		if err != nil {
 			return nil, fmt.Errorf("reading .debug_frame: %w", err)
 		}
-		add(DebugFrame, data, 0, 1)
+		r.add(DebugFrame, data, 0, 1)
 	}
-	if !found {
+	if !r.found {
 		return nil, ErrNoUnwindInfo
 	}
-	if len(perr) > 0 {
+	if len(r.errs) > 0 {
 		// One line per error, one line in all: errors.Join would add newlines.
-		msg := perr[0].Error()
-		for _, e := range perr[1:] {
+		msg := r.errs[0].Error()
+		for _, e := range r.errs[1:] {
 			msg += "; " + e.Error()
 		}
-		t.Stats.ParseError = msg
-		if len(all) == 0 {
-			return nil, fmt.Errorf("building unwind table: %w", perr[0])
+		stats.ParseError = msg
+		if len(r.all) == 0 {
+			return nil, fmt.Errorf("building unwind table: %w", r.errs[0])
 		}
 	}
+	return r.all, nil
+}
 
-	// Keep FDEs that describe loaded code; .debug_frame of discarded sections
-	// and FDEs of non-allocated code point elsewhere (often at 0).
+// ptrSize is the size of an address in f.
+func ptrSize(f *elf.File) int {
+	if f.Class == elf.ELFCLASS32 {
+		return 4
+	}
+	return 8
+}
+
+// add parses one frame section. Its FDEs share one copy of the section
+// description, the one that carries this section's kind and address.
+func (r *frameReader) add(kind SectionKind, data []byte, addr uint64, prio int) {
+	r.found = true
+	s := r.sec
+	s.Kind, s.Addr = kind, addr
+	fr, err := ParseFrames(data, s)
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+	if fr == nil {
+		return
+	}
+	r.stats.CIEs += len(fr.CIEs)
+	r.stats.FDEs += len(fr.FDEs)
+	for _, fd := range fr.FDEs {
+		r.all = append(r.all, fdeSource{fde: fd, sec: &s, prio: prio})
+	}
+}
+
+// keepLoaded records the executable segments in t.Exec and returns, in
+// compile order, the FDEs that describe loaded code: .debug_frame of discarded
+// sections and FDEs of non-allocated code point elsewhere (often at 0). On
+// arm64 the .plt, for which the linker writes no FDE, gets synthesized rows.
+func (t *Table) keepLoaded(f *elf.File, all []fdeSource) []fdeSource {
 	var exec [][2]uint64
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
@@ -207,51 +256,61 @@ func BuildELF(f *elf.File) (*Table, error) {
 			t.Exec = append(t.Exec, Segment{Vaddr: p.Vaddr, Off: p.Off, Size: p.Filesz})
 		}
 	}
-	inExec := func(b, e uint64) bool {
-		if len(exec) == 0 {
-			return true // no program headers (relocatable or odd file): trust the FDEs
-		}
-		for _, x := range exec {
-			if b >= x[0] && e <= x[1] {
-				return true
-			}
-		}
-		return false
-	}
 	kept := all[:0]
 	for _, s := range all {
-		if s.fde.End <= s.fde.Begin || !inExec(s.fde.Begin, s.fde.End) {
+		if s.fde.End <= s.fde.Begin || !inSegments(exec, s.fde.Begin, s.fde.End) {
 			t.Stats.SkippedFDEs++
 			continue
 		}
 		kept = append(kept, s)
 	}
 	if t.Arch == ArchARM64 {
-		if b, e, rules, ok := arm64PLT(f); ok && !overlapsAny(kept, b, e, func(s source) (uint64, uint64) { return s.fde.Begin, s.fde.End }) {
-			kept = append(kept, source{fde: FDE{Begin: b, End: e}, prio: 2, synth: rules})
+		if b, e, rules, ok := arm64PLT(f); ok && !overlapsAny(kept, b, e, func(s fdeSource) (uint64, uint64) { return s.fde.Begin, s.fde.End }) {
+			kept = append(kept, fdeSource{fde: FDE{Begin: b, End: e}, prio: 2, synth: rules})
 			t.Stats.SynthPLT = true
 		}
 	}
-	slices.SortFunc(kept, func(a, b source) int {
-		switch {
-		case a.fde.Begin != b.fde.Begin:
-			if a.fde.Begin < b.fde.Begin {
-				return -1
-			}
-			return 1
-		case a.prio != b.prio:
-			return a.prio - b.prio
-		case a.fde.End != b.fde.End:
-			if a.fde.End > b.fde.End {
-				return -1
-			}
-			return 1
-		}
-		return 0
-	})
-	if len(kept) == 0 {
-		return nil, ErrNoUnwindInfo
+	slices.SortFunc(kept, compareSources)
+	return kept
+}
+
+// inSegments says whether [b, e) lies inside one of the segments exec.
+func inSegments(exec [][2]uint64, b, e uint64) bool {
+	if len(exec) == 0 {
+		return true // no program headers (relocatable or odd file): trust the FDEs
 	}
+	for _, x := range exec {
+		if b >= x[0] && e <= x[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// compareSources orders FDEs by start; at one start the higher priority
+// (.eh_frame, then .debug_frame, then synthesized rows) and then the longer
+// FDE come first, since the first FDE to reach a pc keeps it.
+func compareSources(a, b fdeSource) int {
+	switch {
+	case a.fde.Begin != b.fde.Begin:
+		if a.fde.Begin < b.fde.Begin {
+			return -1
+		}
+		return 1
+	case a.prio != b.prio:
+		return a.prio - b.prio
+	case a.fde.End != b.fde.End:
+		if a.fde.End > b.fde.End {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// setBase moves Base off 0 when pcs reach past 32 bits, so that row offsets
+// from it still fit.
+func (t *Table) setBase(kept []fdeSource) error {
 	maxEnd := uint64(0)
 	for _, s := range kept {
 		maxEnd = max(maxEnd, s.fde.End)
@@ -259,60 +318,14 @@ func BuildELF(f *elf.File) (*Table, error) {
 	if maxEnd > 1<<32 {
 		t.Base = kept[0].fde.Begin
 		if maxEnd-t.Base > 1<<32 {
-			return nil, fmt.Errorf("building unwind table: code spans %#x bytes, more than 32-bit row offsets reach", maxEnd-t.Base)
+			return fmt.Errorf("building unwind table: code spans %#x bytes, more than 32-bit row offsets reach", maxEnd-t.Base)
 		}
 	}
+	return nil
+}
 
-	b := &builder{t: t}
-	// Compilers emit about six rows per FDE; one allocation in the common case.
-	t.Rows = make([]Row, 0, 8*len(kept))
-	var scratch []stateRow
-	covered := uint64(0)
-	for _, s := range kept {
-		fd := s.fde
-		if fd.Begin < covered {
-			if fd.End <= covered {
-				t.Stats.SkippedFDEs++
-				continue
-			}
-			fd.Begin = covered // partial overlap: the earlier FDE keeps its pcs
-		}
-		if s.prio == 1 {
-			t.Stats.DebugFrameFDEs++
-		}
-		if fd.Begin > covered && covered != 0 {
-			b.add(covered, Rule{Kind: KindNone})
-		}
-		if s.synth != nil {
-			for _, r := range s.synth {
-				if r.pc >= fd.Begin {
-					b.add(r.pc, r.rule)
-				}
-			}
-			covered = fd.End
-			continue
-		}
-		rows, err := run(&s.fde, s.sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn}, scratch)
-		scratch = rows
-		if err != nil {
-			t.Stats.BadFDEs++
-			b.add(fd.Begin, Rule{Kind: KindUnsupported})
-		} else {
-			for i, sr := range rows {
-				start, end := sr.pc, fd.End
-				if i+1 < len(rows) {
-					end = min(end, rows[i+1].pc)
-				}
-				start = max(start, fd.Begin)
-				if start >= end {
-					continue
-				}
-				b.add(start, rowFor(&sr.st, fd.CIE, ar))
-			}
-		}
-		covered = fd.End
-	}
-	b.add(covered, Rule{Kind: KindNone})
+// countKinds counts the rows that stop or divert the walker.
+func (t *Table) countKinds() {
 	for _, r := range t.Rows {
 		switch r.Kind {
 		case KindUnsupported:
@@ -323,14 +336,78 @@ func BuildELF(f *elf.File) (*Table, error) {
 			t.Stats.Stop++
 		}
 	}
-	t.Rows = slices.Clone(t.Rows) // drop the spare capacity: tables live as long as the cache holds them
-	return t, nil
 }
 
 // builder appends rows in pc order, merging a row into the previous one when
 // it unwinds the same way and replacing an empty predecessor at the same pc.
 type builder struct {
-	t *Table
+	t       *Table
+	scratch []stateRow // the CFA table of the last FDE run, reused for the next
+}
+
+// compile appends the rows of the sorted FDEs. covered is the end of the pcs
+// described so far: an FDE overlapping them keeps only what lies beyond, and
+// a gap between FDEs gets a KindNone row.
+func (b *builder) compile(kept []fdeSource, ar archRegs) {
+	t := b.t
+	// Compilers emit about six rows per FDE; one allocation in the common case.
+	t.Rows = make([]Row, 0, 8*len(kept))
+	covered := uint64(0)
+	for _, s := range kept {
+		begin := s.fde.Begin
+		if begin < covered {
+			if s.fde.End <= covered {
+				t.Stats.SkippedFDEs++
+				continue
+			}
+			begin = covered // partial overlap: the earlier FDE keeps its pcs
+		}
+		if s.prio == 1 {
+			t.Stats.DebugFrameFDEs++
+		}
+		if begin > covered && covered != 0 {
+			b.add(covered, Rule{Kind: KindNone})
+		}
+		if s.synth != nil {
+			b.addSynth(s.synth, begin)
+		} else {
+			b.addFDE(&s.fde, s.sec, begin, ar)
+		}
+		covered = s.fde.End
+	}
+	b.add(covered, Rule{Kind: KindNone})
+}
+
+// addSynth appends the synthesized rows from begin on.
+func (b *builder) addSynth(rules []synthRule, begin uint64) {
+	for _, r := range rules {
+		if r.pc >= begin {
+			b.add(r.pc, r.rule)
+		}
+	}
+}
+
+// addFDE runs the CFA program of fd and appends its rows from begin on. A
+// program that fails leaves its whole range KindUnsupported.
+func (b *builder) addFDE(fd *FDE, sec *Section, begin uint64, ar archRegs) {
+	rows, err := run(fd, sec, regs{sp: ar.sp, fp: ar.fp, ra: fd.CIE.RAColumn}, b.scratch)
+	b.scratch = rows
+	if err != nil {
+		b.t.Stats.BadFDEs++
+		b.add(begin, Rule{Kind: KindUnsupported})
+		return
+	}
+	for i, sr := range rows {
+		start, end := sr.pc, fd.End
+		if i+1 < len(rows) {
+			end = min(end, rows[i+1].pc)
+		}
+		start = max(start, begin)
+		if start >= end {
+			continue
+		}
+		b.add(start, rowFor(&sr.st, fd.CIE, ar))
+	}
 }
 
 func (b *builder) add(pc uint64, rule Rule) {
@@ -367,10 +444,7 @@ func ehFrameFromHeader(f *elf.File) ([]byte, uint64, bool) {
 	if n < 8 || h[0] != 1 {
 		return nil, 0, false
 	}
-	s := Section{Order: f.ByteOrder, PtrSize: 8, Addr: hdr.Vaddr, DataAddr: hdr.Vaddr}
-	if f.Class == elf.ELFCLASS32 {
-		s.PtrSize = 4
-	}
+	s := Section{Order: f.ByteOrder, PtrSize: ptrSize(f), Addr: hdr.Vaddr, DataAddr: hdr.Vaddr}
 	r := &buf{b: h[:n], off: 4, order: f.ByteOrder}
 	ehAddr := r.pointer(h[1], &s, 0)
 	if r.err != nil {

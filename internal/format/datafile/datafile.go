@@ -102,33 +102,14 @@ func (w *Writer) Finish(p *model.Profile) error { return w.chunk(p, true) }
 func Write(w io.Writer, p *model.Profile) error { return NewWriter(w).Finish(p) }
 
 func (w *Writer) chunk(p *model.Profile, final bool) error {
-	if !w.started {
-		var hdr [12]byte
-		copy(hdr[:], Magic)
-		binary.LittleEndian.PutUint32(hdr[8:], Version)
-		if _, err := w.w.Write(hdr[:]); err != nil {
-			return fmt.Errorf("writing header: %w", err)
-		}
-		w.started = true
+	if err := w.writeHeader(); err != nil {
+		return err
 	}
 	zw, err := gzip.NewWriterLevel(w.w, gzip.BestSpeed)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(zw, 1<<16)
-	e := &w.e
-	section := func(tag uint64, fill func(e *enc)) error {
-		e.b = e.b[:0]
-		fill(e)
-		var h enc
-		h.uvarint(tag)
-		h.uvarint(uint64(len(e.b)))
-		if _, err := bw.Write(h.b); err != nil {
-			return err
-		}
-		_, err := bw.Write(e.b)
-		return err
-	}
 	// Threads renamed since they were written are written again, from the
 	// first changed one.
 	tfrom := w.threads
@@ -138,11 +119,76 @@ func (w *Writer) chunk(p *model.Profile, final bool) error {
 			break
 		}
 	}
-	steps := []struct {
-		tag  uint64
-		skip bool
-		fill func(e *enc)
-	}{
+	for _, st := range w.steps(p, tfrom, final) {
+		if st.skip {
+			continue
+		}
+		if err := w.writeSection(bw, st.tag, st.fill); err != nil {
+			return fmt.Errorf("writing data file: %w", err)
+		}
+	}
+	if err := w.writeSection(bw, tagEnd, func(*enc) {}); err != nil {
+		return fmt.Errorf("writing data file: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing data file: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("writing data file: %w", err)
+	}
+	w.threads, w.dsos, w.funcs, w.files = len(p.Threads), len(p.DSOs), len(p.Funcs), len(p.Files)
+	w.locs, w.stacks, w.code = len(p.Locs), len(p.Stacks), len(p.Code)
+	w.comms = w.comms[:min(tfrom, len(w.comms))]
+	for _, t := range p.Threads[len(w.comms):] {
+		w.comms = append(w.comms, t.Comm)
+	}
+	w.chunks++
+	return nil
+}
+
+// writeHeader writes the file's magic and version before the first chunk.
+func (w *Writer) writeHeader() error {
+	if w.started {
+		return nil
+	}
+	var hdr [12]byte
+	copy(hdr[:], Magic)
+	binary.LittleEndian.PutUint32(hdr[8:], Version)
+	if _, err := w.w.Write(hdr[:]); err != nil {
+		return fmt.Errorf("writing header: %w", err)
+	}
+	w.started = true
+	return nil
+}
+
+// writeSection writes one section, its tag and length first: fill encodes
+// the body into the writer's reused buffer.
+func (w *Writer) writeSection(bw *bufio.Writer, tag uint64, fill func(e *enc)) error {
+	e := &w.e
+	e.b = e.b[:0]
+	fill(e)
+	var h enc
+	h.uvarint(tag)
+	h.uvarint(uint64(len(e.b)))
+	if _, err := bw.Write(h.b); err != nil {
+		return err
+	}
+	_, err := bw.Write(e.b)
+	return err
+}
+
+// chunkStep is a section of a chunk; it is skipped when it has nothing new.
+type chunkStep struct {
+	tag  uint64
+	skip bool
+	fill func(e *enc)
+}
+
+// steps lists the sections of a chunk in file order: the header, the new
+// entries of each table (threads from tfrom on), the samples, and the
+// final marker on the last chunk.
+func (w *Writer) steps(p *model.Profile, tfrom int, final bool) []chunkStep {
+	return []chunkStep{
 		{tagMeta, false, func(e *enc) { encodeMeta(e, &p.Meta) }},
 		{tagThreads, tfrom == len(p.Threads), func(e *enc) {
 			table(e, tfrom, p.Threads, func(t model.Thread) {
@@ -183,64 +229,46 @@ func (w *Writer) chunk(p *model.Profile, final bool) error {
 				list(e, s, func(id int32) { e.uvarint(uint64(id)) })
 			})
 		}},
-		{tagSamples, len(p.Samples) == 0, func(e *enc) {
-			e.uvarint(uint64(len(p.Samples)))
-			var prev uint64
-			for _, s := range p.Samples {
-				e.varint(int64(s.Time - prev))
-				prev = s.Time
-				e.uvarint(uint64(s.Thread))
-				e.uvarint(uint64(s.CPU))
-				e.uvarint(uint64(s.Stack))
-				e.uvarint(s.Period)
-				e.uvarint(uint64(s.Event))
-				e.uvarint(uint64(len(s.Raw)))
-				e.b = append(e.b, s.Raw...)
-			}
-		}},
+		{tagSamples, len(p.Samples) == 0, func(e *enc) { encodeSamples(e, p.Samples) }},
 		{tagCode, w.code == len(p.Code), func(e *enc) {
-			table(e, w.code, p.Code, func(c model.Code) {
-				e.uvarint(uint64(c.Func))
-				e.str(c.Arch)
-				e.uvarint(uint64(len(c.Bytes)))
-				e.b = append(e.b, c.Bytes...)
-				e.uvarint(uint64(len(c.Lines)))
-				var prev uint64
-				for _, r := range c.Lines {
-					e.uvarint(r.Addr - prev)
-					prev = r.Addr
-					e.uvarint(uint64(r.File))
-					e.uvarint(uint64(r.Line))
-				}
-			})
+			table(e, w.code, p.Code, func(c model.Code) { encodeCode(e, c) })
 		}},
 		{tagFinal, !final, func(*enc) {}},
 	}
-	for _, st := range steps {
-		if st.skip {
-			continue
-		}
-		if err := section(st.tag, st.fill); err != nil {
-			return fmt.Errorf("writing data file: %w", err)
-		}
+}
+
+// encodeSamples writes samples with times as deltas from the previous one.
+func encodeSamples(e *enc, samples []model.Sample) {
+	e.uvarint(uint64(len(samples)))
+	var prev uint64
+	for _, s := range samples {
+		e.varint(int64(s.Time - prev))
+		prev = s.Time
+		e.uvarint(uint64(s.Thread))
+		e.uvarint(uint64(s.CPU))
+		e.uvarint(uint64(s.Stack))
+		e.uvarint(s.Period)
+		e.uvarint(uint64(s.Event))
+		e.uvarint(uint64(len(s.Raw)))
+		e.b = append(e.b, s.Raw...)
 	}
-	if err := section(tagEnd, func(*enc) {}); err != nil {
-		return fmt.Errorf("writing data file: %w", err)
+}
+
+// encodeCode writes a function's code and its line rows, addresses as
+// deltas from the previous row.
+func encodeCode(e *enc, c model.Code) {
+	e.uvarint(uint64(c.Func))
+	e.str(c.Arch)
+	e.uvarint(uint64(len(c.Bytes)))
+	e.b = append(e.b, c.Bytes...)
+	e.uvarint(uint64(len(c.Lines)))
+	var prev uint64
+	for _, r := range c.Lines {
+		e.uvarint(r.Addr - prev)
+		prev = r.Addr
+		e.uvarint(uint64(r.File))
+		e.uvarint(uint64(r.Line))
 	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing data file: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("writing data file: %w", err)
-	}
-	w.threads, w.dsos, w.funcs, w.files = len(p.Threads), len(p.DSOs), len(p.Funcs), len(p.Files)
-	w.locs, w.stacks, w.code = len(p.Locs), len(p.Stacks), len(p.Code)
-	w.comms = w.comms[:min(tfrom, len(w.comms))]
-	for _, t := range p.Threads[len(w.comms):] {
-		w.comms = append(w.comms, t.Comm)
-	}
-	w.chunks++
-	return nil
 }
 
 // table encodes the entries of a table from index from on.

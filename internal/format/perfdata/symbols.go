@@ -58,29 +58,9 @@ func (o Options) cacheCandidates(path, id string, files ...string) []string {
 // build-id where the recording has one.
 func (c *converter) symbolize(f *File, o Options, res *Result) {
 	p := &c.prof
-	fileIDs := map[string]string{}
-	kernelID := ""
-	for _, b := range f.BuildIDs {
-		if len(b.ID) == 0 {
-			continue
-		}
-		id := hex.EncodeToString(b.ID)
-		if b.Filename == "[kernel.kallsyms]" {
-			kernelID = id
-		}
-		if _, ok := fileIDs[b.Filename]; !ok {
-			fileIDs[b.Filename] = id
-		}
-	}
-	funcs := map[string]int32{}
-	files := map[string]int32{}
-	addFunc := func(dso int32, fr symbolize.Frame) int32 {
-		key := fmt.Sprintf("%d\x00%x\x00%s", dso, fr.FuncStart, fr.Func)
-		return model.Intern(funcs, &p.Funcs, key, model.Func{Name: fr.Func, DSO: dso, Start: fr.FuncStart, Size: fr.FuncSize})
-	}
-	addFile := func(name string) int32 {
-		return model.Intern(files, &p.Files, name, name)
-	}
+	fileIDs, kernelID := recordedBuildIDs(f)
+	s := &symbolizer{c: c, p: p, f: f, o: o, funcs: map[string]int32{}, files: map[string]int32{},
+		leaves: symbolize.LeafLocs(p), unmatched: map[int32]string{}}
 	byDSO := map[int32][]int32{}
 	for i, l := range p.Locs {
 		if l.DSO >= 0 {
@@ -92,9 +72,6 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 		ids = append(ids, d)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	unmatched := map[int32]string{}
-	var codeBytes uint64
-	leaves := symbolize.LeafLocs(p) // only their functions' code is kept, as for recordings
 	for _, d := range ids {
 		locs := byDSO[d]
 		info := c.dsoInfo[d]
@@ -105,87 +82,164 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 			info.buildID = fileIDs[info.path]
 		}
 		p.DSOs[d].BuildID = info.buildID
+		var err error
 		switch kind := p.DSOs[d].Kind; {
 		case kind == model.DSOKernel && d == c.kernel:
 			p.DSOs[d].BuildID = kernelID
-			k, delta, err := c.loadKernel(f, o, kernelID)
-			if err != nil {
-				unmatched[d] = err.Error()
-				continue
-			}
-			modules := map[string]int32{}
-			for _, li := range locs {
-				l := &p.Locs[li]
-				addr := l.Addr - delta
-				owner := d
-				if mod := k.Module(addr); mod != "" {
-					id, ok := modules[mod]
-					if !ok {
-						id = int32(len(p.DSOs))
-						p.DSOs = append(p.DSOs, model.DSO{Name: "[" + mod + "]", Kind: model.DSOModule})
-						modules[mod] = id
-					}
-					owner = id
-					l.DSO = id
-				}
-				if fr, ok := k.Lookup(addr); ok {
-					fr.FuncStart += delta
-					l.Func = addFunc(owner, fr)
-				}
-			}
+			err = s.kernel(d, locs, kernelID)
 		case info.anon:
-			pm, err := symbolize.LoadPerfMap(int(info.pid))
-			if err != nil {
-				unmatched[d] = fmt.Sprintf("no JIT map /tmp/perf-%d.map", info.pid)
-				continue
-			}
-			p.DSOs[d].Kind = model.DSOJIT
-			for _, li := range locs {
-				l := &p.Locs[li]
-				if fr, ok := pm.Lookup(l.Addr); ok {
-					l.Func = addFunc(d, fr)
-				}
-			}
+			err = s.jit(d, info, locs)
 		case kind == model.DSOUser || kind == model.DSOVDSO:
-			e, err := openObject(info, o)
-			if err != nil {
-				unmatched[d] = err.Error()
-				continue
-			}
-			if p.DSOs[d].BuildID == "" {
-				p.DSOs[d].BuildID = e.BuildID
-			}
-			sampled := map[int32]bool{}
-			for _, li := range locs {
-				l := &p.Locs[li]
-				l.Addr = e.FileOffsetToAddr(l.Addr)
-				fr, ok := e.Lookup(l.Addr)
-				if !ok {
-					continue
-				}
-				if fr.Func != "" {
-					l.Func = addFunc(d, fr)
-					if leaves[li] {
-						sampled[l.Func] = true
-					}
-				}
-				if fr.File != "" {
-					l.File = addFile(fr.File)
-					l.Line = int32(fr.Line)
-				}
-			}
-			// Keep the code and line rows of sampled functions, so
-			// annotate works without the binary.
-			symbolize.KeepCode(p, e, sampled, &codeBytes, addFile)
+			err = s.object(d, info, locs)
+		}
+		if err != nil {
+			s.unmatched[d] = err.Error()
 		}
 	}
-	if len(unmatched) == 0 {
+	if len(s.unmatched) == 0 {
 		return
 	}
-	// How many samples each unnamed object touches, to rank the list.
+	res.Unmatched = append(res.Unmatched, s.unmatchedList()...)
+	sort.Slice(res.Unmatched, func(i, j int) bool {
+		a, b := res.Unmatched[i], res.Unmatched[j]
+		if a.Samples != b.Samples {
+			return a.Samples > b.Samples
+		}
+		return a.Name < b.Name
+	})
+}
+
+// recordedBuildIDs returns the build-ids the recording lists, by file name
+// (the first one where a name repeats), and the kernel's.
+func recordedBuildIDs(f *File) (byFile map[string]string, kernel string) {
+	byFile = map[string]string{}
+	for _, b := range f.BuildIDs {
+		if len(b.ID) == 0 {
+			continue
+		}
+		id := hex.EncodeToString(b.ID)
+		if b.Filename == "[kernel.kallsyms]" {
+			kernel = id
+		}
+		if _, ok := byFile[b.Filename]; !ok {
+			byFile[b.Filename] = id
+		}
+	}
+	return byFile, kernel
+}
+
+// symbolizer names the locations of one recording's objects.
+type symbolizer struct {
+	c         *converter
+	p         *model.Profile
+	f         *File
+	o         Options
+	funcs     map[string]int32 // function key → index in p.Funcs
+	files     map[string]int32 // file name → index in p.Files
+	leaves    map[int32]bool   // locations samples stopped in: only their functions' code is kept, as for recordings
+	codeBytes uint64           // code kept so far, across objects
+	unmatched map[int32]string // DSO → why its locations stay unnamed
+}
+
+func (s *symbolizer) addFunc(dso int32, fr symbolize.Frame) int32 {
+	key := fmt.Sprintf("%d\x00%x\x00%s", dso, fr.FuncStart, fr.Func)
+	return model.Intern(s.funcs, &s.p.Funcs, key, model.Func{Name: fr.Func, DSO: dso, Start: fr.FuncStart, Size: fr.FuncSize})
+}
+
+func (s *symbolizer) addFile(name string) int32 {
+	return model.Intern(s.files, &s.p.Files, name, name)
+}
+
+// kernel names the kernel's locations from kallsyms, moving those in a
+// module to a DSO of their own.
+func (s *symbolizer) kernel(d int32, locs []int32, kernelID string) error {
+	p := s.p
+	k, delta, err := s.c.loadKernel(s.f, s.o, kernelID)
+	if err != nil {
+		return err
+	}
+	modules := map[string]int32{}
+	for _, li := range locs {
+		l := &p.Locs[li]
+		addr := l.Addr - delta
+		owner := d
+		if mod := k.Module(addr); mod != "" {
+			id, ok := modules[mod]
+			if !ok {
+				id = int32(len(p.DSOs))
+				p.DSOs = append(p.DSOs, model.DSO{Name: "[" + mod + "]", Kind: model.DSOModule})
+				modules[mod] = id
+			}
+			owner = id
+			l.DSO = id
+		}
+		if fr, ok := k.Lookup(addr); ok {
+			fr.FuncStart += delta
+			l.Func = s.addFunc(owner, fr)
+		}
+	}
+	return nil
+}
+
+// jit names the locations of an anonymous mapping from the process's perf map.
+func (s *symbolizer) jit(d int32, info dsoInfo, locs []int32) error {
+	pm, err := symbolize.LoadPerfMap(int(info.pid))
+	if err != nil {
+		return fmt.Errorf("no JIT map /tmp/perf-%d.map", info.pid)
+	}
+	s.p.DSOs[d].Kind = model.DSOJIT
+	for _, li := range locs {
+		l := &s.p.Locs[li]
+		if fr, ok := pm.Lookup(l.Addr); ok {
+			l.Func = s.addFunc(d, fr)
+		}
+	}
+	return nil
+}
+
+// object names the locations of an ELF object (or the vDSO), turning their
+// file offsets into addresses, with function, file and line.
+func (s *symbolizer) object(d int32, info dsoInfo, locs []int32) error {
+	p := s.p
+	e, err := openObject(info, s.o)
+	if err != nil {
+		return err
+	}
+	if p.DSOs[d].BuildID == "" {
+		p.DSOs[d].BuildID = e.BuildID
+	}
+	sampled := map[int32]bool{}
+	for _, li := range locs {
+		l := &p.Locs[li]
+		l.Addr = e.FileOffsetToAddr(l.Addr)
+		fr, ok := e.Lookup(l.Addr)
+		if !ok {
+			continue
+		}
+		if fr.Func != "" {
+			l.Func = s.addFunc(d, fr)
+			if s.leaves[li] {
+				sampled[l.Func] = true
+			}
+		}
+		if fr.File != "" {
+			l.File = s.addFile(fr.File)
+			l.Line = int32(fr.Line)
+		}
+	}
+	// Keep the code and line rows of sampled functions, so
+	// annotate works without the binary.
+	symbolize.KeepCode(p, e, sampled, &s.codeBytes, s.addFile)
+	return nil
+}
+
+// unmatchedList describes the objects left unnamed, with how many samples
+// each touches (to rank the list).
+func (s *symbolizer) unmatchedList() []Unmatched {
+	p := s.p
 	perStack := make([]uint64, len(p.Stacks))
-	for _, s := range p.Samples {
-		perStack[s.Stack]++
+	for _, smp := range p.Samples {
+		perStack[smp.Stack]++
 	}
 	hits := map[int32]uint64{}
 	seen := map[int32]bool{}
@@ -196,22 +250,17 @@ func (c *converter) symbolize(f *File, o Options, res *Result) {
 		clear(seen)
 		for _, li := range st {
 			d := p.Locs[li].DSO
-			if _, ok := unmatched[d]; ok && !seen[d] {
+			if _, ok := s.unmatched[d]; ok && !seen[d] {
 				seen[d] = true
 				hits[d] += perStack[si]
 			}
 		}
 	}
-	for d, why := range unmatched {
-		res.Unmatched = append(res.Unmatched, Unmatched{Name: p.DSOs[d].Name, BuildID: p.DSOs[d].BuildID, Reason: why, Samples: hits[d]})
+	var list []Unmatched
+	for d, why := range s.unmatched {
+		list = append(list, Unmatched{Name: p.DSOs[d].Name, BuildID: p.DSOs[d].BuildID, Reason: why, Samples: hits[d]})
 	}
-	sort.Slice(res.Unmatched, func(i, j int) bool {
-		a, b := res.Unmatched[i], res.Unmatched[j]
-		if a.Samples != b.Samples {
-			return a.Samples > b.Samples
-		}
-		return a.Name < b.Name
-	})
+	return list
 }
 
 // openObject finds the object a mapping named, checked by build-id when

@@ -87,160 +87,214 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i, s := range o.Specs {
 		res.Counts[i] = Count{Event: s.String(), Kind: s.Def.Kind.String(), Supported: true}
 	}
-	var ctrs []counter
-	closeAll := func() {
-		for _, c := range ctrs {
-			unix.Close(c.fd)
-		}
+	c := &session{o: o, res: res, done: make(chan struct{})}
+	if err := c.setTargets(cpus); err != nil {
+		return nil, err
 	}
-	var child *runctl.Child
-	type target struct{ pid, cpu int }
-	var targets []target
-	inherit, onExec := false, false
+	if err := c.openAll(); err != nil {
+		return c.fail(err)
+	}
+	defer c.closeAll()
+
+	start := time.Now()
+	if err := c.watch(); err != nil {
+		return c.fail(err)
+	}
+	clock := runctl.NewClock(o.Duration, o.Interval)
+	defer clock.Stop()
+	prev := c.count(ctx, clock, start)
+	res.Elapsed = time.Since(start)
+	c.finish(prev)
+	return res, nil
+}
+
+// session is one counting run: what it counts, the counters and the command
+// it started.
+type session struct {
+	o               Options
+	res             *Result
+	targets         []target
+	inherit, onExec bool // counters follow new tasks; and start at the command's exec
+	ctrs            []counter
+	child           *runctl.Child
+	done            chan struct{} // closed when the command, or every target, has exited
+	waitErr         error         // the command's, once done is closed
+}
+
+// target is where a counter is opened: a task (cpu -1) or a CPU (pid -1).
+type target struct{ pid, cpu int }
+
+// setTargets chooses what to count and starts the command if there is one.
+func (c *session) setTargets(cpus []int) error {
+	o := &c.o
 	switch {
 	case len(o.Command) > 0 && !o.All:
 		var err error
-		if child, err = runctl.StartChild(o.Command); err != nil {
-			return nil, err
+		if c.child, err = runctl.StartChild(o.Command); err != nil {
+			return err
 		}
-		targets = []target{{child.Cmd.Process.Pid, -1}}
-		inherit, onExec = true, true
+		c.targets = []target{{c.child.Cmd.Process.Pid, -1}}
+		c.inherit, c.onExec = true, true
 	case o.All:
-		for _, c := range cpus {
-			targets = append(targets, target{-1, c})
+		for _, cpu := range cpus {
+			c.targets = append(c.targets, target{-1, cpu})
 		}
 	case len(o.Pids) > 0 || len(o.Tids) > 0:
 		for _, p := range o.Pids {
 			tids, err := procfs.Threads(p)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for _, t := range tids {
-				targets = append(targets, target{t, -1})
+				c.targets = append(c.targets, target{t, -1})
 			}
 		}
 		for _, t := range o.Tids {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", t)); err != nil {
-				return nil, fmt.Errorf("no such thread: %d", t)
+				return fmt.Errorf("no such thread: %d", t)
 			}
-			targets = append(targets, target{t, -1})
+			c.targets = append(c.targets, target{t, -1})
 		}
-		inherit = len(o.Pids) > 0
+		c.inherit = len(o.Pids) > 0
 	default:
-		return nil, fmt.Errorf("nothing to count: give a command, -p PID, -t TID or -a")
+		return fmt.Errorf("nothing to count: give a command, -p PID, -t TID or -a")
 	}
 	if o.All && len(o.Command) > 0 {
 		var err error
-		if child, err = runctl.StartChild(o.Command); err != nil {
-			return nil, err
+		if c.child, err = runctl.StartChild(o.Command); err != nil {
+			return err
 		}
 	}
-	fail := func(err error) (*Result, error) {
-		if child != nil {
-			child.Abort()
-		}
-		closeAll()
-		return nil, err
-	}
-	for i, s := range o.Specs {
-		attr := perf.NewAttr(perf.AttrOptions{Event: s.Event, Counting: true, Inherit: inherit, EnableOnExec: onExec, Disabled: onExec})
-		for _, t := range targets {
+	return nil
+}
+
+// openAll opens a counter for each spec and target. A hardware event the
+// machine cannot count is marked unsupported instead of failing the run.
+func (c *session) openAll() error {
+	for i, s := range c.o.Specs {
+		attr := perf.NewAttr(perf.AttrOptions{Event: s.Event, Counting: true, Inherit: c.inherit, EnableOnExec: c.onExec, Disabled: c.onExec})
+		for _, t := range c.targets {
 			a := attr
 			fd, err := perf.Open(&a, t.pid, t.cpu, -1, s.Event)
 			if err != nil {
 				if s.Def.Kind != perf.KindSoftware && s.Def.Kind != perf.KindTracepoint && notSupported(err) {
-					res.Counts[i].Supported = false
-					res.Counts[i].Reason = "no usable hardware PMU"
+					c.res.Counts[i].Supported = false
+					c.res.Counts[i].Reason = "no usable hardware PMU"
 					break
 				}
-				return fail(err)
+				return err
 			}
-			if f := o.Filters[i]; f != "" {
+			if f := c.o.Filters[i]; f != "" {
 				if err := perf.SetFilter(fd, f); err != nil {
 					unix.Close(fd)
-					return fail(fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %v)", f, s.String(), s.Format.Names()))
+					return fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %v)", f, s.String(), s.Format.Names())
 				}
 			}
-			ctrs = append(ctrs, counter{spec: i, fd: fd})
+			c.ctrs = append(c.ctrs, counter{spec: i, fd: fd})
 		}
 	}
-	defer closeAll()
+	return nil
+}
 
-	start := time.Now()
-	done := make(chan struct{})
-	var waitErr error
-	if child != nil {
-		if err := child.Go(); err != nil {
-			return fail(err)
+func (c *session) closeAll() {
+	for _, ctr := range c.ctrs {
+		unix.Close(ctr.fd)
+	}
+}
+
+// fail stops the command, if one was started, and closes the counters.
+func (c *session) fail(err error) (*Result, error) {
+	if c.child != nil {
+		c.child.Abort()
+	}
+	c.closeAll()
+	return nil, err
+}
+
+// watch lets the command run, and arranges for done to close when it exits
+// or, like perf stat -p, when every target has.
+func (c *session) watch() error {
+	if c.child != nil {
+		if err := c.child.Go(); err != nil {
+			return err
 		}
-		go func() { waitErr = child.Cmd.Wait(); close(done) }()
+		go func() { c.waitErr = c.child.Cmd.Wait(); close(c.done) }()
 	}
-	if child == nil && len(o.Pids)+len(o.Tids) > 0 {
-		// Like perf stat -p: stop when every target has exited.
-		go func() {
-			for {
-				time.Sleep(50 * time.Millisecond)
-				alive := false
-				for _, p := range append(append([]int(nil), o.Pids...), o.Tids...) {
-					if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil && !zombie(p) {
-						alive = true
-					}
-				}
-				if !alive {
-					close(done)
-					return
-				}
+	if c.child == nil && len(c.o.Pids)+len(c.o.Tids) > 0 {
+		go c.pollTargets()
+	}
+	return nil
+}
+
+// pollTargets closes done once no target is alive.
+func (c *session) pollTargets() {
+	for {
+		time.Sleep(50 * time.Millisecond)
+		alive := false
+		for _, p := range append(append([]int(nil), c.o.Pids...), c.o.Tids...) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil && !zombie(p) {
+				alive = true
 			}
-		}()
+		}
+		if !alive {
+			close(c.done)
+			return
+		}
 	}
-	clock := runctl.NewClock(o.Duration, o.Interval)
-	defer clock.Stop()
-	prev := make([]Count, len(res.Counts))
-	copy(prev, res.Counts)
+}
+
+// count waits for the end of the count, passing each interval's counts to
+// OnInterval, and returns the counts read at the last interval.
+func (c *session) count(ctx context.Context, clock *runctl.Clock, start time.Time) []Count {
+	prev := make([]Count, len(c.res.Counts))
+	copy(prev, c.res.Counts)
 	// The caller's context ends the count (runctl.WithSignals: Ctrl-C,
 	// SIGTERM). A counted command is asked to stop and counted to its end,
 	// as perf stat does (Ctrl-C on a terminal reaches it as well).
 	cancelled := ctx.Done()
-loop:
 	for {
 		select {
 		case <-cancelled:
-			if child == nil {
-				break loop
+			if c.child == nil {
+				return prev
 			}
-			child.Cmd.Process.Signal(syscall.SIGTERM)
+			c.child.Cmd.Process.Signal(syscall.SIGTERM)
 			cancelled = nil
-		case <-done:
-			break loop
+		case <-c.done:
+			return prev
 		case <-clock.Deadline:
-			if child != nil {
-				child.Cmd.Process.Signal(syscall.SIGTERM)
+			if c.child != nil {
+				c.child.Cmd.Process.Signal(syscall.SIGTERM)
 				continue
 			}
-			break loop
+			return prev
 		case <-clock.Tick:
-			cur := readAll(ctrs, res.Counts)
-			if o.OnInterval != nil {
-				o.OnInterval(time.Since(start), delta(cur, prev))
+			cur := readAll(c.ctrs, c.res.Counts)
+			if c.o.OnInterval != nil {
+				c.o.OnInterval(time.Since(start), delta(cur, prev))
 			}
 			prev = cur
 		}
 	}
-	res.Elapsed = time.Since(start)
-	if child != nil {
-		<-done
-		res.ExitCode = runctl.ExitCode(waitErr, child.Cmd.ProcessState)
-		if st := child.Cmd.ProcessState; st != nil {
+}
+
+// finish waits for the command, then reads the totals and reports the last,
+// partial interval if anything was counted in it.
+func (c *session) finish(prev []Count) {
+	res := c.res
+	if c.child != nil {
+		<-c.done
+		res.ExitCode = runctl.ExitCode(c.waitErr, c.child.Cmd.ProcessState)
+		if st := c.child.Cmd.ProcessState; st != nil {
 			res.User, res.Sys = st.UserTime(), st.SystemTime()
 		}
 	}
-	res.Counts = readAll(ctrs, res.Counts)
-	if o.Interval > 0 && o.OnInterval != nil {
+	res.Counts = readAll(c.ctrs, res.Counts)
+	if c.o.Interval > 0 && c.o.OnInterval != nil {
 		if d := delta(res.Counts, prev); anyCounted(d) {
-			o.OnInterval(res.Elapsed, d)
+			c.o.OnInterval(res.Elapsed, d)
 		}
 	}
-	return res, nil
 }
 
 // zombie reports whether pid has exited but not been reaped.

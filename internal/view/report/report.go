@@ -197,167 +197,211 @@ func Build(p *model.Profile, o Options) *Report {
 		ev := p.Meta.Events[o.OnlyEvent-1]
 		r.Meta.Event, r.Meta.Freq, r.Meta.Period = ev.Name, ev.Freq, ev.Period
 	}
-	frameKeyed := contains(o.Sort, "sym") || contains(o.Sort, "dso") || contains(o.Sort, "srcline")
-	fieldIdx := map[string]int{}
-	for i, k := range FieldKeys(o.Sort) {
-		fieldIdx[k] = i
-	}
-	entries := map[string]*Entry{}
-	var seen map[*Entry]bool
-	var sb strings.Builder
-	keyOf := func(s *model.SampleGroup, loc int32) (string, map[string]string, bool) {
-		t := p.Threads[s.Thread]
-		sb.Reset()
-		vals := map[string]string{}
-		kernel := false
-		for _, k := range o.Sort {
-			var v string
-			switch k {
-			case "comm":
-				v = t.Comm
-			case "pid":
-				v = fmt.Sprintf("%d:%s", t.Pid, t.Comm)
-			case "tid":
-				v = fmt.Sprintf("%d:%s", t.Tid, t.Comm)
-			case "cpu":
-				v = strconv.Itoa(int(s.CPU))
-			case "dso":
-				v = p.DSOName(loc)
-			case "sym":
-				v = p.FrameName(loc)
-				kernel = p.Kind(loc).IsKernel()
-			case "srcline":
-				v = p.SrcLine(loc)
-			default:
-				v = fieldValue(s.Extra, fieldIdx[k])
-			}
-			vals[k] = v
-			sb.WriteString(v)
-			sb.WriteByte(0)
-		}
-		if !contains(o.Sort, "sym") && loc >= 0 {
-			kernel = p.Kind(loc).IsKernel()
-		}
-		return sb.String(), vals, kernel
-	}
-	getSlow := func(s *model.SampleGroup, loc int32) *Entry {
-		k, vals, kernel := keyOf(s, loc)
-		e := entries[k]
-		if e == nil {
-			e = &Entry{Keys: vals, Kernel: kernel, key: k}
-			entries[k] = e
-		}
-		return e
-	}
-	// Most samples map to entries already seen: look them up by the few
-	// fields the sort keys depend on before building the string key.
-	type fastKey struct {
-		thread int32
-		cpu    uint32
-		loc    int32
-		extra  string
-	}
-	useThread := contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid")
-	useCPU := contains(o.Sort, "cpu")
-	fast := map[fastKey]*Entry{}
-	get := func(s *model.SampleGroup, loc int32) *Entry {
-		var fk fastKey
-		if frameKeyed {
-			fk.loc = loc
-		}
-		if useThread {
-			fk.thread = s.Thread
-		}
-		if useCPU {
-			fk.cpu = s.CPU
-		}
-		fk.extra = s.Extra
-		if e := fast[fk]; e != nil {
-			return e
-		}
-		e := getSlow(s, loc)
-		fast[fk] = e
-		return e
-	}
-	filterOK := func(loc int32) bool {
-		if len(o.DSOs) > 0 && !contains(o.DSOs, p.DSOName(loc)) {
-			return false
-		}
-		if len(o.Syms) > 0 && !contains(o.Syms, p.FrameName(loc)) {
-			return false
-		}
-		return true
-	}
+	a := newAggregator(p, o)
 	// Work per (thread, stack, CPU) group, not per sample: a million samples
 	// usually fall into a few thousand groups.
 	groups := p.SampleGroups()
 	for i := range groups {
 		s := &groups[i]
-		if o.OnlyEvent > 0 && int(s.Event) != o.OnlyEvent-1 {
+		if !a.selected(s) {
 			continue
 		}
-		t := p.Threads[s.Thread]
-		if len(o.Comms) > 0 && !contains(o.Comms, t.Comm) {
-			continue
-		}
-		if len(o.Pids) > 0 && !contains(o.Pids, int(t.Pid)) {
-			continue
-		}
-		if len(o.Tids) > 0 && !contains(o.Tids, int(t.Tid)) {
-			continue
-		}
-		stack := p.Stacks[s.Stack]
 		r.Samples += int(s.Count)
 		r.TotalPeriod += s.Period
-		leaf := int32(-1)
-		if len(stack) > 0 {
-			leaf = stack[0]
-		}
-		if leaf < 0 {
-			continue
-		}
-		if filterOK(leaf) {
-			e := get(s, leaf)
-			e.Self += s.Period
-			e.Samples += int(s.Count)
-			if !o.Children {
-				e.Children += s.Period
-				if o.Graph != "none" {
-					addChain(p, e, stack, s.Period, o.Graph)
-				}
-			}
-		}
-		if o.Children && frameKeyed {
-			if seen == nil {
-				seen = map[*Entry]bool{}
-			}
-			clear(seen)
-			for _, loc := range stack {
-				if !filterOK(loc) {
-					continue
-				}
-				e := get(s, loc)
-				if seen[e] {
-					continue // recursion: count a sample once per entry
-				}
-				seen[e] = true
-				e.Children += s.Period
-				if o.Graph != "none" {
-					addChain(p, e, stack, s.Period, o.Graph)
-				}
-			}
-		} else if o.Children && filterOK(leaf) {
-			e := get(s, leaf)
-			e.Children += s.Period
-			if o.Graph != "none" {
-				addChain(p, e, stack, s.Period, o.Graph)
-			}
+		a.add(s)
+	}
+	r.Entries = a.entryList(r.TotalPeriod)
+	r.Recording = RecordingOf(r.Meta)
+	return r
+}
+
+// aggregator sums sample groups into entries keyed by the sort keys.
+type aggregator struct {
+	p          *model.Profile
+	o          Options
+	frameKeyed bool // a sort key depends on the frame (sym, dso, srcline)
+	useThread  bool // a sort key depends on the thread (comm, pid, tid)
+	useCPU     bool
+	fieldIdx   map[string]int // sort key → index into a sample's extra fields
+	entries    map[string]*Entry
+	fast       map[fastKey]*Entry
+	seen       map[*Entry]bool // entries a sample already counted in (recursion)
+	sb         strings.Builder
+}
+
+// fastKey holds the few fields of a sample the sort keys depend on. Most
+// samples map to entries already seen: looking them up by these saves
+// building the string key.
+type fastKey struct {
+	thread int32
+	cpu    uint32
+	loc    int32
+	extra  string
+}
+
+func newAggregator(p *model.Profile, o Options) *aggregator {
+	a := &aggregator{p: p, o: o, fieldIdx: map[string]int{}, entries: map[string]*Entry{}, fast: map[fastKey]*Entry{}}
+	a.frameKeyed = contains(o.Sort, "sym") || contains(o.Sort, "dso") || contains(o.Sort, "srcline")
+	for i, k := range FieldKeys(o.Sort) {
+		a.fieldIdx[k] = i
+	}
+	a.useThread = contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid")
+	a.useCPU = contains(o.Sort, "cpu")
+	return a
+}
+
+// selected says whether s passes the event, comm, pid and tid filters.
+func (a *aggregator) selected(s *model.SampleGroup) bool {
+	o := &a.o
+	if o.OnlyEvent > 0 && int(s.Event) != o.OnlyEvent-1 {
+		return false
+	}
+	t := a.p.Threads[s.Thread]
+	if len(o.Comms) > 0 && !contains(o.Comms, t.Comm) {
+		return false
+	}
+	if len(o.Pids) > 0 && !contains(o.Pids, int(t.Pid)) {
+		return false
+	}
+	if len(o.Tids) > 0 && !contains(o.Tids, int(t.Tid)) {
+		return false
+	}
+	return true
+}
+
+// add counts s: self time in the entry of its leaf frame, children time in
+// the entry of every frame of its stack (only the leaf's when no sort key
+// depends on the frame).
+func (a *aggregator) add(s *model.SampleGroup) {
+	stack := a.p.Stacks[s.Stack]
+	leaf := int32(-1)
+	if len(stack) > 0 {
+		leaf = stack[0]
+	}
+	if leaf < 0 {
+		return
+	}
+	if a.filterOK(leaf) {
+		e := a.get(s, leaf)
+		e.Self += s.Period
+		e.Samples += int(s.Count)
+		if !a.o.Children {
+			a.addChildren(e, stack, s.Period)
 		}
 	}
-	for _, e := range entries {
-		if r.TotalPeriod > 0 {
-			e.SelfPct = 100 * float64(e.Self) / float64(r.TotalPeriod)
-			e.ChildPct = 100 * float64(e.Children) / float64(r.TotalPeriod)
+	if a.o.Children && a.frameKeyed {
+		if a.seen == nil {
+			a.seen = map[*Entry]bool{}
+		}
+		clear(a.seen)
+		for _, loc := range stack {
+			if !a.filterOK(loc) {
+				continue
+			}
+			e := a.get(s, loc)
+			if a.seen[e] {
+				continue // recursion: count a sample once per entry
+			}
+			a.seen[e] = true
+			a.addChildren(e, stack, s.Period)
+		}
+	} else if a.o.Children && a.filterOK(leaf) {
+		a.addChildren(a.get(s, leaf), stack, s.Period)
+	}
+}
+
+// addChildren adds period to e's children time and stack to its call graph.
+func (a *aggregator) addChildren(e *Entry, stack []int32, period uint64) {
+	e.Children += period
+	if a.o.Graph != "none" {
+		addChain(a.p, e, stack, period, a.o.Graph)
+	}
+}
+
+// filterOK says whether the frame loc passes the dso and sym filters.
+func (a *aggregator) filterOK(loc int32) bool {
+	if len(a.o.DSOs) > 0 && !contains(a.o.DSOs, a.p.DSOName(loc)) {
+		return false
+	}
+	if len(a.o.Syms) > 0 && !contains(a.o.Syms, a.p.FrameName(loc)) {
+		return false
+	}
+	return true
+}
+
+// get returns the entry of s at frame loc, creating it on first use.
+func (a *aggregator) get(s *model.SampleGroup, loc int32) *Entry {
+	var fk fastKey
+	if a.frameKeyed {
+		fk.loc = loc
+	}
+	if a.useThread {
+		fk.thread = s.Thread
+	}
+	if a.useCPU {
+		fk.cpu = s.CPU
+	}
+	fk.extra = s.Extra
+	if e := a.fast[fk]; e != nil {
+		return e
+	}
+	k, vals, kernel := a.keyOf(s, loc)
+	e := a.entries[k]
+	if e == nil {
+		e = &Entry{Keys: vals, Kernel: kernel, key: k}
+		a.entries[k] = e
+	}
+	a.fast[fk] = e
+	return e
+}
+
+// keyOf returns the entry key of s at frame loc (the sort keys' values, each
+// ended by a NUL), those values by key, and whether the frame is the kernel's.
+func (a *aggregator) keyOf(s *model.SampleGroup, loc int32) (string, map[string]string, bool) {
+	p, t := a.p, a.p.Threads[s.Thread]
+	a.sb.Reset()
+	vals := map[string]string{}
+	kernel := false
+	for _, k := range a.o.Sort {
+		var v string
+		switch k {
+		case "comm":
+			v = t.Comm
+		case "pid":
+			v = fmt.Sprintf("%d:%s", t.Pid, t.Comm)
+		case "tid":
+			v = fmt.Sprintf("%d:%s", t.Tid, t.Comm)
+		case "cpu":
+			v = strconv.Itoa(int(s.CPU))
+		case "dso":
+			v = p.DSOName(loc)
+		case "sym":
+			v = p.FrameName(loc)
+			kernel = p.Kind(loc).IsKernel()
+		case "srcline":
+			v = p.SrcLine(loc)
+		default:
+			v = fieldValue(s.Extra, a.fieldIdx[k])
+		}
+		vals[k] = v
+		a.sb.WriteString(v)
+		a.sb.WriteByte(0)
+	}
+	if !contains(a.o.Sort, "sym") && loc >= 0 {
+		kernel = p.Kind(loc).IsKernel()
+	}
+	return a.sb.String(), vals, kernel
+}
+
+// entryList returns the entries at or above the percent limit, with their
+// percentages and finished call graphs, largest first.
+func (a *aggregator) entryList(total uint64) []*Entry {
+	o := &a.o
+	var list []*Entry
+	for _, e := range a.entries {
+		if total > 0 {
+			e.SelfPct = 100 * float64(e.Self) / float64(total)
+			e.ChildPct = 100 * float64(e.Children) / float64(total)
 		}
 		pct := e.SelfPct
 		if o.Children {
@@ -367,22 +411,21 @@ func Build(p *model.Profile, o Options) *Report {
 			continue
 		}
 		if e.Graph != nil {
-			finishGraph(e.Graph, r.TotalPeriod, o.GraphMin)
+			finishGraph(e.Graph, total, o.GraphMin)
 		}
-		r.Entries = append(r.Entries, e)
+		list = append(list, e)
 	}
-	sort.Slice(r.Entries, func(i, j int) bool {
-		a, b := r.Entries[i], r.Entries[j]
-		if o.Children && a.Children != b.Children {
-			return a.Children > b.Children
+	sort.Slice(list, func(i, j int) bool {
+		x, y := list[i], list[j]
+		if o.Children && x.Children != y.Children {
+			return x.Children > y.Children
 		}
-		if a.Self != b.Self {
-			return a.Self > b.Self
+		if x.Self != y.Self {
+			return x.Self > y.Self
 		}
-		return a.key < b.key
+		return x.key < y.key
 	})
-	r.Recording = RecordingOf(r.Meta)
-	return r
+	return list
 }
 
 // addChain adds one sample's chain to e's tree: root→leaf for caller
