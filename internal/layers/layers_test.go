@@ -74,7 +74,9 @@ func TestViolationsFound(t *testing.T) {
 }
 
 // TestInternalsMapMatchesTree: docs/internals.md's package map names every
-// package of internal/ (as go list does), and no package that is gone.
+// package of internal/ (as go list does), and no package that is gone. A
+// tool with a page of its own (internal/tools/X and docs/X.md) may leave
+// the map to its page, so adding a tool touches no list.
 func TestInternalsMapMatchesTree(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "docs", "internals.md"))
 	if err != nil {
@@ -98,6 +100,11 @@ func TestInternalsMapMatchesTree(t *testing.T) {
 	}
 	slices.Sort(listed)
 	for _, p := range have {
+		if tool, ok := strings.CutPrefix(p, "internal/tools/"); ok && !strings.Contains(tool, "/") {
+			if _, err := os.Stat(filepath.Join(testutil.RepoRoot(), "docs", tool+".md")); err == nil {
+				continue
+			}
+		}
 		if _, found := slices.BinarySearch(listed, p); !found {
 			t.Errorf("docs/internals.md's package map lacks %s", p)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/remote"
 	"github.com/sonde-dev/sonde/internal/tools/execsnoop"
 )
 
@@ -32,6 +33,7 @@ func newExecsnoopCmd() *cobra.Command {
 	f.BoolVarP(&o.Fails, "fails", "x", false, "include execs that failed (with their errno)")
 	f.BoolVarP(&timestamps, "timestamp", "t", false, "print the time (seconds since boot) first")
 	f.StringSliceVar(&o.Comms, "comm", nil, "only execs whose new command name is one of these (comma-separated)")
+	remote.MarkValues(f, "fails", "timestamp")
 	cmd.RunE = l.RunE("", func(ctx context.Context, _ string, _ []string) error {
 		o.Duration = l.Duration
 		w := l.W

@@ -98,7 +98,7 @@ func TestRemoteFlagsClassified(t *testing.T) {
 			continue
 		}
 		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if !remote.Classified(f.Name) {
+			if !remote.Classified(f) {
 				t.Errorf("%s --%s is not classified in internal/cmd/remote's flag table", c.Name(), f.Name)
 			}
 		})

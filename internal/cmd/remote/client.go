@@ -96,7 +96,7 @@ func (c *Client) Forward(cmd *cobra.Command, args []string) error {
 	})
 	outputs := map[string]string{}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if v := f.Value.String(); flags[f.Name] == flagOutput && v != "" && v != "-" {
+		if v := f.Value.String(); kindOf(f) == flagOutput && v != "" && v != "-" {
 			outputs[f.Name] = v
 		}
 	})

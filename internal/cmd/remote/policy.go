@@ -120,7 +120,7 @@ func Validate(root *cobra.Command, args []string) (*Plan, error) {
 		if bad != nil {
 			return
 		}
-		kind := flags[f.Name]
+		kind := kindOf(f)
 		if kind == flagOutput {
 			v := f.Value.String()
 			if v == "" || v == "-" {
@@ -205,6 +205,33 @@ func flagValues(f *pflag.Flag) []string {
 	return []string{f.Value.String()}
 }
 
-// Classified reports whether someone decided what flag name may carry over
+// valueAnnotation marks a flag its command declared safe to carry over the
+// wire as a value (MarkValues): a command adds its own flags there, in its
+// own file, rather than in the table above.
+const valueAnnotation = "sonde.remote-value"
+
+// MarkValues declares flags of a command as values that name no file
+// (numbers, filters, names), safe for an agent to take.
+func MarkValues(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, valueAnnotation, []string{"true"}); err != nil {
+			panic(fmt.Sprintf("remote.MarkValues: %v", err)) // a command naming a flag it lacks
+		}
+	}
+}
+
+// kindOf is what f may carry over the wire: the table's word, or its
+// command's (MarkValues); 0 when nobody decided.
+func kindOf(f *pflag.Flag) flagKind {
+	if k := flags[f.Name]; k != 0 {
+		return k
+	}
+	if len(f.Annotations[valueAnnotation]) > 0 {
+		return flagValue
+	}
+	return 0
+}
+
+// Classified reports whether someone decided what flag f may carry over
 // the wire (a value, an output file, or refused).
-func Classified(name string) bool { return flags[name] != 0 }
+func Classified(f *pflag.Flag) bool { return kindOf(f) != 0 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -83,8 +84,8 @@ func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 	defer s.Close()
 	res := &Result{}
 	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[execsnoopExecsnoopEvent](raw)
-		if e == nil {
+		e, ok := eventOf(raw)
+		if !ok {
 			return
 		}
 		res.Execs++
@@ -105,6 +106,18 @@ func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 		return nil, fmt.Errorf("reading the lost counters: %w", err)
 	}
 	return res, nil
+}
+
+// eventOf reads a record: the program sends only the argument slots in
+// use, so the rest of the event stays zero.
+func eventOf(raw []byte) (*execsnoopExecsnoopEvent, bool) {
+	var e execsnoopExecsnoopEvent
+	head := int(unsafe.Offsetof(e.Argv))
+	if len(raw) < head {
+		return nil, false
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), unsafe.Sizeof(e)), raw)
+	return &e, true
 }
 
 func execOf(e *execsnoopExecsnoopEvent) Exec {
