@@ -214,7 +214,7 @@ func TestProfileUnwindsPython(t *testing.T) {
 // TestProfileSaysHowCompleteStacksAre: the text report carries the line.
 func TestProfileSaysHowCompleteStacksAre(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	w := testutil.Start(t, bin, "4")
+	w := testutil.Start(t, bin, "60")
 	r := testutil.MustRun(t, dir, "profile", "-F", "199", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s")
 	m := regexp.MustCompile(`# user stacks complete: ([0-9.]+)%`).FindStringSubmatch(r.Stdout)
 	if m == nil {
@@ -308,7 +308,7 @@ func TestProfileFallsBackToFramePointers(t *testing.T) {
 	fp := testutil.BuildC(t, dir, "unwind-fp-only", []string{"unwind.c"}, append(noTables, "-fno-omit-frame-pointer")...)
 	none := testutil.BuildC(t, dir, "unwind-nothing", []string{"unwind.c"}, append(noTables, "-fomit-frame-pointer")...)
 	run := func(bin string) (userStacksJSON, map[string]uint64) {
-		w := testutil.Start(t, bin, "5")
+		w := testutil.Start(t, bin, "60")
 		p := strconv.Itoa(w.Process.Pid)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", p, "-d", "1s", "--user", "--json")
 		var j userStacksJSON
@@ -369,7 +369,7 @@ func wantThrough(t *testing.T, out, what string, in func(string) bool, through s
 // so no stack needs frame pointers there.
 func TestProfileUnwindsVDSO(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	w := testutil.Start(t, bin, "4", "clock")
+	w := testutil.Start(t, bin, "60", "clock")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--json")
 	var j userStacksJSON
 	r.JSON(t, &j)
@@ -388,7 +388,7 @@ func TestProfileFrameLimit(t *testing.T) {
 		depth   string
 		limited bool
 	}{{"100", false}, {"200", true}} {
-		w := testutil.Start(t, bin, "4", "deep", c.depth)
+		w := testutil.Start(t, bin, "60", "deep", c.depth)
 		r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s", "--user", "--json")
 		var j struct {
 			U struct {
@@ -414,7 +414,7 @@ func TestProfileFrameLimit(t *testing.T) {
 // unwind through the signal frame into the interrupted code and on to main.
 func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind_signal", []string{"unwind_signal.c"}, "-O2", "-fomit-frame-pointer")
-	w := testutil.Start(t, bin, "5")
+	w := testutil.Start(t, bin, "60")
 	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1500ms", "--user", "--folded")
 	inHandler := func(s string) bool { return strings.Contains(s, ";on_signal;handler_work") }
 	wantThrough(t, r.Stdout, "samples in the signal handler", inHandler, ";main;outer_loop;", 100)

@@ -137,14 +137,14 @@ var walked = map[string]map[uint64]Stack{}
 func TestWalkerKernel(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
 	script := dir + "/loop.py"
-	if err := os.WriteFile(script, []byte("import time\ndef f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\nend = time.time() + 6\nwhile time.time() < end:\n    f(10000)\n"), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte("import time\ndef f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\nend = time.time() + 60\nwhile time.time() < end:\n    f(10000)\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
 		cmd  []string
 	}{
-		{"omit-frame-pointer", []string{bin, "6"}},
+		{"omit-frame-pointer", []string{bin, "60"}}, // killed when the case ends
 		{"python3", []string{"/usr/bin/python3.11", script}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
