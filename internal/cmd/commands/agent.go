@@ -10,10 +10,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 )
 
-func init() {
-	Register(Spec{Name: "agent", Group: Setup, New: newAgentCmd})
-}
-
 func newAgentCmd() *cobra.Command {
 	var c remote.AgentConfig
 	cmd := cli.Doc("agent", &cobra.Command{
@@ -28,3 +24,5 @@ func newAgentCmd() *cobra.Command {
 	c.AddFlags(cmd.Flags())
 	return cmd
 }
+
+var _ = Register(Spec{Name: "agent", Group: Setup, New: newAgentCmd})

@@ -8,10 +8,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/annotate"
 )
 
-func init() {
-	Register(Spec{Name: "annotate", Group: Recording, New: newAnnotateCmd, JSON: []any{[]annotate.Func{}}})
-}
-
 func newAnnotateCmd() *cobra.Command {
 	var (
 		input, sym            string
@@ -51,3 +47,5 @@ func newAnnotateCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "annotate", Group: Recording, New: newAnnotateCmd, JSON: []any{[]annotate.Func{}}})

@@ -13,11 +13,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
-func init() {
-	Register(Spec{Name: "biolat", Group: BPF, New: newBiolatCmd, JSON: []any{dist.BlockIO{}}, Remote: true})
-	Register(Spec{Name: "biosnoop", Page: "biolat.md", Group: BPF, New: newBiosnoopCmd, JSON: []any{bio.IO{}}, Remote: true})
-}
-
 func newBiolatCmd() *cobra.Command {
 	l := &cli.Live{DurationArg: true, Dist: true}
 	var queued, perDisk, stages bool
@@ -81,3 +76,6 @@ func runBiosnoop(ctx context.Context, f bio.Filter, duration time.Duration, w *e
 	}
 	return cmp.Or(werr, w.Flush())
 }
+
+var _ = Register(Spec{Name: "biolat", Group: BPF, New: newBiolatCmd, JSON: []any{dist.BlockIO{}}, Remote: true})
+var _ = Register(Spec{Name: "biosnoop", Page: "biolat.md", Group: BPF, New: newBiosnoopCmd, JSON: []any{bio.IO{}}, Remote: true})

@@ -14,11 +14,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/cpuusage"
 )
 
-func init() {
-	Register(Spec{Name: "cputime", Group: BPF, New: newCputimeCmd, JSON: []any{cpuusage.Report{}}, Remote: true})
-	Register(Spec{Name: "listen", Page: "cputime.md", Group: BPF, New: newListenCmd})
-}
-
 func newCputimeCmd() *cobra.Command {
 	var o cpuusage.WatchOptions
 	var compare bool
@@ -73,3 +68,6 @@ func newListenCmd() *cobra.Command {
 		},
 	})
 }
+
+var _ = Register(Spec{Name: "cputime", Group: BPF, New: newCputimeCmd, JSON: []any{cpuusage.Report{}}, Remote: true})
+var _ = Register(Spec{Name: "listen", Page: "cputime.md", Group: BPF, New: newListenCmd})

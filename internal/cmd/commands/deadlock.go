@@ -9,10 +9,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/tools/deadlock"
 )
 
-func init() {
-	Register(Spec{Name: "deadlock", Group: BPF, New: newDeadlockCmd, JSON: []any{deadlock.Report{}}})
-}
-
 func newDeadlockCmd() *cobra.Command {
 	l := &cli.Live{TakesCommand: true}
 	var o deadlock.Options
@@ -37,3 +33,5 @@ func newDeadlockCmd() *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "deadlock", Group: BPF, New: newDeadlockCmd, JSON: []any{deadlock.Report{}}})

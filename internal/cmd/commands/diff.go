@@ -10,10 +10,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/diff"
 )
 
-func init() {
-	Register(Spec{Name: "diff", Page: "annotate.md", Group: Recording, New: newDiffCmd, JSON: []any{[]diff.Row{}}})
-}
-
 func newDiffCmd() *cobra.Command {
 	var (
 		sortKeys string
@@ -45,3 +41,5 @@ func newDiffCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "diff", Page: "annotate.md", Group: Recording, New: newDiffCmd, JSON: []any{[]diff.Row{}}})

@@ -12,15 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/tools/execsnoop"
 )
 
-func init() {
-	Register(Spec{Name: "execsnoop", Group: BPF, New: newExecsnoopCmd, JSON: []any{execsnoop.Exec{}}, Keys: execsnoop.Vocabulary, Remote: true,
-		Smoke: []string{"execsnoop", "-d", "1"},
-		BadInput: []BadInput{
-			{Name: "execsnoop_argument", Args: []string{"now"}, Code: 2, Want: `unknown command "now"|unexpected argument`},
-			{Name: "execsnoop_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s: want a positive duration`},
-		}})
-}
-
 // newExecsnoopCmd is bcc's execsnoop: one line per exec as it returns,
 // JSON Lines with --json; the counts and losses end the text on stdout
 // (on stderr with --json, whose lines are execs only).
@@ -62,3 +53,10 @@ func newExecsnoopCmd() *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "execsnoop", Group: BPF, New: newExecsnoopCmd, JSON: []any{execsnoop.Exec{}}, Keys: execsnoop.Vocabulary, Remote: true,
+	Smoke: []string{"execsnoop", "-d", "1"},
+	BadInput: []BadInput{
+		{Name: "execsnoop_argument", Args: []string{"now"}, Code: 2, Want: `unknown command "now"|unexpected argument`},
+		{Name: "execsnoop_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s: want a positive duration`},
+	}})

@@ -13,11 +13,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/tools/fileio"
 )
 
-func init() {
-	Register(Spec{Name: "filetop", Group: BPF, New: newFiletopCmd, JSON: []any{fileio.TopReport{}}})
-	Register(Spec{Name: "fileslower", Group: BPF, New: newFileslowerCmd, JSON: []any{fileio.Slow{}}})
-}
-
 func newFiletopCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true}
 	var o fileio.TopOptions
@@ -148,3 +143,6 @@ func kindsOf(all bool) string {
 	}
 	return "regular files"
 }
+
+var _ = Register(Spec{Name: "filetop", Group: BPF, New: newFiletopCmd, JSON: []any{fileio.TopReport{}}})
+var _ = Register(Spec{Name: "fileslower", Group: BPF, New: newFileslowerCmd, JSON: []any{fileio.Slow{}}})

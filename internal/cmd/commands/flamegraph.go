@@ -11,10 +11,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/flamegraph"
 )
 
-func init() {
-	Register(Spec{Name: "flamegraph", Group: Recording, New: newFlamegraphCmd})
-}
-
 func newFlamegraphCmd() *cobra.Command {
 	var (
 		input, output, title, format string
@@ -73,3 +69,5 @@ func newFlamegraphCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "flamegraph", Group: Recording, New: newFlamegraphCmd})

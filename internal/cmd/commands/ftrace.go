@@ -13,10 +13,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/flamegraph"
 )
 
-func init() {
-	Register(Spec{Name: "ftrace", Group: Recording, New: newFtraceCmd, JSON: []any{ftrace.ReportDoc{}}})
-}
-
 func newFtraceCmd() *cobra.Command {
 	root := cli.Doc("ftrace", &cobra.Command{})
 	var o ftrace.Options
@@ -115,3 +111,5 @@ func ftraceFlameGraph(w io.Writer, v ftrace.ViewOptions) error {
 	}
 	return flamegraph.Write(w, root, v.Format, flamegraph.Options{Title: "ftrace: " + t.Root(), Unit: "ns"})
 }
+
+var _ = Register(Spec{Name: "ftrace", Group: Recording, New: newFtraceCmd, JSON: []any{ftrace.ReportDoc{}}})

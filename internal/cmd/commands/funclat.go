@@ -12,10 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
-func init() {
-	Register(Spec{Name: "funclat", Group: BPF, New: newFunclatCmd, JSON: []any{dist.Functions{}}, Remote: true, Probes: true})
-}
-
 func newFunclatCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, Dist: true}
 	var binary string
@@ -43,3 +39,5 @@ func newFunclatCmd() *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "funclat", Group: BPF, New: newFunclatCmd, JSON: []any{dist.Functions{}}, Remote: true, Probes: true})

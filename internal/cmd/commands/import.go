@@ -15,10 +15,6 @@ import (
 // internal/service/load.
 const inputHelp = "recording to read: a sonde data file, perf.data or perf script text (- for standard input)"
 
-func init() {
-	Register(Spec{Name: "import", Group: Recording, New: newImportCmd})
-}
-
 func newImportCmd() *cobra.Command {
 	var (
 		output string
@@ -44,3 +40,5 @@ func newImportCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "import", Group: Recording, New: newImportCmd})

@@ -15,10 +15,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/latencyview"
 )
 
-func init() {
-	Register(Spec{Name: "latency", Group: Recording, New: newLatencyCmd, JSON: []any{latencyview.Doc{}}, Remote: true, RunsCommand: true, Probes: true})
-}
-
 func newLatencyCmd() *cobra.Command {
 	var (
 		tf                                    cli.TargetFlags
@@ -70,3 +66,5 @@ func newLatencyCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "latency", Group: Recording, New: newLatencyCmd, JSON: []any{latencyview.Doc{}}, Remote: true, RunsCommand: true, Probes: true})

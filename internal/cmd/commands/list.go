@@ -7,10 +7,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/eventlist"
 )
 
-func init() {
-	Register(Spec{Name: "list", Group: Recording, New: newListCmd, JSON: []any{[]eventlist.Event{}}, Remote: true})
-}
-
 func newListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := cli.Doc("list", &cobra.Command{
@@ -30,3 +26,5 @@ func newListCmd() *cobra.Command {
 	cli.AddJSONFlag(cmd.Flags(), &asJSON)
 	return cmd
 }
+
+var _ = Register(Spec{Name: "list", Group: Recording, New: newListCmd, JSON: []any{[]eventlist.Event{}}, Remote: true})

@@ -12,10 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
-func init() {
-	Register(Spec{Name: "memleak", Group: BPF, New: newMemleakCmd, JSON: []any{memleak.Report{}}})
-}
-
 // newMemleakCmd is sonde memleak: the live tools' options (cli.Live), its
 // own (memleakView.AddFlags), and a run of runMemleak.
 func newMemleakCmd() *cobra.Command {
@@ -82,3 +78,5 @@ func runMemleak(ctx context.Context, l *cli.Live, o memleak.Options, v memleakVi
 	}
 	return nil
 }
+
+var _ = Register(Spec{Name: "memleak", Group: BPF, New: newMemleakCmd, JSON: []any{memleak.Report{}}})

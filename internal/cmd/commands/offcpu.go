@@ -13,11 +13,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/emit"
 )
 
-func init() {
-	Register(Spec{Name: "offcpu", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("offcpu") }, JSON: []any{blocked.Report{}}, Remote: true})
-	Register(Spec{Name: "wakeup", Page: "offcpu.md", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("wakeup") }, JSON: []any{blocked.Report{}}, Remote: true})
-}
-
 // newOffcpuCmd is offcpu, or with name "wakeup" the same tool following
 // each block to the stack that ended it (bcc's offwaketime).
 func newOffcpuCmd(name string) *cobra.Command {
@@ -63,3 +58,6 @@ func newOffcpuCmd(name string) *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "offcpu", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("offcpu") }, JSON: []any{blocked.Report{}}, Remote: true})
+var _ = Register(Spec{Name: "wakeup", Page: "offcpu.md", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("wakeup") }, JSON: []any{blocked.Report{}}, Remote: true})

@@ -7,10 +7,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/probe"
 )
 
-func init() {
-	Register(Spec{Name: "probe", Group: Recording, New: newProbeCmd, JSON: []any{[]probe.Listed{}}, Probes: true})
-}
-
 func newProbeCmd() *cobra.Command {
 	var p Probe
 	cmd := cli.Doc("probe", &cobra.Command{})
@@ -26,3 +22,5 @@ func newProbeCmd() *cobra.Command {
 	cmd.RunE = func(_ *cobra.Command, args []string) error { return p.Run(args) }
 	return cmd
 }
+
+var _ = Register(Spec{Name: "probe", Group: Recording, New: newProbeCmd, JSON: []any{[]probe.Listed{}}, Probes: true})

@@ -16,10 +16,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
 )
 
-func init() {
-	Register(Spec{Name: "profile", Group: BPF, New: newProfileCmd, JSON: []any{stackprof.Errors{}, stackstat.Completeness{}, jsonout.Run{}}, Remote: true})
-}
-
 func newProfileCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, DurationArg: true}
 	o := profile.Options{Version: version}
@@ -64,3 +60,5 @@ func newProfileCmd() *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "profile", Group: BPF, New: newProfileCmd, JSON: []any{stackprof.Errors{}, stackstat.Completeness{}, jsonout.Run{}}, Remote: true})

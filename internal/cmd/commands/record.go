@@ -6,10 +6,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 )
 
-func init() {
-	Register(Spec{Name: "record", Group: Recording, New: newRecordCmd, Remote: true, RunsCommand: true, Probes: true})
-}
-
 func newRecordCmd() *cobra.Command {
 	r := Record{Version: version}
 	cmd := cli.AcceptsCommand(cli.Doc("record", &cobra.Command{}))
@@ -26,3 +22,5 @@ func newRecordCmd() *cobra.Command {
 	cmd.RunE = func(_ *cobra.Command, args []string) error { return r.Run(args) }
 	return cmd
 }
+
+var _ = Register(Spec{Name: "record", Group: Recording, New: newRecordCmd, Remote: true, RunsCommand: true, Probes: true})

@@ -87,12 +87,14 @@ type BadInput struct {
 
 var registry = map[string]Spec{}
 
-// Register declares a command; each command's file calls it from init.
-func Register(s Spec) {
+// Register declares a command; each command's file calls it once, as
+// `var _ = Register(Spec{…})`, so the declaration is one statement.
+func Register(s Spec) Spec {
 	if _, dup := registry[s.Name]; dup || s.New == nil || s.Group == "" {
 		panic(fmt.Sprintf("commands: bad or duplicate registration of %q", s.Name))
 	}
 	registry[s.Name] = s
+	return s
 }
 
 // Specs returns every declared command, by name.

@@ -10,10 +10,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/report"
 )
 
-func init() {
-	Register(Spec{Name: "report", Group: Recording, New: newReportCmd, JSON: []any{report.Report{}, []report.Report{}}})
-}
-
 func newReportCmd() *cobra.Command {
 	var (
 		input, sortKeys, graph, format, output string
@@ -90,3 +86,5 @@ func newReportCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "report", Group: Recording, New: newReportCmd, JSON: []any{report.Report{}, []report.Report{}}})

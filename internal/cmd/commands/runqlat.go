@@ -14,10 +14,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/dist"
 )
 
-func init() {
-	Register(Spec{Name: "runqlat", Group: BPF, New: newRunqlatCmd, JSON: []any{dist.RunQueue{}}, Remote: true})
-}
-
 func newRunqlatCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true}
 	var pids, tids bool
@@ -57,3 +53,5 @@ func newRunqlatCmd() *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "runqlat", Group: BPF, New: newRunqlatCmd, JSON: []any{dist.RunQueue{}}, Remote: true})

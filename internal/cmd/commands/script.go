@@ -11,10 +11,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/script"
 )
 
-func init() {
-	Register(Spec{Name: "script", Group: Recording, New: newScriptCmd, JSON: []any{script.Event{}}})
-}
-
 func newScriptCmd() *cobra.Command {
 	var (
 		input, fieldList string
@@ -47,3 +43,5 @@ func newScriptCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "script", Group: Recording, New: newScriptCmd, JSON: []any{script.Event{}}})

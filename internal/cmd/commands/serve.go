@@ -8,10 +8,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/service/web"
 )
 
-func init() {
-	Register(Spec{Name: "serve", Page: "web.md", Group: Recording, New: newServeCmd})
-}
-
 func newServeCmd() *cobra.Command {
 	var inputs []string
 	var o web.Options
@@ -26,3 +22,5 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.Export, "export", "", "write one self-contained HTML file instead of serving (unfiltered views)")
 	return cmd
 }
+
+var _ = Register(Spec{Name: "serve", Page: "web.md", Group: Recording, New: newServeCmd})

@@ -9,10 +9,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/statview"
 )
 
-func init() {
-	Register(Spec{Name: "stat", Group: Recording, New: newStatCmd, JSON: []any{statview.Doc{}, statview.Interval{}}, Remote: true, RunsCommand: true, Probes: true})
-}
-
 func newStatCmd() *cobra.Command {
 	var s Stat
 	cmd := cli.AcceptsCommand(cli.Doc("stat", &cobra.Command{}))
@@ -30,3 +26,5 @@ func newStatCmd() *cobra.Command {
 	cmd.RunE = func(_ *cobra.Command, args []string) error { return s.Run(args) }
 	return cmd
 }
+
+var _ = Register(Spec{Name: "stat", Group: Recording, New: newStatCmd, JSON: []any{statview.Doc{}, statview.Interval{}}, Remote: true, RunsCommand: true, Probes: true})

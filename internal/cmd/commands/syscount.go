@@ -10,10 +10,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/syscounts"
 )
 
-func init() {
-	Register(Spec{Name: "syscount", Group: BPF, New: newSyscountCmd, JSON: []any{syscounts.Report{}}, Remote: true})
-}
-
 func newSyscountCmd() *cobra.Command {
 	l := &cli.Live{TakesCommand: true}
 	var so syscounts.Options
@@ -54,3 +50,5 @@ func newSyscountCmd() *cobra.Command {
 	})
 	return cmd
 }
+
+var _ = Register(Spec{Name: "syscount", Group: BPF, New: newSyscountCmd, JSON: []any{syscounts.Report{}}, Remote: true})

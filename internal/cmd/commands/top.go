@@ -12,10 +12,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/view/top"
 )
 
-func init() {
-	Register(Spec{Name: "top", Group: BPF, New: newTopCmd})
-}
-
 func newTopCmd() *cobra.Command {
 	var o top.Options
 	cmd := cli.Doc("top", &cobra.Command{
@@ -41,3 +37,5 @@ func newTopCmd() *cobra.Command {
 	}
 	return cmd
 }
+
+var _ = Register(Spec{Name: "top", Group: BPF, New: newTopCmd})

@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
 #include "sonde_target.h"
+#include "sonde_syscalls.h"
 #include "execsnoop.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -19,20 +20,6 @@ struct task_struct {
 	int tgid;
 	struct task_struct *real_parent;
 } __attribute__((preserve_access_index));
-
-/* The syscalls tracepoint records (stable layout: 8 bytes of common
- * fields, then the syscall number). */
-struct enter_args {
-	__u64 common;
-	long id;
-	unsigned long args[6];
-};
-
-struct exit_args {
-	__u64 common;
-	long id;
-	long ret;
-};
 
 /* key: process id (u32: after an exec by another thread the caller's tid
  * becomes the process id, so the exit finds it by that); value: the exec
@@ -116,13 +103,13 @@ static __always_inline int leave(long ret)
 }
 
 SEC("tracepoint/syscalls/sys_enter_execve")
-int enter_execve(struct enter_args *ctx) { return enter(ctx->args[1]); }
+int enter_execve(struct sys_enter_args *ctx) { return enter(ctx->args[1]); }
 
 SEC("tracepoint/syscalls/sys_enter_execveat")
-int enter_execveat(struct enter_args *ctx) { return enter(ctx->args[2]); }
+int enter_execveat(struct sys_enter_args *ctx) { return enter(ctx->args[2]); }
 
 SEC("tracepoint/syscalls/sys_exit_execve")
-int exit_execve(struct exit_args *ctx) { return leave(ctx->ret); }
+int exit_execve(struct sys_exit_args *ctx) { return leave(ctx->ret); }
 
 SEC("tracepoint/syscalls/sys_exit_execveat")
-int exit_execveat(struct exit_args *ctx) { return leave(ctx->ret); }
+int exit_execveat(struct sys_exit_args *ctx) { return leave(ctx->ret); }

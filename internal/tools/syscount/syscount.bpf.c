@@ -12,26 +12,13 @@
  * loads) is not counted. */
 #define SONDE_GATED
 #include "sonde_target.h"
+#include "sonde_syscalls.h"
 #include "syscount.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile bool per_process = false;
 const volatile bool latency = false;
-
-/* The raw_syscalls tracepoint records (stable layout: 8 bytes of common
- * fields, then the syscall number). */
-struct enter_args {
-	__u64 common;
-	long id;
-	unsigned long args[6];
-};
-
-struct exit_args {
-	__u64 common;
-	long id;
-	long ret;
-};
 
 struct start {
 	__u64 ts;
@@ -119,7 +106,7 @@ TRACED_PROG("tracepoint/syscalls/sys_enter_exit", noreturn_enter, struct nr_args
 }
 
 /* With -L: counted and timed from entry (exit and exit_group included). */
-TRACED_PROG("tracepoint/raw_syscalls/sys_enter", sys_enter, struct enter_args)
+TRACED_PROG("tracepoint/raw_syscalls/sys_enter", sys_enter, struct sys_enter_args)
 {
 	__u32 nr = (__u32)ctx->id;
 	bool own;
@@ -134,7 +121,7 @@ TRACED_PROG("tracepoint/raw_syscalls/sys_enter", sys_enter, struct enter_args)
 	return 0;
 }
 
-TRACED_PROG("tracepoint/raw_syscalls/sys_exit", sys_exit, struct exit_args)
+TRACED_PROG("tracepoint/raw_syscalls/sys_exit", sys_exit, struct sys_exit_args)
 {
 	__u32 pid = id >> 32;
 	if (!latency) {
