@@ -167,6 +167,27 @@ static __always_inline bool unwind_fp_step(struct unwind_state *st)
 	return unwind_to_caller(st, sp, ra);
 }
 
+/* One frame by the frame-pointer chain in a function that switched stacks
+ * (Go's systemstack, asmcgocall, the vDSO calls on g0): its caller's frame
+ * lies on the stack it came from, which may be above or below this one, so
+ * the caller is not required to lie above. The chain is what the runtime
+ * keeps linked across the switch; the frame limit bounds a broken one. */
+static __always_inline bool unwind_switch_step(struct unwind_state *st)
+{
+	__u64 pair[2];
+	if (st->fp == 0 || !st->fp_valid) {
+		st->out.end = st->fp_valid ? UNWIND_END_ZERO : UNWIND_END_READ;
+		return false;
+	}
+	if (bpf_probe_read_user(pair, sizeof(pair), (void *)st->fp)) {
+		st->out.end = UNWIND_END_READ;
+		return false;
+	}
+	__u64 sp = st->fp + 16;
+	st->fp = pair[0];
+	return unwind_to_caller(st, sp, pair[1]);
+}
+
 /* The mapping of pc in p, or NULL: binary search over the sorted starts. */
 static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_proc *p, __u64 pc)
 {
@@ -365,6 +386,8 @@ static __always_inline bool unwind_frame(struct unwind_state *st)
 		st->exact = true; /* the interrupted pc, not a return address */
 		return pc != 0;
 	}
+	case UNWIND_KIND_FP_SWITCH:
+		return unwind_switch_step(st);
 	case UNWIND_KIND_SP:
 		cfa = st->sp + cfa_off;
 		break;

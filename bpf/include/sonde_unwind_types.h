@@ -22,6 +22,7 @@ enum unwind_kind {
 	UNWIND_KIND_SIGNAL = 6,
 	UNWIND_KIND_STOP = 7,
 	UNWIND_KIND_UNSUPPORTED = 8,
+	UNWIND_KIND_FP_SWITCH = 9,
 };
 
 /* unwindtable.Flag*; the upper four bits are the deref kinds' addend. */

@@ -33,8 +33,12 @@ type jsonReport struct {
 		Graph    *jsonNode         `json:"callgraph"`
 	} `json:"entries"`
 	Meta struct {
-		Lost     uint64   `json:"lost"`
-		Warnings []string `json:"warnings"`
+		Lost       uint64   `json:"lost"`
+		Warnings   []string `json:"warnings"`
+		UserStacks *struct {
+			Total    uint64 `json:"stacks_total"`
+			Complete uint64 `json:"stacks_complete"`
+		} `json:"user_stacks"`
 	} `json:"recording"`
 }
 

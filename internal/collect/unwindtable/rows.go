@@ -33,9 +33,13 @@ const (
 	// a register other than SP/FP, a general DWARF expression, an offset that is
 	// not a multiple of 8). Counted, never guessed.
 	KindUnsupported
+	// KindFPSwitch: a frame by the frame-pointer chain in a function that
+	// switched stacks (Go's systemstack, asmcgocall, vDSO calls on g0): the
+	// caller's frame may lie below this one, on the stack it came from.
+	KindFPSwitch
 )
 
-var kindNames = [...]string{"none", "sp", "fp", "plt", "fp-deref", "sp-deref", "signal", "stop", "unsupported"}
+var kindNames = [...]string{"none", "sp", "fp", "plt", "fp-deref", "sp-deref", "signal", "stop", "unsupported", "fp-switch"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -63,6 +63,8 @@ type Stats struct {
 	Unsupported    int  // rows of KindUnsupported
 	Signal, Stop   int  // rows of KindSignal and KindStop
 	SynthPLT       bool // arm64 .plt rows made from the stub layout (ld writes no FDE for it)
+	GoFuncs        int  // Go functions, walked by frame pointers (gocode.go)
+	GoTopFrames    int  // of which the runtime's top frames, where walks stop
 	ParseError     string
 }
 
@@ -124,8 +126,8 @@ func BuildELF(f *elf.File) (*Table, error) {
 		return nil, err
 	}
 	all, err := readFrames(f, &t.Stats)
-	if err != nil {
-		return nil, err
+	if err != nil && !errors.Is(err, ErrNoUnwindInfo) {
+		return nil, err // without frame sections, Go code still has its rows
 	}
 	kept := t.keepLoaded(f, all)
 	if len(kept) == 0 {
@@ -158,7 +160,7 @@ func (t *Table) setArch(m elf.Machine) (archRegs, error) {
 type fdeSource struct {
 	fde   FDE
 	sec   *Section
-	prio  int         // 0: .eh_frame wins over 1: .debug_frame for the same pcs, 2: synthesized
+	prio  int         // -1: Go code (frame pointers) wins over 0: .eh_frame, over 1: .debug_frame for the same pcs, 2: synthesized
 	synth []synthRule // rows made by sonde where the linker wrote no FDE
 }
 
@@ -264,6 +266,7 @@ func (t *Table) keepLoaded(f *elf.File, all []fdeSource) []fdeSource {
 		}
 		kept = append(kept, s)
 	}
+	kept = append(kept, goSources(f, &t.Stats)...)
 	if t.Arch == ArchARM64 {
 		if b, e, rules, ok := arm64PLT(f); ok && !overlapsAny(kept, b, e, func(s fdeSource) (uint64, uint64) { return s.fde.Begin, s.fde.End }) {
 			kept = append(kept, fdeSource{fde: FDE{Begin: b, End: e}, prio: 2, synth: rules})
