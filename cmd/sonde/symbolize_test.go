@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -53,4 +57,69 @@ func TestVDSONamedEverywhere(t *testing.T) {
 		}
 	}
 	t.Logf("vDSO functions: recorded %v, live %v", recorded, live)
+}
+
+// TestPLTStubsNamedAsPerf: samples in a program's PLT stubs (pltcalls
+// spends its time calling memcmp and strlen through them) are named
+// memcmp@plt and strlen@plt, with perf report's shares on perf's own
+// recording, and in sonde's recording too; none is left as pltcalls+0x….
+func TestPLTStubsNamedAsPerf(t *testing.T) {
+	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
+	dir, _ := testutil.Workload(t, "pltcalls", []string{"pltcalls.c"})
+	env := []string{"HOME=" + dir} // perf's build-id cache stays in the test's directory
+	perf := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(perfBin, args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("perf %v: %v\n%s", args, err, stderr.String())
+		}
+		return out.Bytes()
+	}
+	// A stub is one jump: it gets about 0.1-1% of the samples.
+	perf("record", "-q", "-e", "cpu-clock", "-F", "4999", "-g", "-o", "perf.data", "./pltcalls", "2", "0")
+	want := parsePerfEvents(t, perf("report", "-i", "perf.data", "--stdio", "--no-children", "-g", "none",
+		"--sort", "comm,dso,sym", "-F", "period,sample,comm,dso,sym", "--percent-limit", "0", "-t", "|"))[0]
+	got := rowPercents(decodeReport(t, mustEnv(t, dir, env, nil, append(flatReport, "-i", "perf.data")...).Stdout))
+	stubs := map[string]float64{}
+	for k, period := range want.rows {
+		if strings.HasSuffix(k, "@plt") {
+			stubs[k] = 100 * float64(period) / float64(want.period)
+			if math.Abs(got[k]-stubs[k]) > 0.005 {
+				t.Errorf("%s: sonde %.3f%%, perf report %.3f%%", k, got[k], stubs[k])
+			}
+		}
+	}
+	t.Logf("stubs in perf's recording, named alike by perf report and sonde: %v", stubs)
+	for k := range got {
+		if _, ok := want.rows[k]; strings.HasSuffix(k, "@plt") && !ok {
+			t.Errorf("sonde names %s, perf report does not", k)
+		}
+	}
+	if len(stubs) == 0 {
+		t.Fatalf("perf report names no PLT stub: %v", want.rows)
+	}
+	checkOwnRecordingNamesStubs(t, dir)
+}
+
+// checkOwnRecordingNamesStubs records pltcalls with sonde: samples in its
+// stubs are named, none left as an address.
+func checkOwnRecordingNamesStubs(t *testing.T, dir string) {
+	t.Helper()
+	testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "4999", "-o", "s.data", "--", "./pltcalls", "2", "0")
+	named := map[string]float64{}
+	for k, pct := range rowPercents(decodeReport(t, testutil.MustRun(t, dir, append(flatReport, "-i", "s.data")...).Stdout)) {
+		if strings.Contains(k, "|pltcalls+0x") {
+			t.Errorf("unnamed: %s %.2f%%", k, pct)
+		}
+		if strings.HasSuffix(k, "@plt") {
+			named[k] = pct
+		}
+	}
+	if len(named) == 0 {
+		t.Error("sonde's recording names no PLT stub")
+	}
+	t.Logf("stubs in sonde's recording: %v", named)
 }

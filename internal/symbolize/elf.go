@@ -164,6 +164,10 @@ func OpenELF(path string, o Options) (*ELF, error) {
 		}
 	}
 	e.syms = NewSymbolTable(syms)
+	// PLT stubs come from the binary itself: a debug file's .plt is empty.
+	if plt := pltSymbols(f, e.syms); len(plt) > 0 {
+		e.syms = NewSymbolTable(append(e.syms, plt...))
+	}
 	e.dwarf = d
 	return e, nil
 }
@@ -450,10 +454,19 @@ func (t *lineTable) find(addr uint64) (string, int, bool) {
 }
 
 // Demangle turns C++ and Rust symbol names into readable ones; other names
-// are returned unchanged.
+// are returned unchanged. A PLT stub's name ("_Znwm@plt") is its
+// function's, demangled, with "@plt" kept.
 func Demangle(name string) string {
+	if base, ok := strings.CutSuffix(name, "@plt"); ok && base != "" {
+		return Demangle(base) + "@plt"
+	}
+	if s, ok := demangleRustLegacy(name); ok {
+		return s
+	}
 	if strings.HasPrefix(name, "_Z") || strings.HasPrefix(name, "_R") || strings.HasPrefix(name, "__Z") {
-		return demangle.Filter(name, demangle.NoClones)
+		// NoRust: a legacy Rust name sonde did not take is read as C++,
+		// as c++filt does, not by the module's legacy Rust reader.
+		return demangle.Filter(name, demangle.NoClones, demangle.NoRust)
 	}
 	return name
 }
