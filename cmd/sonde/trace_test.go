@@ -340,11 +340,13 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	// Build sonde first: linking it while biolatency runs would write the
 	// binary (I/O only biolatency sees) and delay sonde's start.
 	sonde := testutil.Sonde(t)
-	// biolatency's window (6 s) holds sonde's (4.5 s, started after it), so
-	// sonde pairs every direct write and sees no I/O biolatency does not:
-	// other I/O (writeback, the journal) differs between unequal windows.
+	// biolatency's window (10 s) holds sonde's (4.5 s from its attach,
+	// started after it, whatever sonde's start-up takes on a loaded host),
+	// so sonde pairs every direct write and sees no I/O biolatency does
+	// not: other I/O (writeback, the journal) differs between unequal
+	// windows.
 	unix.Sync()
-	bc := exec.Command(bio, "6", "1")
+	bc := exec.Command(bio, "10", "1")
 	var bout strings.Builder
 	bc.Stdout = &bout
 	if err := bc.Start(); err != nil {

@@ -533,3 +533,37 @@ func TestRecordTracepointAndSamplesPaired(t *testing.T) {
 		t.Errorf("samples went unpaired:\n%s", stderr)
 	}
 }
+
+// TestCompletenessBesideFolded: folded output is data, so how complete its
+// stacks are goes to stderr, the same line the text report ends with; the
+// wakeup tool says it of the wakers' stacks too (text and JSON).
+func TestCompletenessBesideFolded(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	dir := t.TempDir()
+	w := startWork(t, dir, "100000")
+	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-p", strconv.Itoa(w.Process.Pid), "-d", "1s", "--folded")
+	if !regexp.MustCompile(`(?m)^# user stacks complete: [0-9.]+%`).MatchString(r.Stderr) {
+		t.Errorf("profile --folded: no completeness line on stderr:\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "#") {
+		t.Errorf("profile --folded: a comment line in the folded data:\n%s", r.Stdout)
+	}
+	folded(t, r.Stdout)
+
+	r = testutil.MustRun(t, dir, "wakeup", "-d", "1s", "--folded")
+	for _, want := range []string{"# blocked user stacks complete:", "# waker user stacks complete:"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("wakeup --folded: stderr lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	r = testutil.MustRun(t, dir, "wakeup", "-d", "1s", "--json")
+	var doc struct {
+		Waker *struct {
+			Total uint64 `json:"stacks_total"`
+		} `json:"waker_user_stacks"`
+	}
+	r.JSON(t, &doc)
+	if doc.Waker == nil || doc.Waker.Total == 0 {
+		t.Errorf("wakeup --json: no waker_user_stacks, or nothing counted:\n%.500s", r.Stdout)
+	}
+}

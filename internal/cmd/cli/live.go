@@ -234,7 +234,7 @@ func RunStacks[R any](l *Live, s *Stacks, t Stacked[R]) error {
 		return err
 	}
 	p, what := t.Profile(r)
-	files := stackprof.Files{Data: s.Output, Flame: s.Flame, Folded: s.Folded, Title: t.Title, What: what}
+	files := stackprof.Files{Data: s.Output, Flame: s.Flame, Folded: s.Folded, Title: t.Title, What: what, Notes: os.Stderr}
 	return files.Finish(l.W, p, t.Report(r))
 }
 

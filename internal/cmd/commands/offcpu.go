@@ -51,6 +51,9 @@ func newOffcpuCmd(name string) *cobra.Command {
 			Report: func(r *offcpu.Result) emit.Report {
 				rep := blocked.New(r.Profile, r.Attach, blocked.Errors{StackFailures: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, vo)
 				rep.UserStacks = sf.UserOf(&r.Stacks)
+				if o.Wakers {
+					rep.WakerStacks = sf.UserOf(&r.WakerStacks)
+				}
 				return rep
 			},
 			Profile: func(r *offcpu.Result) (*model.Profile, string) { return r.Profile, "blocked time in µs" },

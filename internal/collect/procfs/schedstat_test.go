@@ -62,8 +62,10 @@ func TestOnCPU(t *testing.T) {
 	if err != nil || main <= 0 || main > after {
 		t.Errorf("main thread %v (%v), process %v", main, err, after)
 	}
-	all := ThreadsOnCPU()
+	// The threads are listed first: the runtime may start one at any time,
+	// and a thread that exists before the walk of /proc is in it.
 	tids, _ := Threads(pid)
+	all := ThreadsOnCPU()
 	for _, tid := range tids {
 		if _, ok := all[tid]; !ok {
 			t.Errorf("thread %d missing from ThreadsOnCPU (%d threads)", tid, len(all))

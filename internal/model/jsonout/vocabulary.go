@@ -161,6 +161,7 @@ var Vocabulary = map[string]string{
 	"kernel_stack_failures":     "profile: kernel stack walks that failed",
 	"lost_map_full":             "samples or stacks dropped because a BPF map was full",
 	"user_stacks":               "how complete the user stacks are, weighted as the document's values (samples, blocked time)",
+	"waker_user_stacks":         "wakeup: how complete the wakers' user stacks are, weighted by the blocked time they ended (keys as user_stacks)",
 	"stacks_total":              "user_stacks: weight of every user stack walked",
 	"stacks_complete":           "user_stacks: weight of the stacks that reached their outermost frame",
 	"truncated_no_unwind_info":  "user_stacks: stopped in code without unwind tables (frame pointers failed)",

@@ -52,8 +52,9 @@ type Result struct {
 	Errors  Errors
 	Attach  string // "tp_btf" or "raw_tp"
 	// Stacks says how complete the blocked threads' user stacks are,
-	// weighted by blocked ns.
-	Stacks unwind.Completeness
+	// weighted by blocked ns; WakerStacks the same of their wakers' (with
+	// Wakers).
+	Stacks, WakerStacks unwind.Completeness
 }
 
 // ParseStates turns "S,D" style lists into the program's state mask.
@@ -125,7 +126,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
-	res := &Result{Attach: attach, Stacks: unwind.Completeness{Unit: "ns"}}
+	res := &Result{Attach: attach, Stacks: unwind.Completeness{Unit: "ns"}, WakerStacks: unwind.Completeness{Unit: "ns"}}
 	b := builder.New()
 	var key offcpuOffcpuKey
 	var ns uint64
@@ -150,6 +151,9 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 		if o.User {
 			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
 				res.Stacks.Add(ld.FileOf, key.Pid, us, ns)
+			}
+			if us, ok := ld.Stack(key.WakerUserStack, &ubuf); ok && o.Wakers && key.WakerPid != 0 {
+				res.WakerStacks.Add(ld.FileOf, key.WakerPid, us, ns)
 			}
 		}
 		blocked := stackLocs(key.Pid, key.UserStack, key.KernelStack)

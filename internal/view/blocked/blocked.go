@@ -23,8 +23,10 @@ type Report struct {
 	Errors         Errors   `json:"bpf_errors"`
 	Attach         string   `json:"attach"` // how sched_switch was attached (tp_btf or raw_tp)
 	Warnings       []string `json:"warnings,omitempty"`
-	// UserStacks says how complete the user stacks are (nil: not walked).
-	UserStacks *stackstat.Completeness `json:"user_stacks,omitempty"`
+	// UserStacks says how complete the user stacks are (nil: not walked);
+	// WakerStacks the same of the wakers' stacks (wakeup).
+	UserStacks  *stackstat.Completeness `json:"user_stacks,omitempty"`
+	WakerStacks *stackstat.Completeness `json:"waker_user_stacks,omitempty"`
 	top        int
 }
 
@@ -94,9 +96,22 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# %s: %d stacks, %.0f us blocked in %s (%s); %d stack walks failed, %d lost to full maps\n\n",
 		r.Command, len(r.Stacks), total, time.Duration(r.DurationNS).Round(time.Millisecond), r.Attach, r.Errors.StackFailures, r.Errors.LostMapFull)
-	if r.UserStacks != nil {
-		fmt.Fprintf(w, "# blocked user %s\n\n", r.UserStacks)
+	for _, n := range r.Notes() {
+		fmt.Fprintf(w, "%s\n\n", n)
 	}
+}
+
+// Notes are the completeness lines of the report's stacks, for the text
+// view and, with folded output, for stderr.
+func (r *Report) Notes() []string {
+	var out []string
+	if r.UserStacks != nil {
+		out = append(out, "# blocked user "+r.UserStacks.String())
+	}
+	if r.WakerStacks != nil {
+		out = append(out, "# waker user "+r.WakerStacks.String())
+	}
+	return out
 }
 
 // WriteJSON writes the report as one document.

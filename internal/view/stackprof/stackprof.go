@@ -48,10 +48,19 @@ func New(p *model.Profile, errs Errors, target string, comms []string) *Report {
 func (r *Report) WriteText(w io.Writer) {
 	r.Report.WriteText(w)
 	fmt.Fprintf(w, "# BPF: %d user and %d kernel stack walks failed, %d samples lost (map full)\n", r.BPFErrors.UserStack, r.BPFErrors.KernelStack, r.BPFErrors.LostMapFull)
-	if r.UserStacks != nil {
-		fmt.Fprintf(w, "# user %s\n", r.UserStacks)
+	for _, n := range r.Notes() {
+		fmt.Fprintln(w, n)
 	}
 	fmt.Fprintln(w)
+}
+
+// Notes are the completeness line of the report's user stacks, for the
+// text view and, with folded output, for stderr.
+func (r *Report) Notes() []string {
+	if r.UserStacks == nil {
+		return nil
+	}
+	return []string{"# user " + r.UserStacks.String()}
 }
 
 // WriteJSON writes the report as one document.
@@ -65,6 +74,9 @@ type Files struct {
 	Folded bool   // print collapsed stacks instead of the report
 	// Title and What head the flame graph: "sonde offcpu", "blocked time in µs".
 	Title, What string
+	// Notes, with Folded, receives the report's completeness lines
+	// (stderr): they are not part of the folded data.
+	Notes io.Writer
 }
 
 // Write writes the files asked for from p.
@@ -92,6 +104,13 @@ func (f Files) Finish(w *emit.Writer, p *model.Profile, report emit.Report) erro
 	}
 	if err := flamegraph.WriteFolded(w, flamegraph.FromProfile(p)); err != nil {
 		return fmt.Errorf("writing collapsed stacks: %w", err)
+	}
+	// Folded stacks are data for other tools: how complete they are goes
+	// beside them, on stderr, as the text report's footer says it.
+	if n, ok := report.(interface{ Notes() []string }); ok && f.Notes != nil {
+		for _, line := range n.Notes() {
+			fmt.Fprintln(f.Notes, line)
+		}
 	}
 	return w.Flush()
 }
