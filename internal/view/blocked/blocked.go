@@ -27,7 +27,7 @@ type Report struct {
 	// WakerStacks the same of the wakers' stacks (wakeup).
 	UserStacks  *stackstat.Completeness `json:"user_stacks,omitempty"`
 	WakerStacks *stackstat.Completeness `json:"waker_user_stacks,omitempty"`
-	top        int
+	top         int
 }
 
 // Errors are the BPF program's failure counts.
