@@ -2,7 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -66,12 +65,12 @@ func TestGoStacksReachRoots(t *testing.T) {
 	testutil.Start(t, "sh", "-c", "while :; do :; done")
 	for _, mode := range []string{"cpu", "timers", "gc"} {
 		t.Run(mode, func(t *testing.T) {
-			data := filepath.Join(dir, mode+".data")
+			data := dir + "/" + mode + ".data"
 			testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "999", "-o", data, "--", bin, mode, "2")
 			sf := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
 			rooted, total, invented := goUserStacks(t, sf)
 
-			pdata := filepath.Join(dir, mode+".perf")
+			pdata := dir + "/" + mode + ".perf"
 			if out, err := exec.Command(perfBin, "record", "-q", "--call-graph", "fp", "-F", "999", "-o", pdata, "--", bin, mode, "2").CombinedOutput(); err != nil {
 				t.Fatalf("perf record: %v\n%s", err, out)
 			}

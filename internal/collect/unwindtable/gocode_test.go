@@ -1,24 +1,18 @@
 package unwindtable
 
 import (
-	"debug/elf"
 	"os"
 	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 // TestGoCodeByFramePointers: in a Go binary (this test's own), Go
 // functions unwind by the frame-pointer chain and the runtime's top frames
 // stop the walk; .debug_frame's SP rules are not used for them.
 func TestGoCodeByFramePointers(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	exe, _ := os.Executable()
+	f := testutil.OpenELF(t, exe)
 	tab, err := BuildELF(f)
 	if err != nil {
 		t.Fatal(err)
