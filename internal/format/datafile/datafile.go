@@ -474,6 +474,9 @@ func encodeMeta(e *enc, m *model.Meta) {
 			e.str(f)
 			e.uvarint(c.NoUnwindFiles[f])
 		})
+		// Since samples whose walked stack was not written were told apart
+		// from a full stack map (older readers stop before it).
+		e.uvarint(c.Unwritten)
 	}
 }
 
@@ -529,6 +532,9 @@ func decodeMeta(d *dec, m *model.Meta) {
 			}
 			f := d.str()
 			c.NoUnwindFiles[f] = d.uvarint()
+		}
+		if len(d.b) > 0 {
+			c.Unwritten = d.uvarint()
 		}
 		m.UserStacks = c
 	}

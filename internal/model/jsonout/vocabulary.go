@@ -160,6 +160,7 @@ var Vocabulary = map[string]string{
 	"user_stack_failures":       "profile: user stack walks that failed",
 	"kernel_stack_failures":     "profile: kernel stack walks that failed",
 	"lost_map_full":             "samples or stacks dropped because a BPF map was full",
+	"lost_unwritten":            "user_stacks: samples whose walked stack never reached sonde (the kernel could not write its record)",
 	"user_stacks":               "how complete the user stacks are, weighted as the document's values (samples, blocked time)",
 	"waker_user_stacks":         "wakeup: how complete the wakers' user stacks are, weighted by the blocked time they ended (keys as user_stacks)",
 	"stacks_total":              "user_stacks: weight of every user stack walked",

@@ -54,6 +54,9 @@ type Completeness struct {
 	Unsupported uint64 `json:"truncated_unsupported_row"`
 	NotLoaded   uint64 `json:"truncated_not_loaded"`
 	Lost        uint64 `json:"lost_map_full"` // no user stack: the stack map was full
+	// Unwritten have no user stack because the walked stack's record
+	// never reached user space (the kernel could not write it).
+	Unwritten uint64 `json:"lost_unwritten"`
 	// FPFallback is the weight of stacks (complete or not) that crossed
 	// code without unwind info by frame pointers.
 	FPFallback uint64 `json:"frame_pointer_fallback"`
@@ -142,6 +145,7 @@ func (c *Completeness) String() string {
 		{c.Unsupported, "at an unsupported unwind rule"},
 		{c.NotLoaded, "before the process's tables were loaded"},
 		{c.Lost, "lost (stack map full)"},
+		{c.Unwritten, "lost (the walked stack's record could not be written)"},
 	} {
 		if p.n > 0 {
 			parts = append(parts, c.amount(p.n)+" "+p.what)

@@ -314,8 +314,9 @@ type WalkStats struct {
 // finish reads the walker's counters.
 func (w *walker) finish() *WalkStats {
 	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.missing}
-	ws.Stacks.Lost = ws.Walker.StacksFull + w.missing
-	ws.Stacks.Total += ws.Stacks.Lost
+	ws.Stacks.Lost = ws.Walker.StacksFull
+	ws.Stacks.Unwritten = w.missing
+	ws.Stacks.Total += ws.Stacks.Lost + ws.Stacks.Unwritten
 	var errs walkErrors
 	if err := w.objs.WalkErrors.Read(&errs); err == nil {
 		ws.OutputErrors = errs.Output
