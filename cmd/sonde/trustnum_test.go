@@ -122,9 +122,9 @@ tracepoint:block:block_rq_issue /@ins[args->dev, args->sector]/ {
 	delete(@ins[args->dev, args->sector]);
 }
 END { clear(@ins); }`
-	var btOut syncBuf
+	var btOut, btErr syncBuf
 	b := exec.Command(bt, "-e", script)
-	b.Stdout = &btOut
+	b.Stdout, b.Stderr = &btOut, &btErr
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +139,11 @@ END { clear(@ins); }`
 		t.Fatal(err)
 	}
 	defer func() { s.Process.Kill(); s.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(btOut.String(), "Attaching"); {
+	// bpftrace's ready signal; its start-up (LLVM, BTF) can take many
+	// seconds on a cold, loaded machine.
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(btOut.String(), "Attaching"); {
 		if time.Now().After(deadline) {
-			t.Fatalf("bpftrace did not attach: %s", btOut.String())
+			t.Fatalf("bpftrace did not attach within 60 s: %s\n%s", btOut.String(), btErr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
