@@ -501,13 +501,17 @@ func TestRunqlatMemoryFlat(t *testing.T) {
 		t.Fatalf("runqlat JSON: %v\n%s", err, stdout.String())
 	}
 	t.Logf("runqlat -d 10s: %d run-queue events; VmRSS at most %d KiB while tracing, peak %d KiB including the final report", l.count(), during, peak)
-	if l.count() < 5_000_000 {
+	// Beside a CPU hog the ping-pong makes fewer events (3.5 M seen): the
+	// bound follows the count.
+	if l.count() < 2_000_000 {
 		t.Fatalf("only %d run-queue events in 10 s", l.count())
 	}
-	// A list of values would add 8 bytes per event (over 40 MiB here); the
-	// final read may add a few MiB of garbage before a collection.
-	if peak > during+32768 {
-		t.Errorf("the final report raised the peak RSS from %d to %d KiB for %d events", during, peak, l.count())
+	// A list of values would add 8 bytes per event (over 16 MiB here); the
+	// final read may add a few MiB of garbage before a collection: the
+	// bound is half the list, at least 8 MiB.
+	listKiB := int(l.count() * 8 / 1024)
+	if peak > during+max(8192, listKiB/2) {
+		t.Errorf("the final report raised the peak RSS from %d to %d KiB for %d events (a list of them is %d KiB)", during, peak, l.count(), listKiB)
 	}
 }
 
