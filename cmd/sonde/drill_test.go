@@ -165,14 +165,20 @@ func TestDiffKnapsack(t *testing.T) {
 	for _, row := range d {
 		if row.Sym == "solve" {
 			found = true
-			t.Logf("solve: %.1f%% → %.1f%% (%+.1f)", row.Baseline, row.New, row.Delta)
-			if row.Delta > -10 {
-				t.Errorf("solve's share did not fall: %.1f%% → %.1f%%", row.Baseline, row.New)
-			}
+			t.Logf("solve's own share: %.1f%% → %.1f%% (%+.1f)", row.Baseline, row.New, row.Delta)
 		}
 	}
 	if !found {
 		t.Errorf("no solve row: %+v", d)
+	}
+	// solve got faster: its samples with what it called (the kernel's
+	// page faults under the slow build's strided table, which on this VM
+	// take as much time as solve's own code and make its own share of the
+	// profile swing by ±8 points between runs) at least halve.
+	slowIn, fastIn := inclusiveSamples(t, dir, "slow.data", "solve"), inclusiveSamples(t, dir, "fast.data", "solve")
+	t.Logf("solve with its callees: %.0f samples → %.0f", slowIn, fastIn)
+	if fastIn*2 > slowIn {
+		t.Errorf("solve did not get faster: %.0f samples with its callees → %.0f", slowIn, fastIn)
 	}
 	// A profile against itself: no deltas.
 	r = testutil.MustRun(t, dir, "diff", "slow.data", "slow.data", "--json")
@@ -199,4 +205,17 @@ func TestDiffKnapsack(t *testing.T) {
 			t.Errorf("prepare not drawn as grown (red)")
 		}
 	}
+}
+
+// inclusiveSamples is how many samples of file have sym on their stack.
+func inclusiveSamples(t *testing.T, dir, file, sym string) float64 {
+	t.Helper()
+	rep := reportJSON(t, dir, "-i", file, "--children")
+	for _, e := range rep.Entries {
+		if e.Keys["sym"] == sym {
+			return e.ChildPct * float64(rep.Samples) / 100
+		}
+	}
+	t.Fatalf("no %s in %s", sym, file)
+	return 0
 }
