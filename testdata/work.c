@@ -3,7 +3,8 @@
  * the iterations of spin_b, so a profiler should attribute 75% / 25%.
  * Usage: work [ROUNDS]   (one round is about 1-2 ms on a 2020s x86 core)
  *        work SECONDSs     rounds until that much time has passed (work 2.5s)
- *        work wait         rounds until SIGUSR1 (or SIGTERM), then exits 0
+ *        work wait [SECONDS] rounds until SIGUSR1 (or SIGTERM), then SECONDS
+ *                          more (default 0), then exits 0
  * Tests that attach to a running work (-p) size it in time, not in rounds:
  * a round's length depends on the host, a tool's start-up too.
  *
@@ -60,15 +61,21 @@ int main(int argc, char **argv)
 	unsigned long rounds = strtoul(arg, NULL, 10);
 	double end = 0; /* 0: count rounds */
 	size_t n = strlen(arg);
+	double after = 0; /* wait: seconds to run on once told */
 	if (strcmp(arg, "wait") == 0) {
 		signal(SIGUSR1, on_signal);
 		signal(SIGTERM, on_signal);
 		end = 1e300;
+		after = argc > 2 ? strtod(argv[2], NULL) : 0;
 	} else if (n > 1 && arg[n - 1] == 's') {
 		end = now() + strtod(arg, NULL);
 	}
 	unsigned long sum = 0;
-	for (unsigned long r = 0; end ? !stop && now() < end : r < rounds; r++) {
+	for (unsigned long r = 0; end ? now() < end : r < rounds; r++) {
+		if (stop == 1) { /* told: the end is now set in time */
+			stop = 2;
+			end = now() + after;
+		}
 		sum += spin_a(3000000);
 		sum += spin_b(1000000);
 	}

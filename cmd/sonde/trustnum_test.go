@@ -327,12 +327,12 @@ func TestSrclineKernelRows(t *testing.T) {
 
 // TestProfileShortLived: profile -p of a process that exits long before
 // the end still names its frames: its mappings were kept while it ran.
-// The workload's life is set in time, not in rounds: it spins until the
-// profile is attached (its ready signal: a BPF link per CPU), then for
-// 1 s more, then exits in the middle of the profile.
+// The workload's life is set in time, not in rounds: it spins until told
+// the profile is attached (its ready signal: a BPF link per CPU), then 1 s
+// more by its own clock, and exits in the middle of the profile.
 func TestProfileShortLived(t *testing.T) {
 	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
-	w := exec.Command(bin, "wait")
+	w := exec.Command(bin, "wait", "1")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,6 @@ func TestProfileShortLived(t *testing.T) {
 	profiled := make(chan error, 1)
 	go func() { profiled <- p.Wait() }()
 	testutil.WaitBPFLinks(t, p.Process.Pid, runtime.NumCPU(), 30*time.Second)
-	time.Sleep(time.Second) // the workload's life under the profile
 	w.Process.Signal(syscall.SIGUSR1)
 	select {
 	case <-exited:

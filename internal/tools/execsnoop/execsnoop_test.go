@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 	sout, _ := sonde.StdoutPipe()
 	var serr strings.Builder
 	sonde.Stderr = &serr
-	peer := exec.Command(peerBin, "-x")
+	// Line-buffered (stdbuf), so its lines come as it prints them.
+	peer := exec.Command(testutil.RequireTool(t, "stdbuf", "coreutils"), "-oL", peerBin, "-x")
 	pout, _ := peer.StdoutPipe()
 	for _, c := range []*exec.Cmd{sonde, peer} {
 		if err := c.Start(); err != nil {
@@ -35,6 +37,7 @@ func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 		}
 		defer c.Process.Kill()
 	}
+	sLines, pLines := collect(sout, nonce), collect(pout, nonce)
 	testutil.WaitBPFLinks(t, sonde.Process.Pid, 4, 30*time.Second)
 	testutil.WaitBPFLinks(t, peer.Process.Pid, 2, 30*time.Second)
 
@@ -51,15 +54,22 @@ func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 	}
 	exec.Command("/bin/true", long...).Run()
 
-	// The tools stop on SIGINT; what they printed is complete then.
-	time.Sleep(200 * time.Millisecond) // the rings' reader polls every 50 ms
+	// Each tool is done once it printed the last exec (the long one); they
+	// stop on SIGINT.
+	for name, l := range map[string]*lines{"sonde": sLines, "libbpf-tools": pLines} {
+		if !l.waitFor(nonce+`","long"`, nonce+" long") {
+			t.Fatalf("%s never printed the test's last exec: %q\nsonde's stderr: %s", name, l.all(), serr.String())
+		}
+	}
 	for _, c := range []*exec.Cmd{sonde, peer} {
 		c.Process.Signal(syscall.SIGINT)
 	}
-	got := readExecs(t, sout, nonce)
-	peerLines := readLines(pout, nonce)
+	<-sLines.done // all read before Wait closes the pipes
+	<-pLines.done
 	sonde.Wait()
 	peer.Wait()
+	got := execsOf(t, sLines.all())
+	peerLines := pLines.all()
 
 	var echoes, failed, cut int
 	for _, x := range got {
@@ -97,30 +107,62 @@ func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 	}
 }
 
-func readExecs(t *testing.T, r interface{ Read([]byte) (int, error) }, nonce string) []execsnoop.Exec {
-	t.Helper()
-	var out []execsnoop.Exec
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var x execsnoop.Exec
-		if err := json.Unmarshal(sc.Bytes(), &x); err != nil {
-			t.Fatalf("a line that is not an exec: %q: %v", sc.Text(), err)
-		}
-		if slices.ContainsFunc(x.Argv, func(a string) bool { return strings.Contains(a, nonce) }) {
-			out = append(out, x)
-		}
-	}
-	return out
+// lines collects a tool's output lines that name the test's nonce, as
+// they come.
+type lines struct {
+	mu   sync.Mutex
+	l    []string
+	done chan struct{}
 }
 
-func readLines(r interface{ Read([]byte) (int, error) }, nonce string) []string {
-	var out []string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), nonce) {
-			out = append(out, sc.Text())
+func collect(r io.Reader, nonce string) *lines {
+	l := &lines{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), nonce) {
+				l.mu.Lock()
+				l.l = append(l.l, sc.Text())
+				l.mu.Unlock()
+			}
 		}
+	}()
+	return l
+}
+
+// waitFor waits until a line holds one of marks (the tool printed it);
+// false after 30 s.
+func (l *lines) waitFor(marks ...string) bool {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, line := range l.all() {
+			for _, m := range marks {
+				if strings.Contains(line, m) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// all returns the lines read so far.
+func (l *lines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.l...)
+}
+
+func execsOf(t *testing.T, ls []string) []execsnoop.Exec {
+	t.Helper()
+	var out []execsnoop.Exec
+	for _, line := range ls {
+		var x execsnoop.Exec
+		if err := json.Unmarshal([]byte(line), &x); err != nil {
+			t.Fatalf("a line that is not an exec: %q: %v", line, err)
+		}
+		out = append(out, x)
 	}
 	return out
 }
