@@ -1,15 +1,11 @@
 package execsnoop_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
-	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +19,7 @@ import (
 func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	peerBin := testutil.RequireTool(t, "/usr/sbin/execsnoop", "libbpf-tools")
-	nonce := fmt.Sprintf("sonde-es-%d", time.Now().UnixNano())
+	nonce := "sonde-es-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	sonde := exec.Command(testutil.Sonde(t), "execsnoop", "-x", "--json", "-d", "60")
 	sout, _ := sonde.StdoutPipe()
 	var serr strings.Builder
@@ -62,7 +58,7 @@ func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 		}
 	}
 	for _, c := range []*exec.Cmd{sonde, peer} {
-		c.Process.Signal(syscall.SIGINT)
+		c.Process.Signal(os.Interrupt)
 	}
 	<-sLines.done // all read before Wait closes the pipes
 	<-pLines.done
@@ -105,53 +101,6 @@ func TestExecsnoopAgainstLibbpfTools(t *testing.T) {
 	if !strings.Contains(serr.String(), "0 lost") {
 		t.Errorf("sonde's footer: %s", serr.String())
 	}
-}
-
-// lines collects a tool's output lines that name the test's nonce, as
-// they come.
-type lines struct {
-	mu   sync.Mutex
-	l    []string
-	done chan struct{}
-}
-
-func collect(r io.Reader, nonce string) *lines {
-	l := &lines{done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), nonce) {
-				l.mu.Lock()
-				l.l = append(l.l, sc.Text())
-				l.mu.Unlock()
-			}
-		}
-	}()
-	return l
-}
-
-// waitFor waits until a line holds one of marks (the tool printed it);
-// false after 30 s.
-func (l *lines) waitFor(marks ...string) bool {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, line := range l.all() {
-			for _, m := range marks {
-				if strings.Contains(line, m) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// all returns the lines read so far.
-func (l *lines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.l...)
 }
 
 func execsOf(t *testing.T, ls []string) []execsnoop.Exec {
