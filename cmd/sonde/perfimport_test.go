@@ -451,8 +451,7 @@ func compareWithPerf(t *testing.T, rep jsonReport, want perfRows) {
 
 // parsePerfEvents reads perf report -F period,sample,comm,dso,sym -t '|',
 // one section per event. Symbols lose perf's [k]/[.] marks; unnamed
-// addresses become "?"; vDSO functions lose the __vdso_ prefix of the
-// alias perf prefers.
+// addresses become "?".
 func parsePerfEvents(t *testing.T, out []byte) []perfRows {
 	t.Helper()
 	var evs []perfRows
@@ -483,9 +482,6 @@ func parsePerfEvents(t *testing.T, out []byte) []perfRows {
 		}
 		if strings.HasPrefix(sym, "0x") {
 			sym = "?"
-		}
-		if f[3] == "[vdso]" {
-			sym = strings.TrimPrefix(sym, "__vdso_")
 		}
 		r.samples += n
 		r.period += period

@@ -144,7 +144,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 			e.loads = append(e.loads, p.ProgHeader)
 		}
 	}
-	syms := readSymbols(f)
+	funcs := readFuncs(f)
 	hasSymtab := f.Section(".symtab") != nil
 	var d *dwarf.Data
 	if !o.NoLines {
@@ -154,7 +154,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 		if dbg := findDebugFile(f, path, e.BuildID, o); dbg != "" {
 			if df, err := elf.Open(dbg); err == nil {
 				if !hasSymtab {
-					syms = append(syms, readSymbols(df)...)
+					funcs = append(funcs, readFuncs(df)...)
 				}
 				if d == nil && !o.NoLines {
 					d, _ = df.DWARF()
@@ -163,7 +163,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 			}
 		}
 	}
-	e.syms = NewSymbolTable(syms)
+	e.syms = NewSymbolTable(oneNamePerAddress(funcs))
 	// PLT stubs come from the binary itself: a debug file's .plt is empty.
 	if plt := pltSymbols(f, e.syms); len(plt) > 0 {
 		e.syms = NewSymbolTable(append(e.syms, plt...))
@@ -172,8 +172,9 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	return e, nil
 }
 
-func readSymbols(f *elf.File) []Symbol {
-	var out []Symbol
+// readFuncs reads the functions of .symtab and .dynsym.
+func readFuncs(f *elf.File) []elf.Symbol {
+	var funcs []elf.Symbol
 	add := func(ss []elf.Symbol) {
 		for _, s := range ss {
 			if elf.ST_TYPE(s.Info) != elf.STT_FUNC && elf.ST_TYPE(s.Info) != elf.STT_GNU_IFUNC {
@@ -182,7 +183,7 @@ func readSymbols(f *elf.File) []Symbol {
 			if s.Value == 0 || s.Section == elf.SHN_UNDEF {
 				continue
 			}
-			out = append(out, Symbol{Name: s.Name, Start: s.Value, Size: s.Size})
+			funcs = append(funcs, s)
 		}
 	}
 	if ss, err := f.Symbols(); err == nil {
@@ -190,6 +191,26 @@ func readSymbols(f *elf.File) []Symbol {
 	}
 	if ss, err := f.DynamicSymbols(); err == nil {
 		add(ss)
+	}
+	return funcs
+}
+
+// oneNamePerAddress keeps one name per address: of aliases (memcpy and
+// __memcpy_avx_unaligned_erms) the one perf reports, so the two tools
+// name the same samples alike.
+func oneNamePerAddress(funcs []elf.Symbol) []Symbol {
+	sort.SliceStable(funcs, func(i, j int) bool { return funcs[i].Value < funcs[j].Value })
+	out := make([]Symbol, 0, len(funcs))
+	for i := 0; i < len(funcs); {
+		best := &funcs[i]
+		j := i + 1
+		for ; j < len(funcs) && funcs[j].Value == best.Value; j++ {
+			if betterSizedAlias(&funcs[j], best) {
+				best = &funcs[j]
+			}
+		}
+		out = append(out, Symbol{Name: best.Name, Start: best.Value, Size: best.Size})
+		i = j
 	}
 	return out
 }

@@ -266,6 +266,15 @@ func ifuncName(syms []elf.Symbol, addr uint64) string {
 	return best.Name
 }
 
+// betterSizedAlias is betterAlias after perf's first rule: a symbol with
+// a size beats one without.
+func betterSizedAlias(a, b *elf.Symbol) bool {
+	if (a.Size == 0) != (b.Size == 0) {
+		return a.Size != 0
+	}
+	return betterAlias(a, b)
+}
+
 func betterAlias(a, b *elf.Symbol) bool {
 	ab, bb := elf.ST_BIND(a.Info), elf.ST_BIND(b.Info)
 	if (ab == elf.STB_WEAK) != (bb == elf.STB_WEAK) {

@@ -39,7 +39,7 @@ func VDSO() (*ELF, uint64, error) {
 				e.loads = append(e.loads, p.ProgHeader)
 			}
 		}
-		e.syms = NewSymbolTable(readSymbols(ef))
+		e.syms = NewSymbolTable(oneNamePerAddress(readFuncs(ef)))
 		return e, m.Start, nil
 	}
 	return nil, 0, fmt.Errorf("no [vdso] mapping")

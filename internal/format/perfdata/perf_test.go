@@ -267,6 +267,10 @@ type perfEvent struct {
 	samples uint64
 	period  uint64
 	rows    map[string]uint64 // period by comm|dso|sym
+	// commWidth is the comm column's width: perf sizes it by each
+	// thread's last comm and cuts a longer earlier one (perf-exec before
+	// an exec shows as perf-ex when the program's name is 7 long).
+	commWidth int
 }
 
 type perfReport struct {
@@ -319,6 +323,9 @@ func parsePerfReport(r *bytes.Reader) (*perfReport, error) {
 				cols = append(cols, [2]int{i, j})
 				i = j
 			}
+			if len(cols) == 6 {
+				cur.commWidth = cols[3][1] - cols[3][0]
+			}
 		case cur != nil && len(cols) == 6 && strings.HasSuffix(strings.Fields(line + " x")[0], "%"):
 			field := func(k int) string {
 				end := cols[k][1]
@@ -345,23 +352,11 @@ func parsePerfReport(r *bytes.Reader) (*perfReport, error) {
 			if strings.HasPrefix(sym, "0x") {
 				sym = "?"
 			}
-			sym = vdsoAlias(field(4), sym)
 			cur.samples += n
 			cur.rows[field(3)+"|"+field(4)+"|"+sym] += period
 		}
 	}
 	return rep, sc.Err()
-}
-
-// vdsoAlias names vDSO functions without the __vdso_ prefix: the vDSO
-// exports each function twice (a weak clock_gettime and a global
-// __vdso_clock_gettime); perf picks the global name, sonde's symbolizer the
-// shorter one.
-func vdsoAlias(dso, sym string) string {
-	if dso == "[vdso]" {
-		return strings.TrimPrefix(sym, "__vdso_")
-	}
-	return sym
 }
 
 // compareReport checks the profile against perf's rows, event by event.
@@ -392,7 +387,11 @@ func compareReport(t *testing.T, p *model.Profile, want *perfReport) {
 			if p.Locs[leaf].Func < 0 {
 				sym = "?"
 			}
-			rows[p.Threads[s.Thread].Comm+"|"+p.DSOName(leaf)+"|"+vdsoAlias(p.DSOName(leaf), sym)] += s.Period
+			comm := p.Threads[s.Thread].Comm
+			if w.commWidth > 0 && len(comm) > w.commWidth {
+				comm = comm[:w.commWidth]
+			}
+			rows[comm+"|"+p.DSOName(leaf)+"|"+sym] += s.Period
 		}
 		if samples != w.samples {
 			t.Errorf("%s: %d samples, perf report %d", ev.Name, samples, w.samples)
