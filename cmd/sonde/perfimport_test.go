@@ -443,7 +443,7 @@ func compareWithPerf(t *testing.T, rep jsonReport, want perfRows) {
 		if strings.HasPrefix(sym, filepath.Base(dso)+"+0x") {
 			sym = "?" // sonde names an unnamed address object+0xOFFSET
 		}
-		got[e.Keys["comm"]+"|"+dso+"|"+sym] += e.SelfPct
+		got[e.Keys["comm"]+"|"+dso+"|"+testutil.AliasKey(sym)] += e.SelfPct
 	}
 	compared := testutil.SameShares(t, want.event, "perf report", got, 100, want.rows, want.period)
 	t.Logf("%s: %d samples; %d rows above 0.5%% agree with perf report", want.event, rep.Samples, compared)
@@ -485,7 +485,7 @@ func parsePerfEvents(t *testing.T, out []byte) []perfRows {
 		}
 		r.samples += n
 		r.period += period
-		r.rows[f[2]+"|"+f[3]+"|"+sym] += period
+		r.rows[f[2]+"|"+f[3]+"|"+testutil.AliasKey(sym)] += period
 	}
 	if len(evs) == 0 {
 		t.Fatalf("no events in perf report:\n%s", out)

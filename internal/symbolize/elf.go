@@ -183,6 +183,11 @@ func readFuncs(f *elf.File) []elf.Symbol {
 			if s.Value == 0 || s.Section == elf.SHN_UNDEF {
 				continue
 			}
+			// .symtab names carry their version (pthread_mutex_lock@@GLIBC_2.2.5);
+			// .dynsym's, as debug/elf reads them, do not.
+			if i := strings.IndexByte(s.Name, '@'); i > 0 {
+				s.Name = s.Name[:i]
+			}
 			funcs = append(funcs, s)
 		}
 	}

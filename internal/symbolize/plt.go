@@ -266,14 +266,23 @@ func ifuncName(syms []elf.Symbol, addr uint64) string {
 	return best.Name
 }
 
-// betterSizedAlias is betterAlias after perf's first rule: a symbol with
-// a size beats one without.
+// betterSizedAlias chooses between two names of one function as perf
+// does (sized, then not weak, then global, then fewer leading
+// underscores, then the longer name; a tie keeps the first), except that
+// fewer leading underscores come first: poll, not its global twin __poll,
+// and pthread_mutex_lock, not __pthread_mutex_lock (the names callers
+// write). Version suffixes are already gone (readFuncs).
 func betterSizedAlias(a, b *elf.Symbol) bool {
 	if (a.Size == 0) != (b.Size == 0) {
 		return a.Size != 0
 	}
+	if au, bu := underscores(a.Name), underscores(b.Name); au != bu {
+		return au < bu
+	}
 	return betterAlias(a, b)
 }
+
+func underscores(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
 
 func betterAlias(a, b *elf.Symbol) bool {
 	ab, bb := elf.ST_BIND(a.Info), elf.ST_BIND(b.Info)
@@ -283,9 +292,7 @@ func betterAlias(a, b *elf.Symbol) bool {
 	if (ab == elf.STB_GLOBAL) != (bb == elf.STB_GLOBAL) {
 		return ab == elf.STB_GLOBAL
 	}
-	au := len(a.Name) - len(strings.TrimLeft(a.Name, "_"))
-	bu := len(b.Name) - len(strings.TrimLeft(b.Name, "_"))
-	if au != bu {
+	if au, bu := underscores(a.Name), underscores(b.Name); au != bu {
 		return au < bu
 	}
 	return len(a.Name) > len(b.Name)

@@ -220,3 +220,13 @@ func DecodeView(t testing.TB, r interface{ WriteJSON(io.Writer) error }, v any) 
 	}
 	return b.String()
 }
+
+// AliasKey is a function's name as sonde's and perf's choices among its
+// aliases compare: perf shows .symtab's version suffixes and prefers a
+// global __poll to a weak poll; sonde shows neither.
+func AliasKey(sym string) string {
+	if i := strings.IndexByte(sym, '@'); i > 0 && sym[i:] != "@plt" {
+		sym = sym[:i]
+	}
+	return strings.TrimLeft(sym, "_")
+}

@@ -31,6 +31,8 @@ type Live struct {
 	// TakesCommand: the arguments are a command to run (AcceptsCommand);
 	// without -p, its run is the measurement, and Start says nothing.
 	TakesCommand bool
+	// Argv is the command to run, set by Start (with TakesCommand).
+	Argv []string
 	Dist         bool                                          // the tool shows distributions: -u/--unit, --linear
 	Check        func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
 	W            *emit.Writer                                  // set by Start
@@ -94,7 +96,12 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 			return nil, "", nil, err
 		}
 	}
-	if l.DurationArg && len(args) > 0 {
+	if l.TakesCommand && isCommand(cmd, args, l.DurationArg) {
+		if l.Pid != 0 {
+			return nil, "", nil, Usagef("-p/--pid and a command conflict: trace a process or run one")
+		}
+		l.Argv = args
+	} else if l.DurationArg && len(args) > 0 {
 		if err := l.BareDuration(cmd, args); err != nil {
 			return nil, "", nil, err
 		}
@@ -102,8 +109,9 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 	if target, err = CheckLive(l.Pid); err != nil {
 		return nil, "", nil, err
 	}
-	if l.TakesCommand && len(args) > 0 && l.Pid == 0 {
+	if len(l.Argv) > 0 {
 		what = "" // the command's run is the measurement
+		target = Target{Command: l.Argv}.String()
 	}
 	if what != "" && IsTerminal(2) {
 		how := "Ctrl-C to stop"
@@ -135,6 +143,20 @@ func (l *Live) Span(elapsed time.Duration) time.Duration {
 		return l.Lap()
 	}
 	return elapsed
+}
+
+// isCommand says whether a tool that takes both a bare duration and a
+// command was given a command: anything after --, or a first argument
+// that is not a duration (`profile ./app`, as perf record takes it).
+func isCommand(cmd *cobra.Command, args []string, durationArg bool) bool {
+	if len(args) == 0 {
+		return false
+	}
+	if !durationArg || cmd.ArgsLenAtDash() == 0 {
+		return true
+	}
+	_, err := ParseDuration(args[0])
+	return err != nil
 }
 
 // BareDuration takes bcc's positional duration: `offcpu 5` is `offcpu -d 5`.
@@ -221,6 +243,9 @@ type Stacked[R any] struct {
 	Report func(R) emit.Report
 	// Profile is the final profile, and what its values count (for the files).
 	Profile func(R) (p *model.Profile, what string)
+	// Exit is the traced command's exit status, when it ran one and it
+	// ended (nil: the tool runs no command); sonde then exits with it.
+	Exit func(R) (code int, exited bool)
 }
 
 // RunStacks runs t, then writes the final report and the files asked for.
@@ -235,7 +260,15 @@ func RunStacks[R any](l *Live, s *Stacks, t Stacked[R]) error {
 	}
 	p, what := t.Profile(r)
 	files := stackprof.Files{Data: s.Output, Flame: s.Flame, Folded: s.Folded, Title: t.Title, What: what, Notes: os.Stderr}
-	return files.Finish(l.W, p, t.Report(r))
+	if err := files.Finish(l.W, p, t.Report(r)); err != nil {
+		return err
+	}
+	if t.Exit != nil {
+		if code, exited := t.Exit(r); exited {
+			return ExitWith(code)
+		}
+	}
+	return nil
 }
 
 // Dist is how funclat, runqlat and biolat show distributions.

@@ -16,7 +16,7 @@ import (
 // newOffcpuCmd is offcpu, or with name "wakeup" the same tool following
 // each block to the stack that ended it (bcc's offwaketime).
 func newOffcpuCmd(name string) *cobra.Command {
-	l := &cli.Live{Intervals: true, DurationArg: true}
+	l := &cli.Live{Intervals: true, DurationArg: true, TakesCommand: true}
 	o := offcpu.Options{Version: version, Wakers: name == "wakeup"}
 	var minBlock, maxBlock uint64
 	var state string
@@ -40,7 +40,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 		return nil
 	}
 	cmd.RunE = l.RunE("tracing off-CPU time", func(ctx context.Context, tgt string, _ []string) error {
-		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
+		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		vo.Target, vo.Comms = tgt, sf.Comms
 		return cli.RunStacks(l, &sf, cli.Stacked[*offcpu.Result]{Title: "sonde " + name,
@@ -56,6 +56,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 				}
 				return rep
 			},
+			Exit:    func(r *offcpu.Result) (int, bool) { return r.ExitCode, r.Exited },
 			Profile: func(r *offcpu.Result) (*model.Profile, string) { return r.Profile, "blocked time in µs" },
 		})
 	})

@@ -17,7 +17,7 @@ import (
 )
 
 func newProfileCmd() *cobra.Command {
-	l := &cli.Live{Intervals: true, DurationArg: true}
+	l := &cli.Live{Intervals: true, DurationArg: true, TakesCommand: true}
 	o := profile.Options{Version: version}
 	var all bool
 	var cpus string
@@ -41,7 +41,7 @@ func newProfileCmd() *cobra.Command {
 		return nil
 	}
 	cmd.RunE = l.RunE("profiling", func(ctx context.Context, tgt string, _ []string) error {
-		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
+		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		return cli.RunStacks(l, &sf, cli.Stacked[*profile.Result]{Title: "sonde profile",
 			Run: func(each func(*profile.Result)) (*profile.Result, error) {
 				o.OnInterval = each
@@ -53,6 +53,7 @@ func newProfileCmd() *cobra.Command {
 				rep.UserStacks = sf.UserOf(&r.Stacks)
 				return rep
 			},
+			Exit: func(r *profile.Result) (int, bool) { return r.ExitCode, r.Exited },
 			Profile: func(r *profile.Result) (*model.Profile, string) {
 				return r.Profile, fmt.Sprintf("%d samples", len(r.Profile.Samples))
 			},

@@ -492,7 +492,9 @@ func (l *Loader) Exited(pid uint32) ([]procfs.Mapping, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.procs[pid]
-	if p == nil || !p.gone {
+	// A process may end before its exit notice is read (a command's run
+	// ends with it): without its /proc entry it is gone all the same.
+	if p == nil || (!p.gone && mapped(pid)) {
 		return nil, false
 	}
 	out := make([]procfs.Mapping, len(p.maps))
@@ -500,6 +502,19 @@ func (l *Loader) Exited(pid uint32) ([]procfs.Mapping, bool) {
 		out[i] = procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Perms: "r-xp", Path: m.path}
 	}
 	return out, true
+}
+
+// mapped says whether process pid still has mappings to read: it is
+// alive, and not a zombie.
+func mapped(pid uint32) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [1]byte
+	n, _ := f.Read(b[:])
+	return n > 0
 }
 
 // ForgetExited drops what the loader kept of processes that exited (their

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"os/exec"
 	"runtime"
 	"unsafe"
 
@@ -168,9 +169,27 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 				return err
 			}
 		}
-		return l.Start()
+		if err := l.Start(); err != nil {
+			return err
+		}
+		if len(t.Command) > 0 {
+			l.PreloadCommand(t.Command[0])
+		}
+		return nil
 	}
 	return l
+}
+
+// PreloadCommand preloads (Preload) the tables of the command a tool
+// holds before its exec, found on PATH as the exec will find it: its
+// first samples, within a millisecond of the exec, then walk with them
+// (through bpf_find_vma) instead of waiting for the exec notice to be
+// read and the tables built. A command not found is left to the exec,
+// which reports it.
+func (l *Loader) PreloadCommand(name string) {
+	if path, err := exec.LookPath(name); err == nil {
+		l.Preload(path)
+	}
 }
 
 // Probe says, in one line, why the walker cannot run on this kernel (nil

@@ -353,7 +353,7 @@ func parsePerfReport(r *bytes.Reader) (*perfReport, error) {
 				sym = "?"
 			}
 			cur.samples += n
-			cur.rows[field(3)+"|"+field(4)+"|"+sym] += period
+			cur.rows[field(3)+"|"+field(4)+"|"+testutil.AliasKey(sym)] += period
 		}
 	}
 	return rep, sc.Err()
@@ -391,7 +391,7 @@ func compareReport(t *testing.T, p *model.Profile, want *perfReport) {
 			if w.commWidth > 0 && len(comm) > w.commWidth {
 				comm = comm[:w.commWidth]
 			}
-			rows[comm+"|"+p.DSOName(leaf)+"|"+sym] += s.Period
+			rows[comm+"|"+p.DSOName(leaf)+"|"+testutil.AliasKey(sym)] += s.Period
 		}
 		if samples != w.samples {
 			t.Errorf("%s: %d samples, perf report %d", ev.Name, samples, w.samples)

@@ -149,7 +149,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Name: "lock-order tracing", Spec: loadDeadlock, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{deadlockVarTargetPid: uint32(pid)},
 	}
-	ld := unwind.Wire(&t, pid, nil)
+	// A held command is still sonde's image: its tables are preloaded
+	// from its executable instead, and loaded for it after its exec.
+	ld := unwind.Wire(&t, o.Pid, nil)
+	if child != nil {
+		ld.Only = pid
+		loaded := t.Loaded
+		t.Loaded = func() error {
+			if err := loaded(); err != nil {
+				return err
+			}
+			ld.PreloadCommand(o.Command[0])
+			return nil
+		}
+	}
 	s, err := ld.Open(t)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ type Options struct {
 	States    uint32 // bit per task state; 0x100 = running (preempted); 0 = any
 	Duration  time.Duration
 	Version   string
+	// Command, when set, is run and traced (Pid must be 0): it is held
+	// before its exec until the programs and its tables are in place.
+	Command []string
 	// Interval, when set, ends a report every Interval: OnInterval gets
 	// the blocked time of that interval, and the maps start over.
 	Interval   time.Duration
@@ -55,6 +58,10 @@ type Result struct {
 	// weighted by blocked ns; WakerStacks the same of their wakers' (with
 	// Wakers).
 	Stacks, WakerStacks unwind.Completeness
+	// Exited and ExitCode: the command (Options.Command) ended, with this
+	// status, before the run did.
+	Exited   bool
+	ExitCode int
 }
 
 // ParseStates turns "S,D" style lists into the program's state mask.
@@ -96,6 +103,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps offcpuMaps
 	t := bpfskel.Tool{
 		Name: "off-CPU analysis", Spec: loadOffcpu, Maps: &maps, Hooks: hooks,
+		Command: o.Command, PidConst: offcpuVarTargetPid,
 		Consts: map[string]any{
 			offcpuVarTargetPid: uint32(o.Pid), offcpuVarPerThread: o.PerThread, offcpuVarUserStacks: o.User, offcpuVarKernelStacks: o.Kernel,
 			offcpuVarTrackWakers: o.Wakers, offcpuVarMinBlockNs: uint64(o.MinBlock), offcpuVarMaxBlockNs: maxB, offcpuVarStateMask: o.States,
@@ -119,10 +127,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
 		return collect(&maps, ld, o, s.Mode(), start, d)
 	}, bpfskel.ClearMap[offcpuOffcpuKey](maps.Blocked), o.OnInterval)
-	if _, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick}); err != nil {
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
+	if err != nil {
 		return nil, err
 	}
-	return iv.Final()
+	r, err := iv.Final()
+	if r != nil && len(o.Command) > 0 && run.Reason == runctl.Done {
+		r.Exited, r.ExitCode = true, run.ExitCode
+	}
+	return r, err
 }
 
 func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {

@@ -43,6 +43,9 @@ type Options struct {
 	// per report. A long-lived one (symbolize.NewKept) keeps objects open
 	// between intervals.
 	Symbolizer *symbolize.Symbolizer
+	// Command, when set, is run and profiled (Pid must be 0): it is held
+	// before its exec until the sampler and its tables are in place.
+	Command []string
 	// WatchEvery is how often the counts are scanned for processes to
 	// keep the mappings of (default 100 ms; each scan reads the map).
 	WatchEvery time.Duration
@@ -66,6 +69,10 @@ type Result struct {
 	// samples); Unwind is the walker's own view and the loader's work.
 	Stacks unwind.Completeness
 	Unwind Unwind
+	// Exited and ExitCode: the command (Options.Command) ended, with this
+	// status, before the run did.
+	Exited   bool
+	ExitCode int
 }
 
 // Unwind is what the user-stack walker and its table loader did.
@@ -81,7 +88,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Freq = 49
 	}
 	var maps profileMaps
-	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, false, map[string]any{
+	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, o.Command, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 	})
@@ -91,6 +98,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer s.Close()
 	defer ld.Stop()
 	keeper := procfs.NewMapsKeeper()
+	if s.Pid() != 0 {
+		o.Pid = s.Pid() // the command's
+	}
 	if o.Pid != 0 {
 		keeper.Keep(o.Pid)
 	}
@@ -106,12 +116,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ld.ForgetExited()
 		return clearCounts()
 	}, o.OnInterval)
-	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	stopWatch()
 	if err != nil {
 		return nil, err
 	}
-	return iv.Final()
+	r, err := iv.Final()
+	if r != nil && len(o.Command) > 0 && run.Reason == runctl.Done {
+		r.Exited, r.ExitCode = true, run.ExitCode
+	}
+	return r, err
 }
 
 // watchPids keeps the mappings of every process the program sampled, on
@@ -148,9 +162,19 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every t
 
 // open loads the sampler and attaches it to a cpu-clock event at hz on
 // each of cpus (nil: every online CPU), with the user-stack walker's
-// tables loaded for pid (0: for each process as the walker meets it).
-// leaf: only each user stack's leaf is needed (top).
-func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+// tables loaded for pid (0: for each process as the walker meets it), or
+// command started held and sampled alone. openLeaf is top's.
+func open(maps *profileMaps, hz uint64, cpus []int, pid int, command []string, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+	return openWith(maps, hz, cpus, pid, command, false, consts)
+}
+
+// openLeaf opens the sampler of a tool that needs only each user stack's
+// leaf (top): every CPU, no tables.
+func openLeaf(maps *profileMaps, hz uint64, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+	return openWith(maps, hz, nil, 0, nil, true, consts)
+}
+
+func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []string, leaf bool, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
 	events := func() ([]int, error) {
 		if cpus == nil {
 			var err error
@@ -175,7 +199,8 @@ func open(maps *profileMaps, hz uint64, cpus []int, pid int, leaf bool, consts m
 	}
 	t := bpfskel.Tool{
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
-		Hooks: []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
+		Hooks:   []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
+		Command: command, PidConst: profileVarTargetPid,
 	}
 	var ld *unwind.Loader
 	if leaf {

@@ -3,7 +3,6 @@ package record
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -130,11 +129,9 @@ var preloadTables = true
 // 2,000 samples of a 2 s run without it). A file it cannot read is left
 // to the notices.
 func (w *walker) preload(cmd string) {
-	path, err := exec.LookPath(cmd)
-	if err != nil || !preloadTables {
-		return
+	if preloadTables {
+		w.ld.PreloadCommand(cmd)
 	}
-	w.ld.Preload(path)
 }
 
 // attach runs the walker at every sample of event fd. A tracepoint's

@@ -341,10 +341,14 @@ func (b *builder) finish() *Node {
 func FromProfile(p *model.Profile) *Node {
 	counts := map[[2]int32]uint64{}
 	for _, g := range p.SampleGroups() {
-		if p.Meta.Unit == "ns" {
+		switch p.Meta.Unit {
+		case "ns":
 			// Blocked time: weigh by microseconds, not by sample count.
 			counts[[2]int32{g.Thread, g.Stack}] += g.Period / 1000
-		} else {
+		case "bytes":
+			// Outstanding memory (memleak): weigh by bytes, not by stack.
+			counts[[2]int32{g.Thread, g.Stack}] += g.Period
+		default:
 			counts[[2]int32{g.Thread, g.Stack}] += g.Count
 		}
 	}

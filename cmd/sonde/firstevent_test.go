@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// TestFirstEventsOfACommand: a command that works from main's first
+// instruction (testdata/first.c: no warm-up, no sleep) is traced whole by
+// every tool's -- CMD mode, its tables in place before the exec: every
+// byte it leaks, every µs it blocks and every sample of its work is
+// attributed to the function that did it, with a stack that reaches
+// _start. What the process does before main (the dynamic loader) and
+// after it (exit) is allowed, when its stack is whole too. Five runs of
+// each, a CPU hog beside.
+func TestFirstEventsOfACommand(t *testing.T) {
+	dir, bin := testutil.Workload(t, "first", []string{"first.c"}, "-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls")
+	testutil.Start(t, "sh", "-c", "while :; do :; done")
+	cases := []struct {
+		tool string
+		args []string // before -- CMD
+		cmd  []string
+		fn   string // the chain under main every unit of work passes through
+		want uint64 // at least this many units of work (bytes, µs, samples)
+	}{
+		{"memleak", nil, []string{"leak", "2000"}, "main;run_leak;leak_here", 2000 * 128},
+		{"offcpu", []string{"--comm", "first"}, []string{"block", "30"}, "main;run_block;block_here", 30 * 10000},
+		{"profile", []string{"-F", "999"}, []string{"spin", "300"}, "main;run_spin;spin_here", 150},
+		{"record", []string{"-q", "-g", "-F", "999"}, []string{"spin", "300"}, "main;run_spin;spin_here", 150},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			for run := 1; run <= 5; run++ {
+				data := filepath.Join(dir, fmt.Sprintf("%s%d.data", c.tool, run))
+				args := append(append(append([]string{c.tool}, c.args...), "-o", data, "--", bin), c.cmd...)
+				testutil.MustRun(t, dir, args...)
+				out := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+				u := firstStacks(t, out, c.fn)
+				t.Logf("run %d: %d units of work through %s, %d before or after main, %d wrong", run, u.work, c.fn, u.outside, u.wrong)
+				if u.work < c.want || u.wrong > 0 {
+					t.Errorf("run %d: %d units of work through %s (want ≥ %d), %d wrong:\n%s", run, u.work, c.fn, c.want, u.wrong, strings.Join(u.other, "\n"))
+				}
+			}
+		})
+	}
+}
+
+type firstUnits struct {
+	work, outside, wrong uint64
+	other                []string // the wrong stacks, heaviest first
+}
+
+// firstStacks sorts the folded stacks of first.c's process (comm first):
+// work passes through chain from _start; outside is the dynamic loader's
+// start (from its own entry point) or the exit path; anything else, such
+// as a stack cut short or an unnamed frame, is wrong.
+func firstStacks(t *testing.T, out, chain string) firstUnits {
+	t.Helper()
+	type kv struct {
+		s string
+		n uint64
+	}
+	var u firstUnits
+	var wrong []kv
+	for s, n := range foldedStacks(t, out) {
+		frames := strings.Split(s, ";")
+		if frames[0] != "first" {
+			continue
+		}
+		var user []string
+		for _, f := range frames[1:] {
+			if !strings.HasSuffix(f, "_[k]") {
+				user = append(user, f)
+			}
+		}
+		joined := strings.Join(user, ";") + ";"
+		switch {
+		case len(user) > 0 && user[0] == "_start" && strings.Contains(joined, chain+";"):
+			u.work += n
+		case len(user) > 0 && (strings.HasPrefix(user[0], "ld-linux") || user[0] == "_dl_start" || user[0] == "_exit") && !strings.Contains(joined, "[unknown]"):
+			u.outside += n
+		default:
+			u.wrong += n
+			wrong = append(wrong, kv{s, n})
+		}
+	}
+	sort.Slice(wrong, func(i, j int) bool { return wrong[i].n > wrong[j].n })
+	for i, r := range wrong {
+		if i == 10 {
+			break
+		}
+		u.other = append(u.other, fmt.Sprintf("%d %s", r.n, r.s))
+	}
+	return u
+}
