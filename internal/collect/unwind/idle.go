@@ -46,3 +46,14 @@ func (t *idleTables) take(key unwindtable.Key) {
 		}
 	}
 }
+
+// oldest removes the table idle the longest and returns it.
+func (t *idleTables) oldest() (unwindtable.Key, bool) {
+	if len(t.q) == 0 {
+		return unwindtable.Key{}, false
+	}
+	e := t.q[0]
+	t.q = t.q[1:]
+	t.bytes -= e.bytes
+	return e.key, true
+}

@@ -39,15 +39,21 @@ type Loader struct {
 	tables       map[unwindtable.Key]*loaded
 	vdsos        map[unwindtable.Key]*unwindtable.Table
 	procs        map[uint32]*proc
-	next, cap    uint32        // rows: next unused index, capacity
-	free         []span        // rows released by tables no process maps any more
-	used         map[span]bool // every run ever given to a table (alloc)
-	idle         idleTables    // built tables no process maps now
+	next, cap    uint32            // rows: next unused index, capacity
+	free         []span            // rows released by tables no process maps any more
+	used         map[span]bool     // every run ever given to a table (alloc)
+	idle         idleTables        // built tables no process maps now
+	exits        map[uint32]uint32 // pid → exits seen (Drop), so a Load racing an exit is undone
 	stats        Stats
 
 	ring    *bpfskel.Ring
-	pending chan uint32
-	done    chan struct{}
+	pending chan uint32 // processes to load, read by one goroutine
+	// execs are processes that just exec'd, read by a goroutine of their
+	// own: a new process may live a few milliseconds, and must not wait
+	// behind the tables of the long-running ones a system-wide run meets
+	// first (a large library's take hundreds of milliseconds to build).
+	execs chan uint32
+	done  chan struct{}
 
 	// Only, when set, is the one process the tool traces: notices about
 	// others (exec and exit are seen system-wide) are ignored.
@@ -115,13 +121,15 @@ func New(m Maps, capacity uint32) *Loader {
 // they name, on a goroutine, until Stop.
 func (l *Loader) Start() error {
 	l.pending = make(chan uint32, 1024)
-	l.done = make(chan struct{})
+	l.execs = make(chan uint32, 1024)
+	l.done = make(chan struct{}, 2)
 	r, err := bpfskel.ReadRing(l.m.Notices, l.notice)
 	if err != nil {
 		return fmt.Errorf("reading the unwinder's notices: %w", err)
 	}
 	l.ring = r
-	go l.work()
+	go l.work(l.pending)
+	go l.work(l.execs)
 	return nil
 }
 
@@ -133,6 +141,8 @@ func (l *Loader) Stop() {
 	l.ring.Stop()
 	l.ring = nil
 	close(l.pending)
+	close(l.execs)
+	<-l.done
 	<-l.done
 }
 
@@ -157,15 +167,20 @@ func (l *Loader) notice(raw []byte) {
 		l.Drop(int(n.Pid))
 		return
 	}
+	q := l.pending
+	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) {
+		q = l.execs
+	}
 	select {
-	case l.pending <- n.Pid:
+	case q <- n.Pid:
 	default: // the walker asks again after its rate limit
 	}
 }
 
-func (l *Loader) work() {
-	defer close(l.done)
-	for pid := range l.pending {
+// work loads the processes q names until it is closed.
+func (l *Loader) work(q <-chan uint32) {
+	defer func() { l.done <- struct{}{} }()
+	for pid := range q {
 		if err := l.Load(int(pid)); err != nil {
 			l.loadError(err)
 		}
@@ -178,6 +193,9 @@ func (l *Loader) work() {
 // error.
 func (l *Loader) Load(pid int) error {
 	t0 := time.Now()
+	l.mu.Lock()
+	exits := l.exits[uint32(pid)]
+	l.mu.Unlock()
 	ms, err := procfs.ReadMaps(pid)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
@@ -221,7 +239,18 @@ func (l *Loader) Load(pid int) error {
 		l.release(p.keys)
 		return fmt.Errorf("loading the mappings of process %d: %w", pid, err)
 	}
+	// The process may have exited while it was read: the kernel's exit
+	// hook found no entry to delete then, and sent no notice (a zombie or
+	// a missing process is gone), or the notice came (exits counted it).
+	alive := procfs.CheckPid(pid) == nil
 	l.mu.Lock()
+	if !alive || l.exits[key] != exits {
+		// Its entry must not outlive it, nor hold its tables.
+		l.mu.Unlock()
+		l.m.Procs.Delete(key)
+		l.release(p.keys)
+		return nil
+	}
 	old := l.procs[key]
 	l.procs[key] = p
 	if old == nil {
@@ -273,6 +302,10 @@ func parentOf(stat []byte) int {
 // the files of its stacks) and releases its tables.
 func (l *Loader) Drop(pid int) {
 	l.mu.Lock()
+	if l.exits == nil {
+		l.exits = map[uint32]uint32{}
+	}
+	l.exits[uint32(pid)]++
 	p := l.procs[uint32(pid)]
 	var keys []unwindtable.Key
 	if p != nil && !p.gone {
@@ -425,6 +458,11 @@ func (l *Loader) alloc(n uint32) (span, bool) {
 		}
 	}
 	if l.cap-l.next < n {
+		// Idle tables (release) give their rows back, oldest first.
+		if k, ok := l.idle.oldest(); ok {
+			l.evict(k)
+			return l.alloc(n)
+		}
 		return span{}, false
 	}
 	sp := span{l.next, n}
@@ -433,30 +471,47 @@ func (l *Loader) alloc(n uint32) (span, bool) {
 	return sp, true
 }
 
-// release drops a reference to each table; a table no process maps gives
-// its rows back (the walker cannot reach them: no mapping names them).
+// release drops a reference to each table. A table no process maps
+// stays loaded, rows and file entry, while it fits the idle budget
+// (IdleTableBytes): the next process of the same program (a shell
+// script's children, a build's compiler jobs) is walked with it through
+// the kernel's mappings (unwind_files) from its first sample, before user
+// space has read its notice. Tables pushed out of the budget give their
+// rows back, as do idle tables when a new one needs rows (alloc).
 func (l *Loader) release(keys []unwindtable.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range keys {
 		lt := l.tables[k]
-		if lt == nil {
+		if lt == nil || lt.refs == 0 {
 			continue
 		}
 		if lt.refs--; lt.refs == 0 {
-			for _, f := range lt.files {
-				l.files.Files.Delete(&f)
-			}
-			delete(l.tables, k)
 			for _, old := range l.idle.add(k, lt.bytes) {
-				l.cache.Forget(old)
+				l.evict(old)
 			}
-			l.free = append(l.free, lt.span)
-			l.stats.Files--
-			l.stats.Rows -= lt.count
-			l.stats.RowBytes -= uint64(lt.count) * 8
 		}
 	}
+}
+
+// evict unloads an idle table (l.mu held): its file entries go, its rows
+// are given back, its built form is forgotten.
+func (l *Loader) evict(k unwindtable.Key) {
+	l.cache.Forget(k)
+	lt := l.tables[k]
+	if lt == nil || lt.refs > 0 {
+		return
+	}
+	for _, f := range lt.files {
+		if l.files.Files != nil {
+			l.files.Files.Delete(&f)
+		}
+	}
+	delete(l.tables, k)
+	l.free = append(l.free, lt.span)
+	l.stats.Files--
+	l.stats.Rows -= lt.count
+	l.stats.RowBytes -= uint64(lt.count) * 8
 }
 
 // writeRules writes the rules added to the dictionary since last time.
