@@ -6,11 +6,14 @@ package main
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -425,12 +428,24 @@ func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
 // stacks are still named from the mappings the unwinder kept.
 func TestProfileShortLivedChildren(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	script := "sleep 1; for i in 1 2 3 4 5 6; do " + bin + " 0.3; done"
-	sh := testutil.Start(t, "/bin/sh", "-c", script)
-	r := testutil.MustRun(t, dir, "profile", "-F", "499", "-d", "3500ms", "--user", "--folded")
-	sh.Wait()
+	p := exec.Command(testutil.Sonde(t), "profile", "-F", "499", "-d", "4s", "--user", "--folded")
+	p.Dir = dir
+	var out, errOut strings.Builder
+	p.Stdout, p.Stderr = &out, &errOut
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Process.Kill()
+	// The children start once the sampler is attached on every CPU.
+	testutil.WaitBPFLinks(t, p.Process.Pid, runtime.NumCPU(), 30*time.Second)
+	if o, err := exec.Command("/bin/sh", "-c", "for i in 1 2 3 4 5 6; do "+bin+" 0.3; done").CombinedOutput(); err != nil {
+		t.Fatalf("the children: %v\n%s", err, o)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatalf("sonde profile: %v\n%s", err, errOut.String())
+	}
 	var kid, chain uint64
-	for s, n := range folded(t, r.Stdout) {
+	for s, n := range folded(t, out.String()) {
 		if !strings.HasPrefix(s, "unwind-kid;") {
 			continue
 		}
