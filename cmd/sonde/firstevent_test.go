@@ -82,7 +82,7 @@ func firstStacks(t *testing.T, out, chain string) firstUnits {
 		switch {
 		case len(user) > 0 && user[0] == "_start" && strings.Contains(joined, chain+";"):
 			u.work += n
-		case len(user) > 0 && (strings.HasPrefix(user[0], "ld-linux") || user[0] == "_dl_start" || user[0] == "_exit") && !strings.Contains(joined, "[unknown]"):
+		case outsideMain(user):
 			u.outside += n
 		default:
 			u.wrong += n
@@ -97,4 +97,25 @@ func firstStacks(t *testing.T, out, chain string) firstUnits {
 		u.other = append(u.other, fmt.Sprintf("%d %s", r.n, r.s))
 	}
 	return u
+}
+
+// outsideMain says whether user frames (outermost first) are a whole
+// stack of a process's life before main (the dynamic loader, from its own
+// entry point) or after it (exit, from _start or in _exit): such a sample
+// cannot reach main, and is not cut short either.
+func outsideMain(user []string) bool {
+	if len(user) == 0 || strings.Contains(strings.Join(user, ";"), "[unknown]") {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(user[0], "ld-linux"), user[0] == "_dl_start", user[0] == "_exit":
+		return true
+	case user[0] == "_start":
+		for _, f := range user {
+			if f == "exit" || f == "main" {
+				return f == "exit"
+			}
+		}
+	}
+	return false
 }
