@@ -32,6 +32,17 @@ func NewKept(k Kept, resolvers ...Resolver) *Symbolizer {
 	return s
 }
 
+// NewRepeated is the symbolizer of a run that names its frames again and
+// again (intervals, continuous profiling): the resolvers of recordings,
+// objects kept open between passes within k's bounds, and the kernel's
+// symbols read now, at start-up, rather than in the first pass (a
+// failure shows in each pass's warnings). lines: read line tables.
+func NewRepeated(k Kept, lines bool) *Symbolizer {
+	kernel := Kallsyms()
+	_, _ = kernel.Open(KernelObject)
+	return NewKept(k, kernel, PerfMaps{}, VDSOImage(), ELFFiles{NoLines: !lines})
+}
+
 type keptObjects struct {
 	Kept
 	objs  map[Object]*keptObject

@@ -32,13 +32,13 @@ type Live struct {
 	// without -p, its run is the measurement, and Start says nothing.
 	TakesCommand bool
 	// Argv is the command to run, set by Start (with TakesCommand).
-	Argv []string
-	Dist         bool                                          // the tool shows distributions: -u/--unit, --linear
-	Check        func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
-	W            *emit.Writer                                  // set by Start
-	DistOptions  dist.Options                                  // with Dist, set by Start
-	dist         Dist
-	lap          time.Time // when the current interval began
+	Argv        []string
+	Dist        bool                                          // the tool shows distributions: -u/--unit, --linear
+	Check       func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
+	W           *emit.Writer                                  // set by Start
+	DistOptions dist.Options                                  // with Dist, set by Start
+	dist        Dist
+	lap         time.Time // when the current interval began
 }
 
 // MinInterval is the shortest -i/--interval of a live tool: a report

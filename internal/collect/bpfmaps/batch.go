@@ -38,3 +38,32 @@ func Each[K, V any](m *ebpf.Map, fn func(K, V)) error {
 	}
 	return it.Err()
 }
+
+// Drain calls fn for every entry of a hash map and deletes it, a batch
+// at a time (one syscall per 4,096 entries), so an interval's read and
+// its reset are one step: what the programs add while the entries are
+// named and built into a report stays for the next interval. Where the
+// kernel has no batch lookup-and-delete (< 5.6) it reads, then clears.
+func Drain[K, V any](m *ebpf.Map, fn func(K, V)) error {
+	keys, vals := make([]K, batchSize), make([]V, batchSize)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookupAndDelete(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			fn(keys[i], vals[i])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := Each(m, fn); err != nil {
+		return err
+	}
+	return Clear[K](m)
+}

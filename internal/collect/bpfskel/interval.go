@@ -2,6 +2,7 @@ package bpfskel
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -18,6 +19,13 @@ type Intervals[R any] struct {
 	reset func() error
 	emit  func(R)
 	start time.Time
+
+	// With NewDrainedIntervals: drain, and the reports being built.
+	drain   func(start time.Time, elapsed time.Duration) (func() (R, error), error)
+	builds  chan func() (R, error)
+	built   chan struct{}
+	buildMu sync.Mutex
+	err     error // the first report that failed to build
 }
 
 // NewIntervals starts the first interval now. snap reads the maps, reset
@@ -26,8 +34,50 @@ func NewIntervals[R any](snap func(start time.Time, elapsed time.Duration) (R, e
 	return &Intervals[R]{snap: snap, reset: reset, emit: emit, start: time.Now()}
 }
 
+// NewDrainedIntervals is NewIntervals for a tool whose maps are read and
+// emptied in one fast step (drain, with bpfmaps.Drain) that returns the
+// slow one: naming the stacks and building the report. Tick returns once
+// the maps are drained, so every interval is cut on time however long a
+// report takes to build; one goroutine builds and emits the reports in
+// order, and Final waits for them.
+func NewDrainedIntervals[R any](drain func(start time.Time, elapsed time.Duration) (build func() (R, error), err error), emit func(R)) *Intervals[R] {
+	iv := &Intervals[R]{drain: drain, emit: emit, start: time.Now(),
+		builds: make(chan func() (R, error), 64), built: make(chan struct{})}
+	go func() {
+		defer close(iv.built)
+		for b := range iv.builds {
+			r, err := b()
+			if err != nil {
+				iv.fail(err)
+				continue
+			}
+			if iv.emit != nil {
+				iv.emit(r)
+			}
+		}
+	}()
+	return iv
+}
+
+func (iv *Intervals[R]) fail(err error) {
+	iv.buildMu.Lock()
+	if iv.err == nil {
+		iv.err = err
+	}
+	iv.buildMu.Unlock()
+}
+
+func (iv *Intervals[R]) failed() error {
+	iv.buildMu.Lock()
+	defer iv.buildMu.Unlock()
+	return iv.err
+}
+
 // Tick ends an interval (runctl.Options.OnInterval).
 func (iv *Intervals[R]) Tick() error {
+	if iv.drain != nil {
+		return iv.tickDrained()
+	}
 	now := time.Now()
 	r, err := iv.snap(iv.start, now.Sub(iv.start))
 	if err != nil {
@@ -43,9 +93,37 @@ func (iv *Intervals[R]) Tick() error {
 	return nil
 }
 
-// Final reads what the maps hold since the last cut.
+func (iv *Intervals[R]) tickDrained() error {
+	if err := iv.failed(); err != nil {
+		return err
+	}
+	now := time.Now()
+	b, err := iv.drain(iv.start, now.Sub(iv.start))
+	if err != nil {
+		return err
+	}
+	iv.start = now
+	iv.builds <- b
+	return nil
+}
+
+// Final reads what the maps hold since the last cut (after the reports
+// of earlier intervals are out).
 func (iv *Intervals[R]) Final() (R, error) {
-	return iv.snap(iv.start, time.Since(iv.start))
+	if iv.drain == nil {
+		return iv.snap(iv.start, time.Since(iv.start))
+	}
+	close(iv.builds)
+	<-iv.built
+	var zero R
+	if err := iv.failed(); err != nil {
+		return zero, err
+	}
+	b, err := iv.drain(iv.start, time.Since(iv.start))
+	if err != nil {
+		return zero, err
+	}
+	return b()
 }
 
 // ClearMap returns a reset that empties a hash map keyed by K.

@@ -154,13 +154,9 @@ const (
 const watchEvery = time.Second
 
 // newSymbolizer names every period's frames with the same resolvers as
-// recordings, keeping objects open between periods. The kernel's symbols
-// are read now, at start-up, rather than in the first period.
+// recordings, keeping objects open between periods.
 func newSymbolizer(lines bool) *symbolize.Symbolizer {
-	kernel := symbolize.Kallsyms()
-	_, _ = kernel.Open(symbolize.KernelObject) // a failure shows in each period's warnings
-	return symbolize.NewKept(symbolize.Kept{Budget: symbolBudget, Idle: symbolIdle, Memo: symbolMemo},
-		kernel, symbolize.PerfMaps{}, symbolize.VDSOImage(), symbolize.ELFFiles{NoLines: !lines})
+	return symbolize.NewRepeated(symbolize.Kept{Budget: symbolBudget, Idle: symbolIdle, Memo: symbolMemo}, lines)
 }
 
 // enqueue encodes one period and queues it, dropping the oldest when full.

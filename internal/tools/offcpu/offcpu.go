@@ -18,6 +18,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/symbolize/builder"
 )
 
@@ -124,9 +125,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	defer ld.Stop()
-	iv := bpfskel.NewIntervals(func(start time.Time, d time.Duration) (*Result, error) {
-		return collect(&maps, ld, o, s.Mode(), start, d)
-	}, bpfskel.ClearMap[offcpuOffcpuKey](maps.Blocked), o.OnInterval)
+	var sym *symbolize.Symbolizer // nil: a fresh one for the one report
+	if o.Interval > 0 {
+		// Every interval names the same processes' frames: keep the
+		// objects open between them.
+		sym = symbolize.NewRepeated(symbolize.Kept{Budget: 16 << 20, Idle: 3, Memo: 4096}, true)
+	}
+	iv := bpfskel.NewDrainedIntervals(func(start time.Time, d time.Duration) (func() (*Result, error), error) {
+		entries, errs, err := drain(&maps)
+		if err != nil {
+			return nil, err
+		}
+		return func() (*Result, error) {
+			return build(&maps, ld, o, s.Mode(), start, d, sym, entries, errs)
+		}, nil
+	}, o.OnInterval)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	if err != nil {
 		return nil, err
@@ -138,11 +151,35 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, err
 }
 
-func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start time.Time, elapsed time.Duration) (*Result, error) {
-	res := &Result{Attach: attach, Stacks: unwind.Completeness{Unit: "ns"}, WakerStacks: unwind.Completeness{Unit: "ns"}}
+// drained is one entry read from the blocked-time map.
+type drained struct {
+	key offcpuOffcpuKey
+	ns  uint64
+}
+
+// drain reads and deletes every entry of the blocked-time map, and the
+// error counters: an interval's blocked time is what was drained, and
+// what blocks meanwhile is the next one's.
+func drain(m *offcpuMaps) ([]drained, Errors, error) {
+	var out []drained
+	var errs Errors
+	err := bpfmaps.Drain(m.Blocked, func(key offcpuOffcpuKey, ns uint64) {
+		out = append(out, drained{key, ns})
+	})
+	if err != nil {
+		return nil, errs, fmt.Errorf("reading blocked time: %w", err)
+	}
+	if err := m.Errors.Read(&errs); err != nil {
+		return nil, errs, fmt.Errorf("reading the error counters: %w", err)
+	}
+	return out, errs, nil
+}
+
+// build names the drained entries' stacks and makes the report.
+func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start time.Time, elapsed time.Duration, sym *symbolize.Symbolizer, entries []drained, errs Errors) (*Result, error) {
+	res := &Result{Attach: attach, Errors: errs, Stacks: unwind.Completeness{Unit: "ns"}, WakerStacks: unwind.Completeness{Unit: "ns"}}
 	b := builder.New()
-	var key offcpuOffcpuKey
-	var ns uint64
+	b.Symbolizer = sym
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
 	seen := map[uint32]bool{}
@@ -154,8 +191,8 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 		us, _ := ld.Stack(ustack, &ubuf)
 		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), us.PCs)
 	}
-	it := m.Blocked.Iterate()
-	for it.Next(&key, &ns) {
+	for _, e := range entries {
+		key, ns := e.key, e.ns
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
@@ -188,12 +225,6 @@ func collect(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start t
 			locs = append(locs, blocked...)
 		}
 		b.SampleLocs(key.Pid, tid, locs, ns)
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading blocked time: %w", err)
-	}
-	if err := m.Errors.Read(&res.Errors); err != nil {
-		return nil, fmt.Errorf("reading the error counters: %w", err)
 	}
 	event := "offcpu"
 	if o.Wakers {
