@@ -45,8 +45,10 @@ type walker struct {
 
 	filter bool // tracepoint programs walk only the processes followed
 
-	stats   stackstat.Completeness
-	missing uint64 // samples whose walked stack's record never came (ring full)
+	stats      stackstat.Completeness
+	missing    uint64 // samples without their walked stack: both causes below
+	unpaired   uint64 // … whose walked stack's record never came
+	unreadable uint64 // … whose key named no stack in unwind_stacks (the insert failed)
 }
 
 // walked is an output record waiting for its sample.
@@ -254,6 +256,7 @@ func (w *walker) user(s *perf.Sample, key uint64, walked bool) {
 	if !walked {
 		if s.Pid != 0 {
 			w.missing++
+			w.unpaired++
 		}
 		return
 	}
@@ -265,6 +268,7 @@ func (w *walker) user(s *perf.Sample, key uint64, walked bool) {
 		got, ok := w.ld.Stack(key, &w.buf)
 		if !ok {
 			w.missing++
+			w.unreadable++
 			return
 		}
 		got.PCs = append([]uint64(nil), got.PCs...)
@@ -304,22 +308,29 @@ type WalkStats struct {
 	Stacks stackstat.Completeness `json:"user_stacks"`
 	Walker unwind.Counters        `json:"walker"`
 	Loader unwind.Stats           `json:"loader"`
-	// Unpaired are samples whose walked stack never reached the ring
-	// (it was full) or could not be read back.
+	// Unpaired are samples whose walked stack's record never reached the
+	// ring: the kernel could not write it (OutputErrors), or the sample
+	// ran without the walker.
 	Unpaired uint64 `json:"unpaired_samples"`
-	// OutputErrors are walked stacks the kernel could not write.
-	OutputErrors uint64 `json:"output_errors"`
+	// Unreadable are samples whose key named no stack in unwind_stacks.
+	Unreadable uint64 `json:"unreadable_stacks"`
+	// OutputErrors are walked stacks the kernel could not write, by cause
+	// (bpf_perf_event_output's errno).
+	OutputErrors   uint64 `json:"output_errors"`
+	OutputRingFull uint64 `json:"output_ring_full"`
+	OutputNoEvent  uint64 `json:"output_no_event"`
+	OutputOther    uint64 `json:"output_other"`
 }
 
 // finish reads the walker's counters.
 func (w *walker) finish() *WalkStats {
-	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.missing}
+	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.unpaired, Unreadable: w.unreadable}
 	ws.Stacks.Lost = ws.Walker.StacksFull
 	ws.Stacks.Unwritten = w.missing
 	ws.Stacks.Total += ws.Stacks.Lost + ws.Stacks.Unwritten
 	var errs walkErrors
 	if err := w.objs.WalkErrors.Read(&errs); err == nil {
-		ws.OutputErrors = errs.Output
+		ws.OutputErrors, ws.OutputRingFull, ws.OutputNoEvent, ws.OutputOther = errs.Output, errs.RingFull, errs.NoOutput, errs.Other
 	}
 	return ws
 }
@@ -327,7 +338,10 @@ func (w *walker) finish() *WalkStats {
 // walkErrors are record.bpf.c's counters (each tag names its member of
 // enum walk_error, bpfskel.Counters).
 type walkErrors struct {
-	Output uint64 `counter:"WALK_ERR_OUTPUT"`
+	Output   uint64 `counter:"WALK_ERR_OUTPUT"`
+	RingFull uint64 `counter:"WALK_ERR_RING_FULL"`
+	NoOutput uint64 `counter:"WALK_ERR_NO_OUTPUT"`
+	Other    uint64 `counter:"WALK_ERR_OUTPUT_OTHER"`
 }
 
 // close detaches everything; the caller closes the events first.
