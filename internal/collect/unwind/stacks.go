@@ -23,21 +23,29 @@ func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	if id == 0 {
 		return Stack{}, false
 	}
+	if st, ok := l.keptStack(id, buf); ok {
+		return st, true
+	}
+	var v stackValue
+	if err := l.m.Stacks.Lookup(id, &v); err != nil {
+		// A drain may have moved it between the two looks.
+		return l.keptStack(id, buf)
+	}
+	n := min(int(v.Len), MaxFrames)
+	copy(buf[:], v.Pcs[:n])
+	return Stack{PCs: buf[:n], End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}, true
+}
+
+// keptStack is the stack with key id moved to user space, copied to buf.
+func (l *Loader) keptStack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	l.kept.Lock()
 	st, ok := l.kept.m[id]
 	l.kept.Unlock()
 	if ok {
 		n := copy(buf[:], st.PCs)
 		st.PCs = buf[:n]
-		return st, true
 	}
-	var v stackValue
-	if err := l.m.Stacks.Lookup(id, &v); err != nil {
-		return Stack{}, false
-	}
-	n := min(int(v.Len), MaxFrames)
-	copy(buf[:], v.Pcs[:n])
-	return Stack{PCs: buf[:n], End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}, true
+	return st, ok
 }
 
 // keptStacks are walked stacks moved out of unwind_stacks, by key.
