@@ -49,6 +49,9 @@ type walker struct {
 	missing    uint64 // samples without their walked stack: both causes below
 	unpaired   uint64 // … whose walked stack's record never came
 	unreadable uint64 // … whose key named no stack in unwind_stacks (the insert failed)
+	// Unpaired samples by what came before them in their ring: no walked
+	// stack's record since the last sample, or one of another thread.
+	noRecord, otherThread uint64
 }
 
 // walked is an output record waiting for its sample.
@@ -245,6 +248,12 @@ func (w *walker) take(cpu int, body []byte, p *pending) bool {
 	}
 	if l := w.last[cpu]; l.ok && l.tid == tid {
 		p.key, p.walked = l.key, true
+	} else if le32(body[16:]) != 0 {
+		if l.ok {
+			w.otherThread++
+		} else {
+			w.noRecord++
+		}
 	}
 	delete(w.last, cpu)
 	return false
@@ -314,6 +323,11 @@ type WalkStats struct {
 	Unpaired uint64 `json:"unpaired_samples"`
 	// Unreadable are samples whose key named no stack in unwind_stacks.
 	Unreadable uint64 `json:"unreadable_stacks"`
+	// UnpairedNoRecord and UnpairedOtherThread say why samples were
+	// unpaired: no walked stack's record came before them in their ring,
+	// or the one that came was another thread's.
+	UnpairedNoRecord    uint64 `json:"unpaired_no_record"`
+	UnpairedOtherThread uint64 `json:"unpaired_other_thread"`
 	// OutputErrors are walked stacks the kernel could not write, by cause
 	// (bpf_perf_event_output's errno).
 	OutputErrors   uint64 `json:"output_errors"`
@@ -324,7 +338,8 @@ type WalkStats struct {
 
 // finish reads the walker's counters.
 func (w *walker) finish() *WalkStats {
-	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.unpaired, Unreadable: w.unreadable}
+	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.unpaired, Unreadable: w.unreadable,
+		UnpairedNoRecord: w.noRecord, UnpairedOtherThread: w.otherThread}
 	ws.Stacks.Lost = ws.Walker.StacksFull
 	ws.Stacks.Unwritten = w.missing
 	ws.Stacks.Total += ws.Stacks.Lost + ws.Stacks.Unwritten
