@@ -227,7 +227,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 				res.Stacks.Unwritten += count
 			}
 		}
-		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), user)
+		locs := b.StackLocs(key.Pid, bpfmaps.HashedStack(objs.Kstacks, key.KernelStack, kbuf), user)
 		if len(locs) == 0 {
 			continue
 		}
@@ -252,7 +252,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	res.Stacks.Total += res.Stacks.Lost + res.Stacks.Unwritten
 	var warn []string
 	if res.Errors.KernelStack > 0 {
-		warn = append(warn, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
+		warn = append(warn, fmt.Sprintf("kernel stacks not stored: %d (stack map full)", res.Errors.KernelStack))
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	return res, nil
