@@ -35,9 +35,15 @@ STACK_MAP(stacks, 1);
  * follows distinct stacks; as many as counts has keys. */
 SONDE_MAP_FLAGS(kstacks, BPF_MAP_TYPE_HASH, __u64, struct profile_kstack, 65536, BPF_F_NO_PREALLOC);
 
+/* The kernel stack being taken: a struct profile_kstack and one more
+ * slot, so a frame index masked to 7 bits stays inside. */
+struct kstack_scratch {
+	__u64 ips[MAX_STACK_DEPTH + 1];
+};
+
 /* key: 0 (u32); value: the kernel stack being taken, per CPU (1 KB: more
  * than the BPF stack). */
-PERCPU_ARRAY(kscratch, struct profile_kstack, 1);
+PERCPU_ARRAY(kscratch, struct kstack_scratch, 1);
 
 /* key: struct profile_key; value: samples (u64 count). A plain hash: the
  * per-key counter is bumped atomically, and per-CPU values would double the
@@ -47,23 +53,23 @@ HASH_MAP(counts, struct profile_key, __u64, 65536);
 /* key: enum profile_error; value: occurrences (u64), per CPU. */
 ENUM_COUNTERS(errors, enum profile_error, ERR_MAX);
 
-/* The current kernel stack's key in kstacks, stored when new; 0 when there
- * is none (a sample in user mode) or it could not be stored (counted). */
-static __always_inline __u64 kernel_stack(void *ctx)
+/* Store this CPU's kernel stack (kscratch) in kstacks when new and return
+ * its key (a hash of its frames), or 0 when it could not be stored
+ * (counted). A global function: the verifier checks it once, not once for
+ * every path through the user-stack walk before it (inlined, do_sample
+ * was too large). */
+__noinline __u64 kstack_store(void)
 {
 	__u32 zero = 0;
-	struct profile_kstack *ks = bpf_map_lookup_elem(&kscratch, &zero);
+	struct kstack_scratch *ks = bpf_map_lookup_elem(&kscratch, &zero);
 	if (!ks)
-		return 0;
-	/* bpf_get_stack zeroes what it does not fill. */
-	long n = bpf_get_stack(ctx, ks->ips, sizeof(ks->ips), 0);
-	if (n <= 0)
 		return 0;
 	__u64 h = 0xcbf29ce484222325ULL;
 	for (int i = 0; i < MAX_STACK_DEPTH; i++) {
-		if ((long)i * 8 >= n)
-			break;
-		h ^= ks->ips[i];
+		__u64 ip = ks->ips[i & MAX_STACK_DEPTH];
+		if (ip == 0)
+			break; /* bpf_get_stack zeroes what it does not fill */
+		h ^= ip;
 		h *= 0x9e3779b97f4a7c15ULL;
 		h ^= h >> 29;
 	}
@@ -77,6 +83,19 @@ static __always_inline __u64 kernel_stack(void *ctx)
 		}
 	}
 	return h;
+}
+
+/* The current kernel stack's key in kstacks; 0 when there is none (a
+ * sample in user mode) or it could not be stored. */
+static __always_inline __u64 kernel_stack(void *ctx)
+{
+	__u32 zero = 0;
+	struct kstack_scratch *ks = bpf_map_lookup_elem(&kscratch, &zero);
+	if (!ks)
+		return 0;
+	if (bpf_get_stack(ctx, ks->ips, sizeof(struct profile_kstack), 0) <= 0)
+		return 0;
+	return kstack_store();
 }
 
 SEC("perf_event")
