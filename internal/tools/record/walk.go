@@ -52,6 +52,7 @@ type walker struct {
 	// Unpaired samples by what came before them in their ring: no walked
 	// stack's record since the last sample, or one of another thread.
 	noRecord, otherThread uint64
+	released              uint64 // samples paired with a thread-0 record (take)
 }
 
 // walked is an output record waiting for its sample.
@@ -246,8 +247,16 @@ func (w *walker) take(cpu int, body []byte, p *pending) bool {
 		}
 		return true
 	}
-	if l := w.last[cpu]; l.ok && l.tid == tid {
+	// A record of thread 0 before a sample of another thread: a task
+	// reaped on another CPU while it still ran its exit path here (its
+	// ids were released between the sample's and the record's; 6 samples
+	// a minute with processes starting all the time). The kernel writes
+	// no sample whose program did not run, so the record is its own.
+	if l := w.last[cpu]; l.ok && (l.tid == tid || l.tid == 0) {
 		p.key, p.walked = l.key, true
+		if l.tid != tid {
+			w.released++
+		}
 	} else if le32(body[16:]) != 0 {
 		if l.ok {
 			w.otherThread++
@@ -328,6 +337,9 @@ type WalkStats struct {
 	// or the one that came was another thread's.
 	UnpairedNoRecord    uint64 `json:"unpaired_no_record"`
 	UnpairedOtherThread uint64 `json:"unpaired_other_thread"`
+	// PairedReleased are samples paired with a record of thread 0: their
+	// task was reaped while its exit path still ran.
+	PairedReleased uint64 `json:"paired_released_task"`
 	// OutputErrors are walked stacks the kernel could not write, by cause
 	// (bpf_perf_event_output's errno).
 	OutputErrors   uint64 `json:"output_errors"`
@@ -339,7 +351,7 @@ type WalkStats struct {
 // finish reads the walker's counters.
 func (w *walker) finish() *WalkStats {
 	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.unpaired, Unreadable: w.unreadable,
-		UnpairedNoRecord: w.noRecord, UnpairedOtherThread: w.otherThread}
+		UnpairedNoRecord: w.noRecord, UnpairedOtherThread: w.otherThread, PairedReleased: w.released}
 	ws.Stacks.Lost = ws.Walker.StacksFull
 	ws.Stacks.Unwritten = w.missing
 	ws.Stacks.Total += ws.Stacks.Lost + ws.Stacks.Unwritten
