@@ -52,8 +52,11 @@ type walker struct {
 	// Unpaired samples by what came before them in their ring: no walked
 	// stack's record since the last sample, or one of another thread.
 	noRecord, otherThread uint64
-	released              uint64 // samples paired with a thread-0 record (take)
+	released              uint64 // samples paired with a released task's record (take)
 }
+
+// released is the thread id perf gives a task whose pid was released.
+const released = ^uint32(0)
 
 // walked is an output record waiting for its sample.
 type walked struct {
@@ -247,12 +250,14 @@ func (w *walker) take(cpu int, body []byte, p *pending) bool {
 		}
 		return true
 	}
-	// A record of thread 0 before a sample of another thread: a task
-	// reaped on another CPU while it still ran its exit path here (its
-	// ids were released between the sample's and the record's; 6 samples
-	// a minute with processes starting all the time). The kernel writes
-	// no sample whose program did not run, so the record is its own.
-	if l := w.last[cpu]; l.ok && (l.tid == tid || l.tid == 0) {
+	// A record of thread -1 before a sample of another thread: a task
+	// reaped on another CPU while it still ran its exit path here. The
+	// sample's ids are taken before the program runs, the record's after,
+	// and between them its pid was released (perf_event_tid says -1 for
+	// a task no longer pid_alive; 10–30 samples a minute with processes
+	// starting all the time). The kernel writes no sample whose program
+	// did not run, so the record is this sample's.
+	if l := w.last[cpu]; l.ok && (l.tid == tid || l.tid == released) {
 		p.key, p.walked = l.key, true
 		if l.tid != tid {
 			w.released++
@@ -337,7 +342,7 @@ type WalkStats struct {
 	// or the one that came was another thread's.
 	UnpairedNoRecord    uint64 `json:"unpaired_no_record"`
 	UnpairedOtherThread uint64 `json:"unpaired_other_thread"`
-	// PairedReleased are samples paired with a record of thread 0: their
+	// PairedReleased are samples paired with a record of thread -1: their
 	// task was reaped while its exit path still ran.
 	PairedReleased uint64 `json:"paired_released_task"`
 	// OutputErrors are walked stacks the kernel could not write, by cause
