@@ -40,6 +40,9 @@ func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 func (l *Loader) keptStack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	l.kept.Lock()
 	st, ok := l.kept.m[id]
+	if !ok {
+		st, ok = l.kept.prev[id]
+	}
 	l.kept.Unlock()
 	if ok {
 		n := copy(buf[:], st.PCs)
@@ -52,7 +55,21 @@ func (l *Loader) keptStack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 type keptStacks struct {
 	sync.Mutex
 	m      map[uint64]Stack
+	prev   map[uint64]Stack // before the last ForgetKeptStacks
 	drains int
+}
+
+// ForgetKeptStacks lets go of the stacks kept before the previous call,
+// for tools that report every interval and clear their counts: a key
+// counted since then was drained since then (a stack drained earlier is
+// stored again when it recurs), so memory follows two intervals' stacks,
+// not the whole run's.
+func (l *Loader) ForgetKeptStacks() {
+	l.kept.Lock()
+	if l.kept.m != nil {
+		l.kept.prev, l.kept.m = l.kept.m, map[uint64]Stack{}
+	}
+	l.kept.Unlock()
 }
 
 // DrainEvery is how often KeepStacks moves the walked stacks to user

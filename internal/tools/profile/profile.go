@@ -104,6 +104,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}, func() error {
 		keeper.ForgetGone()
 		ld.ForgetExited()
+		ld.ForgetKeptStacks()
 		return clearCounts()
 	}, o.OnInterval)
 	_, err = s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
