@@ -550,10 +550,16 @@ static __always_inline __u64 unwind_user_stack(void)
 	__u64 h = unwind_mix(st->hash, st->out.len);
 	if (h == 0)
 		h = 1;
-	if (!bpf_map_lookup_elem(&unwind_stacks, &h) &&
-	    bpf_map_update_elem(&unwind_stacks, &h, &st->out, BPF_NOEXIST) == -7 /* -E2BIG: full */) {
-		counter_inc(&unwind_counters, UNWIND_C_STACKS_FULL);
-		return 0;
+	if (!bpf_map_lookup_elem(&unwind_stacks, &h)) {
+		/* -E2BIG: full; -ENOMEM: the entry could not be allocated here
+		 * (in interrupt context); -EEXIST: another CPU stored it first,
+		 * which is no loss. A stack not stored is counted, and its key
+		 * not given out: it would name nothing. */
+		long err = bpf_map_update_elem(&unwind_stacks, &h, &st->out, BPF_NOEXIST);
+		if (err && err != -17 /* -EEXIST */) {
+			counter_inc(&unwind_counters, UNWIND_C_STACKS_FULL);
+			return 0;
+		}
 	}
 	return h;
 }

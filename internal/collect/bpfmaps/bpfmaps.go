@@ -37,6 +37,20 @@ func Stack(m *ebpf.Map, id int32, buf []uint64) []uint64 {
 	return buf
 }
 
+// HashedStack is Stack for a hash map of stacks keyed by a 64-bit hash of
+// their frames (0: none), as profile keeps kernel stacks.
+func HashedStack(m *ebpf.Map, key uint64, buf []uint64) []uint64 {
+	if key == 0 || m.Lookup(key, &buf) != nil {
+		return nil
+	}
+	for i, ip := range buf {
+		if ip == 0 {
+			return buf[:i]
+		}
+	}
+	return buf
+}
+
 // CString turns a fixed-size C char array (as bpf2go types it) into a string.
 func CString(c []int8) string {
 	b := make([]byte, 0, len(c))

@@ -55,6 +55,11 @@ type Loader struct {
 	execs chan uint32
 	done  chan struct{}
 
+	// keep: walked stacks move to user space every DrainEvery (KeepStacks).
+	keep                    bool
+	kept                    keptStacks
+	drainStop, drainStopped chan struct{}
+
 	// Only, when set, is the one process the tool traces: notices about
 	// others (exec and exit are seen system-wide) are ignored.
 	Only int
@@ -130,6 +135,10 @@ func (l *Loader) Start() error {
 	l.ring = r
 	go l.work(l.pending)
 	go l.work(l.execs)
+	if l.keep {
+		l.drainStop, l.drainStopped = make(chan struct{}), make(chan struct{})
+		go l.drainLoop(l.drainStop, l.drainStopped)
+	}
 	return nil
 }
 
@@ -137,6 +146,11 @@ func (l *Loader) Start() error {
 func (l *Loader) Stop() {
 	if l.ring == nil {
 		return
+	}
+	if l.drainStop != nil {
+		close(l.drainStop)
+		<-l.drainStopped
+		l.drainStop = nil
 	}
 	l.ring.Stop()
 	l.ring = nil

@@ -1,6 +1,14 @@
 package unwind
 
-import "github.com/sonde-dev/sonde/internal/model/stackstat"
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/model/stackstat"
+)
 
 // Aliases of the walk's result types (see internal/model/stackstat).
 type (
@@ -9,18 +17,146 @@ type (
 	Completeness = stackstat.Completeness
 )
 
-// Stack reads the stack with key id (0: none) into buf.
+// Stack reads the stack with key id (0: none) into buf: from the stacks
+// moved to user space (DrainStacks) or from unwind_stacks.
 func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	if id == 0 {
 		return Stack{}, false
 	}
+	if st, ok := l.keptStack(id, buf); ok {
+		return st, true
+	}
 	var v stackValue
 	if err := l.m.Stacks.Lookup(id, &v); err != nil {
-		return Stack{}, false
+		// A drain may have moved it between the two looks.
+		return l.keptStack(id, buf)
 	}
 	n := min(int(v.Len), MaxFrames)
 	copy(buf[:], v.Pcs[:n])
 	return Stack{PCs: buf[:n], End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}, true
+}
+
+// keptStack is the stack with key id moved to user space, copied to buf.
+func (l *Loader) keptStack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
+	l.kept.Lock()
+	st, ok := l.kept.m[id]
+	if !ok {
+		st, ok = l.kept.prev[id]
+	}
+	l.kept.Unlock()
+	if ok {
+		n := copy(buf[:], st.PCs)
+		st.PCs = buf[:n]
+	}
+	return st, ok
+}
+
+// keptStacks are walked stacks moved out of unwind_stacks, by key.
+type keptStacks struct {
+	sync.Mutex
+	m      map[uint64]Stack
+	prev   map[uint64]Stack // before the last ForgetKeptStacks
+	drains int
+}
+
+// ForgetKeptStacks lets go of the stacks kept before the previous call,
+// for tools that report every interval and clear their counts: a key
+// counted since then was drained since then (a stack drained earlier is
+// stored again when it recurs), so memory follows two intervals' stacks,
+// not the whole run's.
+func (l *Loader) ForgetKeptStacks() {
+	l.kept.Lock()
+	if l.kept.m != nil {
+		l.kept.prev, l.kept.m = l.kept.m, map[uint64]Stack{}
+	}
+	l.kept.Unlock()
+}
+
+// DrainEvery is how often KeepStacks moves the walked stacks to user
+// space. unwind_stacks then holds what the walker stored in one period:
+// 16,384 stacks are 160,000 samples a second.
+const DrainEvery = 100 * time.Millisecond
+
+// drainBatch is how many stacks one batch lookup reads (1 KB each).
+const drainBatch = 256
+
+// KeepStacks has the loader move every walked stack from unwind_stacks to
+// user space every DrainEvery, from Start to Stop, for tools that read
+// their stacks' keys only at the end (profile, offcpu): the map, which
+// the walker never empties, then holds a period's new stacks instead of
+// every distinct stack of the run (a 60 s system-wide run with processes
+// starting has more than its 16,384 entries: each process's stacks are
+// new, its addresses randomized). A key read from the map stays valid:
+// Stack finds it here once it left the map. Call it before Start.
+func (l *Loader) KeepStacks() {
+	l.kept.Lock()
+	if l.kept.m == nil {
+		l.kept.m = map[uint64]Stack{}
+	}
+	l.kept.Unlock()
+	l.keep = true
+}
+
+// DrainStacks moves every stack in unwind_stacks to user space (KeepStacks
+// does it every DrainEvery). A stack is copied before its entry is
+// deleted, so a key the walker found in the map just before the delete
+// still names its frames; a stack stored during the read stays for the
+// next drain.
+func (l *Loader) DrainStacks() error {
+	if l.m.Stacks == nil {
+		return nil
+	}
+	l.kept.Lock()
+	if l.kept.m == nil {
+		l.kept.m = map[uint64]Stack{}
+	}
+	l.kept.Unlock()
+	keys, vals := make([]uint64, drainBatch), make([]stackValue, drainBatch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := l.m.Stacks.BatchLookup(&cursor, keys, vals, nil)
+		if n > 0 {
+			l.kept.Lock()
+			for i := range n {
+				v := &vals[i]
+				k := min(int(v.Len), MaxFrames)
+				l.kept.m[keys[i]] = Stack{PCs: append([]uint64(nil), v.Pcs[:k]...), End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}
+			}
+			l.kept.Unlock()
+			if _, derr := l.m.Stacks.BatchDelete(keys[:n], nil); derr != nil {
+				for _, k := range keys[:n] {
+					l.m.Stacks.Delete(k)
+				}
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	l.kept.Lock()
+	l.kept.drains++
+	l.kept.Unlock()
+	return nil
+}
+
+// drainLoop runs DrainStacks every DrainEvery until done closes.
+func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
+	defer close(finished)
+	tk := time.NewTicker(DrainEvery)
+	defer tk.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tk.C:
+		}
+		if err := l.DrainStacks(); err != nil {
+			l.loadError(err)
+		}
+	}
 }
 
 // Counters are the walker's own counts (unwind_counters), over every walk

@@ -50,8 +50,12 @@ HASH_MAP(wakers, __u32, struct waker, 32768);
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
 
-/* key: struct offcpu_key; value: blocked time (u64 ns). */
-HASH_MAP(blocked, struct offcpu_key, __u64, 65536);
+/* key: struct offcpu_key; value: blocked time (u64 ns). Every process has
+ * keys of its own (its pid, its stacks at random addresses): system-wide
+ * with short processes starting all the time, 65,536 preallocated keys
+ * were full within 30 s (32,910 blocks lost). Allocated on insert, so
+ * memory follows the keys met. */
+SONDE_MAP_FLAGS(blocked, BPF_MAP_TYPE_HASH, struct offcpu_key, __u64, 262144, BPF_F_NO_PREALLOC);
 
 /* key: enum offcpu_error; value: count (u64), per CPU. */
 ENUM_COUNTERS(errors, enum offcpu_error, OFFCPU_ERR_MAX);
@@ -73,7 +77,10 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	 * so the stack walks see prev's stacks. */
 	if (wanted(ppid, ptid)) {
 		long st = task_state_btf(prev, btf);
-		if (!state_mask || (st == 0 ? (state_mask & 0x100) : (state_mask & st))) {
+		/* TASK_DEAD (0x80): a task's last switch, after its exit; it
+		 * never comes back to end the block, and its entry in starts
+		 * would stay there until the map was full. */
+		if (!(st & 0x80) && (!state_mask || (st == 0 ? (state_mask & 0x100) : (state_mask & st)))) {
 			struct start s = {};
 			s.ts = now;
 			s.key.pid = ppid;

@@ -118,6 +118,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	ld := unwind.Wire(&t, o.Pid, nil)
 	ld.Only = only
+	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
 	s, err := bpfskel.Open(t)
 	if err != nil {
 		ld.Stop()

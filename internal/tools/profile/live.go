@@ -48,7 +48,7 @@ func (l *Live) Take() ([]Hit, error) {
 	for it.Next(&key, &count) {
 		keys = append(keys, key)
 		h := Hit{Pid: key.Pid, Comm: bpfmaps.CString(key.Comm[:]), Count: count}
-		if k := bpfmaps.Stack(l.maps.Stacks, key.KernelStack, stack); len(k) > 0 {
+		if k := bpfmaps.HashedStack(l.maps.Kstacks, key.KernelStack, stack); len(k) > 0 {
 			h.Addr, h.Kernel = k[0], true
 		} else if u, ok := l.ld.Stack(key.UserStack, &ubuf); ok && len(u.PCs) > 0 {
 			h.Addr = u.PCs[0]
@@ -65,8 +65,8 @@ func (l *Live) Take() ([]Hit, error) {
 		if k.UserStack != 0 {
 			l.maps.UnwindStacks.Delete(k.UserStack)
 		}
-		if k.KernelStack >= 0 {
-			l.maps.Stacks.Delete(uint32(k.KernelStack))
+		if k.KernelStack != 0 {
+			l.maps.Kstacks.Delete(k.KernelStack)
 		}
 	}
 	return out, nil

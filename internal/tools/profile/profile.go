@@ -114,6 +114,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}, func() error {
 		keeper.ForgetGone()
 		ld.ForgetExited()
+		ld.ForgetKeptStacks()
 		return clearCounts()
 	}, o.OnInterval)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
@@ -207,6 +208,8 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 		ld = unwind.WireLeaf(&t, nil)
 	} else {
 		ld = unwind.Wire(&t, pid, nil)
+		// Keys are read at the end: the stacks map must not fill meanwhile.
+		ld.KeepStacks()
 	}
 	s, err := bpfskel.Open(t)
 	if err != nil {
@@ -243,9 +246,14 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 			if ok {
 				user = us.PCs
 				res.Stacks.Add(ld.FileOf, key.Pid, us, count)
+			} else if key.UserStack != 0 {
+				// A key that names no stack: never expected (the walker
+				// gives out keys of stored stacks only, and the loader
+				// keeps what it takes out of the map), but counted.
+				res.Stacks.Unwritten += count
 			}
 		}
-		locs := b.StackLocs(key.Pid, bpfmaps.Stack(objs.Stacks, key.KernelStack, kbuf), user)
+		locs := b.StackLocs(key.Pid, bpfmaps.HashedStack(objs.Kstacks, key.KernelStack, kbuf), user)
 		if len(locs) == 0 {
 			continue
 		}
@@ -267,10 +275,10 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	res.Unwind = Unwind{Walker: ld.Counters(), Loader: ld.Stats()}
 	// Samples whose user stack found the stack map full carry none.
 	res.Stacks.Lost = res.Unwind.Walker.StacksFull
-	res.Stacks.Total += res.Stacks.Lost
+	res.Stacks.Total += res.Stacks.Lost + res.Stacks.Unwritten
 	var warn []string
 	if res.Errors.KernelStack > 0 {
-		warn = append(warn, fmt.Sprintf("kernel stack walks failed: %d (stack map full)", res.Errors.KernelStack))
+		warn = append(warn, fmt.Sprintf("kernel stacks not stored: %d (stack map full)", res.Errors.KernelStack))
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	return res, nil

@@ -29,7 +29,10 @@ struct walk_record {
 };
 
 enum walk_error {
-	WALK_ERR_OUTPUT, /* the record could not be written (ring full, no output event on this CPU) */
+	WALK_ERR_OUTPUT,       /* the record could not be written: every cause below */
+	WALK_ERR_RING_FULL,    /* -ENOSPC: record's ring on this CPU was full */
+	WALK_ERR_NO_OUTPUT,    /* -ENOENT, -EOPNOTSUPP: no output event on this CPU (yet) */
+	WALK_ERR_OUTPUT_OTHER, /* any other errno (-EBUSY: nested too deep, -E2BIG, -EINVAL) */
 	WALK_ERR_MAX,
 };
 
@@ -67,8 +70,16 @@ static __always_inline int walk(void *ctx)
 			return 1; /* not record's: no perf event wants this hit */
 	}
 	struct walk_record r = {.key = unwind_user_stack()};
-	if (bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, &r, sizeof(r)))
+	long err = bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, &r, sizeof(r));
+	if (err) {
 		counter_inc(&walk_errors, WALK_ERR_OUTPUT);
+		if (err == -28 /* ENOSPC */)
+			counter_inc(&walk_errors, WALK_ERR_RING_FULL);
+		else if (err == -2 /* ENOENT */ || err == -95 /* EOPNOTSUPP */)
+			counter_inc(&walk_errors, WALK_ERR_NO_OUTPUT);
+		else
+			counter_inc(&walk_errors, WALK_ERR_OUTPUT_OTHER);
+	}
 	return 1;
 }
 

@@ -137,6 +137,10 @@ type session struct {
 	why        runctl.Reason
 	exit       int
 
+	// onExec: the events are enabled at the command's exec (enable_on_exec),
+	// not by enable.
+	onExec bool
+
 	ord    orderer
 	sample perf.Sample // reused by every sample
 	lost   uint64
@@ -307,6 +311,9 @@ func (s *session) begin() error {
 	// heap is the tables, and garbage must not pile up 8× over them.
 	s.memLimit = debug.SetMemoryLimit(32 << 20)
 	s.gcSet = true
+	if err := s.enable(); err != nil {
+		return err
+	}
 	if s.o.Ready != nil {
 		if err := s.o.Ready(); err != nil {
 			return err
@@ -324,6 +331,26 @@ func (s *session) begin() error {
 	if s.o.Duration > 0 {
 		s.timer = time.NewTimer(s.o.Duration)
 		s.deadline = s.timer.C
+	}
+	return nil
+}
+
+// enable starts every event not waiting for the command's exec: all of
+// them exist by now, with the walker's program attached and its outputs
+// in place, so every sample carries its walked stack from the first.
+func (s *session) enable() error {
+	if s.onExec {
+		return nil
+	}
+	for _, r := range s.ringList {
+		if err := perf.Enable(r.FD); err != nil {
+			return fmt.Errorf("enabling the events on cpu %d: %w", r.CPU, err)
+		}
+	}
+	for _, fd := range s.fds {
+		if err := perf.Enable(fd); err != nil {
+			return fmt.Errorf("enabling the events: %w", err)
+		}
 	}
 	return nil
 }

@@ -28,8 +28,9 @@ func Summarize(w io.Writer, res *Result, path, size string) {
 	}
 	if res.Walk != nil {
 		fmt.Fprintf(w, "sonde: user %s\n", &res.Walk.Stacks)
-		if res.Walk.Unpaired > 0 || res.Walk.OutputErrors > 0 {
-			fmt.Fprintf(w, "sonde: warning: %d samples without their walked stack (%d the kernel could not write)\n", res.Walk.Unpaired, res.Walk.OutputErrors)
+		if ws := res.Walk; ws.Unpaired > 0 || ws.Unreadable > 0 || ws.OutputErrors > 0 {
+			fmt.Fprintf(w, "sonde: warning: %d samples without their walked stack (%d the kernel could not write: %d ring full, %d no output event, %d other; %d not found in the stacks map; unpaired: %d with no record before them, %d after another thread's)\n",
+				ws.Unpaired+ws.Unreadable, ws.OutputErrors, ws.OutputRingFull, ws.OutputNoEvent, ws.OutputOther, ws.Unreadable, ws.UnpairedNoRecord, ws.UnpairedOtherThread)
 		}
 	}
 	for _, warn := range p.Meta.Warnings {

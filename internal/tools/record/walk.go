@@ -44,9 +44,18 @@ type walker struct {
 
 	filter bool // tracepoint programs walk only the processes followed
 
-	stats   stackstat.Completeness
-	missing uint64 // samples whose walked stack's record never came (ring full)
+	stats      stackstat.Completeness
+	missing    uint64 // samples without their walked stack: both causes below
+	unpaired   uint64 // … whose walked stack's record never came
+	unreadable uint64 // … whose key named no stack in unwind_stacks (the insert failed)
+	// Unpaired samples by what came before them in their ring: no walked
+	// stack's record since the last sample, or one of another thread.
+	noRecord, otherThread uint64
+	released              uint64 // samples paired with a released task's record (take)
 }
+
+// released is the thread id perf gives a task whose pid was released.
+const released = ^uint32(0)
 
 // walked is an output record waiting for its sample.
 type walked struct {
@@ -238,8 +247,24 @@ func (w *walker) take(cpu int, body []byte, p *pending) bool {
 		}
 		return true
 	}
-	if l := w.last[cpu]; l.ok && l.tid == tid {
+	// A record of thread -1 before a sample of another thread: a task
+	// reaped on another CPU while it still ran its exit path here. The
+	// sample's ids are taken before the program runs, the record's after,
+	// and between them its pid was released (perf_event_tid says -1 for
+	// a task no longer pid_alive; 10–30 samples a minute with processes
+	// starting all the time). The kernel writes no sample whose program
+	// did not run, so the record is this sample's.
+	if l := w.last[cpu]; l.ok && (l.tid == tid || l.tid == released) {
 		p.key, p.walked = l.key, true
+		if l.tid != tid {
+			w.released++
+		}
+	} else if le32(body[16:]) != 0 {
+		if l.ok {
+			w.otherThread++
+		} else {
+			w.noRecord++
+		}
 	}
 	delete(w.last, cpu)
 	return false
@@ -251,6 +276,7 @@ func (w *walker) user(s *perf.Sample, key uint64, walked bool) {
 	if !walked {
 		if s.Pid != 0 {
 			w.missing++
+			w.unpaired++
 		}
 		return
 	}
@@ -262,6 +288,7 @@ func (w *walker) user(s *perf.Sample, key uint64, walked bool) {
 		got, ok := w.ld.Stack(key, &w.buf)
 		if !ok {
 			w.missing++
+			w.unreadable++
 			return
 		}
 		got.PCs = append([]uint64(nil), got.PCs...)
@@ -301,22 +328,38 @@ type WalkStats struct {
 	Stacks stackstat.Completeness `json:"user_stacks"`
 	Walker unwind.Counters        `json:"walker"`
 	Loader unwind.Stats           `json:"loader"`
-	// Unpaired are samples whose walked stack never reached the ring
-	// (it was full) or could not be read back.
+	// Unpaired are samples whose walked stack's record never reached the
+	// ring: the kernel could not write it (OutputErrors), or the sample
+	// ran without the walker.
 	Unpaired uint64 `json:"unpaired_samples"`
-	// OutputErrors are walked stacks the kernel could not write.
-	OutputErrors uint64 `json:"output_errors"`
+	// Unreadable are samples whose key named no stack in unwind_stacks.
+	Unreadable uint64 `json:"unreadable_stacks"`
+	// UnpairedNoRecord and UnpairedOtherThread say why samples were
+	// unpaired: no walked stack's record came before them in their ring,
+	// or the one that came was another thread's.
+	UnpairedNoRecord    uint64 `json:"unpaired_no_record"`
+	UnpairedOtherThread uint64 `json:"unpaired_other_thread"`
+	// PairedReleased are samples paired with a record of thread -1: their
+	// task was reaped while its exit path still ran.
+	PairedReleased uint64 `json:"paired_released_task"`
+	// OutputErrors are walked stacks the kernel could not write, by cause
+	// (bpf_perf_event_output's errno).
+	OutputErrors   uint64 `json:"output_errors"`
+	OutputRingFull uint64 `json:"output_ring_full"`
+	OutputNoEvent  uint64 `json:"output_no_event"`
+	OutputOther    uint64 `json:"output_other"`
 }
 
 // finish reads the walker's counters.
 func (w *walker) finish() *WalkStats {
-	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.missing}
+	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.unpaired, Unreadable: w.unreadable,
+		UnpairedNoRecord: w.noRecord, UnpairedOtherThread: w.otherThread, PairedReleased: w.released}
 	ws.Stacks.Lost = ws.Walker.StacksFull
 	ws.Stacks.Unwritten = w.missing
 	ws.Stacks.Total += ws.Stacks.Lost + ws.Stacks.Unwritten
 	var errs walkErrors
 	if err := w.objs.WalkErrors.Read(&errs); err == nil {
-		ws.OutputErrors = errs.Output
+		ws.OutputErrors, ws.OutputRingFull, ws.OutputNoEvent, ws.OutputOther = errs.Output, errs.RingFull, errs.NoOutput, errs.Other
 	}
 	return ws
 }
@@ -324,7 +367,10 @@ func (w *walker) finish() *WalkStats {
 // walkErrors are record.bpf.c's counters (each tag names its member of
 // enum walk_error, bpfskel.Counters).
 type walkErrors struct {
-	Output uint64 `counter:"WALK_ERR_OUTPUT"`
+	Output   uint64 `counter:"WALK_ERR_OUTPUT"`
+	RingFull uint64 `counter:"WALK_ERR_RING_FULL"`
+	NoOutput uint64 `counter:"WALK_ERR_NO_OUTPUT"`
+	Other    uint64 `counter:"WALK_ERR_OUTPUT_OTHER"`
 }
 
 // close detaches everything; the caller closes the events first.

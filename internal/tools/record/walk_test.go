@@ -49,6 +49,12 @@ func TestTakePairsInRingOrder(t *testing.T) {
 		{1, sampleBody(ev, 11, nil), false, 0, false},
 		{1, sampleBody(out, 11, []byte{1, 2}), true, 0, false}, // short: ignored
 		{1, sampleBody(ev, 11, nil), false, 0, false},
+		// A task reaped on another CPU mid-sample: its record says thread
+		// -1, its sample (prepared before the program ran) its own.
+		{0, sampleBody(out, ^uint32(0), keyRaw(0x123)), true, 0, false},
+		{0, sampleBody(ev, 13, nil), false, 0x123, true},
+		{0, sampleBody(out, 0, keyRaw(0)), true, 0, false}, // idle's
+		{0, sampleBody(ev, 14, nil), false, 0, false},
 	}
 	for i, s := range steps {
 		var p pending
