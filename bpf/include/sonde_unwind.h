@@ -35,6 +35,14 @@ struct inode___unwind {
 struct file___unwind {
 	struct inode___unwind *f_inode;
 } __attribute__((preserve_access_index));
+struct mm_context___unwind {
+	void *vdso;
+} __attribute__((preserve_access_index));
+struct mm_struct___unwind {
+	unsigned long start_code, end_code;
+	struct file___unwind *exe_file;
+	struct mm_context___unwind context;
+} __attribute__((preserve_access_index));
 struct vm_area_struct___unwind {
 	unsigned long vm_start, vm_end, vm_pgoff;
 	struct file___unwind *vm_file;
@@ -238,35 +246,77 @@ static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel
 }
 
 
-/* bpf_find_vma callback: the table of the file behind vma, when loaded. */
-static long unwind_vma_cb(void *task, struct vm_area_struct___unwind *vma, void *data)
+/* The table of the file behind vma, when its rows are loaded and the
+ * mapping overlaps the file's executable segment: true with *c filled. */
+static __always_inline bool unwind_vma_table(struct vm_area_struct___unwind *vma, struct unwind_vma *c)
 {
-	struct unwind_vma *c = data; /* the rows of the file mapped at pc */
 	struct file___unwind *f = BPF_CORE_READ(vma, vm_file);
 	if (!f)
-		return 0;
+		return false;
 	struct unwind_file_key k = {
 		.ino = BPF_CORE_READ(f, f_inode, i_ino),
 		.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev),
 	};
 	struct unwind_file *uf = bpf_map_lookup_elem(&unwind_files, &k);
 	if (!uf)
-		return 0;
+		return false;
 	__u64 start = BPF_CORE_READ(vma, vm_start), end = BPF_CORE_READ(vma, vm_end);
 	__u64 moff = (__u64)BPF_CORE_READ(vma, vm_pgoff) << (unwind_page_shift & 63);
 	if (moff >= uf->off + uf->size || moff + (end - start) <= uf->off)
-		return 0;
+		return false;
 	c->start = start;
 	c->end = end;
 	c->bias = start - moff - uf->delta;
 	c->row_first = uf->row_first;
 	c->row_count = uf->row_count;
+	return true;
+}
+
+/* bpf_find_vma callback: the table of the file behind vma, when loaded. */
+static long unwind_vma_cb(void *task, struct vm_area_struct___unwind *vma, void *data)
+{
+	unwind_vma_table(vma, data); /* the rows of the file mapped at pc */
 	return 0;
+}
+
+/* The executable's text without the mmap lock: the kernel's ELF loader
+ * keeps its executable segments' range in the address space (start_code,
+ * end_code: the lowest PF_X segment's vaddr + load bias to the highest
+ * one's end) and the file in exe_file. user space's unwind_file is the
+ * same first PF_X segment, so the bias (load bias + table base) is
+ * start_code - off - delta. True with *c filled when pc lies there and
+ * the executable's rows are loaded. */
+static __always_inline bool unwind_exe_table(struct unwind_state *st, struct unwind_vma *c)
+{
+	struct mm_struct___unwind *mm = (void *)st->mm;
+	__u64 start = BPF_CORE_READ(mm, start_code), end = BPF_CORE_READ(mm, end_code);
+	if (st->pc < start || st->pc >= end)
+		return false;
+	struct file___unwind *f = BPF_CORE_READ(mm, exe_file);
+	if (!f)
+		return false;
+	struct unwind_file_key k = {
+		.ino = BPF_CORE_READ(f, f_inode, i_ino),
+		.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev),
+	};
+	struct unwind_file *uf = bpf_map_lookup_elem(&unwind_files, &k);
+	if (!uf)
+		return false;
+	c->start = start;
+	c->end = end;
+	c->bias = start - uf->off - uf->delta;
+	c->row_first = uf->row_first;
+	c->row_count = uf->row_count;
+	return true;
 }
 
 /* A pc outside the process's loaded mappings: if the kernel maps a file
  * there whose rows are loaded, walk with them at once (the process's
- * entry comes later, from user space). */
+ * entry comes later, from user space). The executable is found through
+ * the address space alone (unwind_exe_table); any other file through
+ * bpf_find_vma, which in interrupt context and with interrupts off works
+ * once per program run: one walk finds the executable and one library,
+ * the CPU's cache keeps both for the next walks. */
 static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind_vma *c)
 {
 	if (unwind_max_frames <= 1)
@@ -279,9 +329,22 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		}
 	}
 	c->row_count = 0;
-	bpf_find_vma(bpf_get_current_task_btf(), st->pc, unwind_vma_cb, c, 0);
-	if (c->row_count == 0)
-		return false;
+	if (!unwind_exe_table(st, c)) {
+		/* The vDSO has no file (its table comes with the process's
+		 * entry): asking the kernel would only spend the one lookup
+		 * the next frame, in libc, needs. Its text is a page or two at
+		 * mm->context.vdso (x86-64, arm64). */
+		struct mm_struct___unwind *mm = (void *)st->mm;
+		__u64 vdso = 0;
+		if (bpf_core_field_exists(mm->context.vdso)) {
+			bpf_core_read(&vdso, sizeof(vdso), &mm->context.vdso);
+			if (vdso && st->pc - vdso < (4ULL << (unwind_page_shift & 63)))
+				return false;
+		}
+		bpf_find_vma(bpf_get_current_task_btf(), st->pc, unwind_vma_cb, c, 0);
+		if (c->row_count == 0)
+			return false;
+	}
 	struct unwind_vma_entry *e = &st->vmas[st->vma_next++ & (UNWIND_VMA_CACHE - 1)];
 	e->mm = st->mm;
 	e->vma = *c;

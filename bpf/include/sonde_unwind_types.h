@@ -104,10 +104,11 @@ struct unwind_stack {
 	__u64 pcs[UNWIND_MAX_FRAMES]; /* leaf first */
 };
 
-/* A file mapping found through the kernel (bpf_find_vma), kept on its
- * CPU: in interrupt context the helper works once per program run (the
- * mmap lock's release is deferred until the interrupt ends), so a walk
- * reuses what earlier walks of the same address space found. */
+/* A file mapping found through the kernel (the executable's range in the
+ * address space, other files through bpf_find_vma), kept on its CPU: in
+ * interrupt context the helper works once per program run (the mmap
+ * lock's release is deferred until the interrupt ends), so a walk reuses
+ * what earlier walks of the same address space found. */
 struct unwind_vma {
 	__u64 start, end, bias; /* the mapping's range, and pc - bias is a row pc */
 	__u32 row_first, row_count;
