@@ -42,6 +42,7 @@ struct mm_struct___unwind {
 	unsigned long start_code, end_code;
 	struct file___unwind *exe_file;
 	struct mm_context___unwind context;
+	unsigned long saved_auxv[2]; /* AT_* pairs; only its offset is used */
 } __attribute__((preserve_access_index));
 struct vm_area_struct___unwind {
 	unsigned long vm_start, vm_end, vm_pgoff;
@@ -120,6 +121,14 @@ RINGBUF(unwind_notices, 64 * 1024);
 /* key: process id (u32); value: ns of the last notice about it (u64),
  * the rate limit. LRU: forgotten processes age out. */
 SONDE_MAP(unwind_noticed, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 8192);
+
+/* key: process id (tgid, u32); value: struct unwind_interp, the dynamic
+ * loader's text as the process's exec left it (address space, range,
+ * bias, rows). Written at exec, where the kernel can be asked for any
+ * mapping; read by walks in interrupt context, where it can be asked once
+ * per run and not at all while the process holds its mmap lock (the
+ * loader's own mmap calls). LRU, and deleted at exit. */
+SONDE_MAP(unwind_interps, BPF_MAP_TYPE_LRU_HASH, __u32, struct unwind_interp, 8192);
 
 static __always_inline void unwind_notice(__u32 pid, __u32 kind, __u64 pc, bool limit)
 {
@@ -329,7 +338,10 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		}
 	}
 	c->row_count = 0;
-	if (!unwind_exe_table(st, c)) {
+	struct unwind_interp *in = bpf_map_lookup_elem(&unwind_interps, &st->pid);
+	if (in && in->mm == st->mm && in->vma.start <= st->pc && st->pc < in->vma.end) {
+		*c = in->vma;
+	} else if (!unwind_exe_table(st, c)) {
 		/* The vDSO has no file (its table comes with the process's
 		 * entry): asking the kernel would only spend the one lookup
 		 * the next frame, in libc, needs. Its text is a page or two at
@@ -630,10 +642,67 @@ static __always_inline __u64 unwind_user_stack(void)
 /* The walker's bookkeeping of processes: a new image drops the old
  * mappings at once (the next sample asks for the new ones), an exit frees
  * them. */
+/* bpf_find_vma callback: the key of the file behind vma (none: ino 0). */
+static long unwind_file_cb(void *task, struct vm_area_struct___unwind *vma, void *data)
+{
+	struct unwind_file_key *k = data;
+	struct file___unwind *f = BPF_CORE_READ(vma, vm_file);
+	if (f) {
+		k->ino = BPF_CORE_READ(f, f_inode, i_ino);
+		k->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	}
+	return 0;
+}
+
+#define UNWIND_AUXV_WORDS 48 /* AT_BASE comes ninth or so of about 20 pairs */
+#define UNWIND_AT_BASE 7
+
+/* At exec the dynamic loader is mapped and nothing else of the new image
+ * is: find its text (its base from the auxiliary vector the kernel saved,
+ * its file from the mapping there, its text from the file's rows) while
+ * the kernel can be asked, and keep it for the walks of the process's
+ * first milliseconds. */
+static __always_inline void unwind_keep_interp(__u32 pid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct___unwind *mm = (void *)BPF_CORE_READ((struct task_struct___unwind *)task, mm);
+	if (!mm || !bpf_core_field_exists(mm->saved_auxv))
+		return;
+	__u64 auxv[UNWIND_AUXV_WORDS];
+	if (bpf_probe_read_kernel(auxv, sizeof(auxv), (void *)mm + bpf_core_field_offset(mm->saved_auxv)))
+		return;
+	__u64 base = 0;
+	for (int i = 0; i + 1 < UNWIND_AUXV_WORDS; i += 2) {
+		if (auxv[i] == 0)
+			break; /* AT_NULL */
+		if (auxv[i] == UNWIND_AT_BASE) {
+			base = auxv[i + 1];
+			break;
+		}
+	}
+	if (!base)
+		return; /* a static executable: no loader */
+	struct unwind_file_key k = {};
+	bpf_find_vma(task, base, unwind_file_cb, &k, 0);
+	struct unwind_file *uf = k.ino ? bpf_map_lookup_elem(&unwind_files, &k) : NULL;
+	if (!uf)
+		return; /* its rows are not loaded: the walk asks the kernel later */
+	/* Where the text lies if the loader's first segment is at offset 0
+	 * of its file and vaddr 0, as ld.so's is; the mapping found there
+	 * says exactly, or nothing. */
+	struct unwind_interp in = {.mm = (__u64)mm};
+	bpf_find_vma(task, base + uf->off + uf->delta, unwind_vma_cb, &in.vma, 0);
+	if (in.vma.row_count)
+		bpf_map_update_elem(&unwind_interps, &pid, &in, BPF_ANY);
+}
+
 TP_BTF_OR_RAW(sched_process_exec, unwind_exec)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_map_delete_elem(&unwind_procs, &pid);
+	bpf_map_delete_elem(&unwind_interps, &pid);
+	if (unwind_max_frames > 1)
+		unwind_keep_interp(pid);
 	unwind_notice(pid, UNWIND_NOTICE_EXEC, 0, false);
 	/* No rate limit on the first notice after exec: the dynamic loader
 	 * maps the libraries after this one is read, and the first sample in
@@ -648,6 +717,7 @@ TP_BTF_OR_RAW(sched_process_exit, unwind_exit)
 	__u32 pid = id >> 32;
 	if (pid != (__u32)id)
 		return 0; /* a thread, not the process */
+	bpf_map_delete_elem(&unwind_interps, &pid);
 	if (bpf_map_delete_elem(&unwind_procs, &pid) == 0)
 		unwind_notice(pid, UNWIND_NOTICE_EXIT, 0, false);
 	bpf_map_delete_elem(&unwind_noticed, &pid);

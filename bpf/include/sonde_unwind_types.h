@@ -119,6 +119,13 @@ struct unwind_vma_entry {
 	struct unwind_vma vma;
 };
 
+/* The dynamic loader's text found at exec (unwind_interps), valid for
+ * the address space it was found in. */
+struct unwind_interp {
+	__u64 mm;
+	struct unwind_vma vma;
+};
+
 #define UNWIND_VMA_CACHE 8 /* entries per CPU (a power of two) */
 
 /* A row search's answer, kept on its CPU: most frames of most samples
