@@ -146,6 +146,18 @@ static __always_inline void unwind_notice(__u32 pid, __u32 kind, __u64 pc, bool 
 		counter_inc(&unwind_counters, UNWIND_C_NOTICES);
 }
 
+/* A mapping found in the kernel, for user space to name the process's
+ * frames by even if it ends before its /proc entry is read. */
+static __always_inline void unwind_notice_map(__u32 pid, struct unwind_vma *c)
+{
+	struct unwind_notice n = {.pid = pid, .kind = UNWIND_NOTICE_MAP, .pc = c->start,
+				  .end = c->end, .off = c->off, .file = c->file};
+	if (bpf_ringbuf_output(&unwind_notices, &n, sizeof(n), 0))
+		counter_inc(&unwind_counters, UNWIND_C_NOTICES_LOST);
+	else
+		counter_inc(&unwind_counters, UNWIND_C_NOTICES);
+}
+
 static __always_inline bool unwind_read(__u64 *dst, __u64 addr)
 {
 	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) == 0;
@@ -278,6 +290,8 @@ static __always_inline bool unwind_vma_table(struct vm_area_struct___unwind *vma
 	c->bias = start - moff - uf->delta;
 	c->row_first = uf->row_first;
 	c->row_count = uf->row_count;
+	c->off = moff;
+	c->file = k;
 	return true;
 }
 
@@ -316,6 +330,8 @@ static __always_inline bool unwind_exe_table(struct unwind_state *st, struct unw
 	c->bias = start - uf->off - uf->delta;
 	c->row_first = uf->row_first;
 	c->row_count = uf->row_count;
+	c->off = uf->off;
+	c->file = k;
 	return true;
 }
 
@@ -357,6 +373,7 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		if (c->row_count == 0)
 			return false;
 	}
+	unwind_notice_map(st->pid, c);
 	struct unwind_vma_entry *e = &st->vmas[st->vma_next++ & (UNWIND_VMA_CACHE - 1)];
 	e->mm = st->mm;
 	e->vma = *c;

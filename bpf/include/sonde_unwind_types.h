@@ -112,6 +112,8 @@ struct unwind_stack {
 struct unwind_vma {
 	__u64 start, end, bias; /* the mapping's range, and pc - bias is a row pc */
 	__u32 row_first, row_count;
+	__u64 off;                   /* the file offset mapped at start */
+	struct unwind_file_key file; /* the file mapped (user space names it) */
 };
 
 struct unwind_vma_entry {
@@ -183,13 +185,18 @@ enum unwind_notice_kind {
 	UNWIND_NOTICE_PC = 1,   /* a pc outside every loaded mapping (a new mmap) */
 	UNWIND_NOTICE_EXEC = 2, /* a new image: mappings dropped */
 	UNWIND_NOTICE_EXIT = 3, /* the process exited: mappings dropped */
+	UNWIND_NOTICE_MAP = 4,  /* a mapping the walker found in the kernel */
 };
 
 /* A record of unwind_notices. */
 struct unwind_notice {
 	__u32 pid;
 	__u32 kind; /* enum unwind_notice_kind */
-	__u64 pc;   /* UNWIND_NOTICE_PC: the address */
+	__u64 pc;   /* UNWIND_NOTICE_PC: the address; MAP: the mapping's start */
+	/* UNWIND_NOTICE_MAP: the mapping, so a process that ends before user
+	 * space reads its /proc entry still has its frames named. */
+	__u64 end, off;
+	struct unwind_file_key file;
 };
 
 #endif

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,11 +40,14 @@ type Loader struct {
 	tables       map[unwindtable.Key]*loaded
 	vdsos        map[unwindtable.Key]*unwindtable.Table
 	procs        map[uint32]*proc
-	next, cap    uint32            // rows: next unused index, capacity
-	free         []span            // rows released by tables no process maps any more
-	used         map[span]bool     // every run ever given to a table (alloc)
-	idle         idleTables        // built tables no process maps now
-	exits        map[uint32]uint32 // pid → exits seen (Drop), so a Load racing an exit is undone
+	next, cap    uint32               // rows: next unused index, capacity
+	free         []span               // rows released by tables no process maps any more
+	used         map[span]bool        // every run ever given to a table (alloc)
+	idle         idleTables           // built tables no process maps now
+	exits        map[uint32]uint32    // pid → exits seen (Drop), so a Load racing an exit is undone
+	execGen      map[uint32]uint32    // pid → exec notices seen, so a Load of the image before is not kept
+	names        map[fileKey]string   // the path of every file in unwind_files, for MAP notices
+	found        map[uint32][]mapping // pid → mappings the walker found in the kernel (MAP notices)
 	stats        Stats
 
 	ring    *bpfskel.Ring
@@ -181,6 +185,22 @@ func (l *Loader) notice(raw []byte) {
 		l.Drop(int(n.Pid))
 		return
 	}
+	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_MAP) {
+		l.foundMapping(n)
+		return
+	}
+	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) {
+		// Counted here, in the ring's order: a Load that began before
+		// (a held command's pre-exec image, read for a PID notice on
+		// the other goroutine) must not replace the new image's.
+		l.mu.Lock()
+		if l.execGen == nil {
+			l.execGen = map[uint32]uint32{}
+		}
+		l.execGen[n.Pid]++
+		delete(l.found, n.Pid) // the old image's
+		l.mu.Unlock()
+	}
 	q := l.pending
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) {
 		q = l.execs
@@ -208,7 +228,7 @@ func (l *Loader) work(q <-chan uint32) {
 func (l *Loader) Load(pid int) error {
 	t0 := time.Now()
 	l.mu.Lock()
-	exits := l.exits[uint32(pid)]
+	exits, execs := l.exits[uint32(pid)], l.execGen[uint32(pid)]
 	l.mu.Unlock()
 	ms, err := procfs.ReadMaps(pid)
 	if err != nil {
@@ -249,6 +269,10 @@ func (l *Loader) Load(pid int) error {
 		return err
 	}
 	key := uint32(pid)
+	if l.execed(key, execs) {
+		l.release(p.keys)
+		return nil // the new image's Load, queued behind the exec, replaces it
+	}
 	if err := l.m.Procs.Put(key, &val); err != nil {
 		l.release(p.keys)
 		return fmt.Errorf("loading the mappings of process %d: %w", pid, err)
@@ -258,6 +282,13 @@ func (l *Loader) Load(pid int) error {
 	// a missing process is gone), or the notice came (exits counted it).
 	alive := procfs.CheckPid(pid) == nil
 	l.mu.Lock()
+	if l.execGen[key] != execs {
+		// The process exec'd while this was written: read it again, over
+		// whatever the new image's Load wrote meanwhile.
+		l.mu.Unlock()
+		l.release(p.keys)
+		return l.Load(pid)
+	}
 	if !alive || l.exits[key] != exits {
 		// Its entry must not outlive it, nor hold its tables.
 		l.mu.Unlock()
@@ -278,6 +309,37 @@ func (l *Loader) Load(pid int) error {
 		l.release(old.keys)
 	}
 	return nil
+}
+
+// foundMapping keeps a mapping the walker found in the kernel, named by
+// its file's path: a process that ends before its /proc entry is read
+// (a command that lives a millisecond) still has its frames named.
+func (l *Loader) foundMapping(n *noticeValue) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name, ok := l.names[fileKey{Ino: n.File.Ino, Dev: n.File.Dev}]
+	if !ok {
+		return
+	}
+	if l.found == nil {
+		l.found = map[uint32][]mapping{}
+	}
+	ms := l.found[n.Pid]
+	for _, m := range ms {
+		if m.start == n.Pc {
+			return
+		}
+	}
+	if len(ms) < maxMappings {
+		l.found[n.Pid] = append(ms, mapping{start: n.Pc, end: n.End, offset: n.Off, path: name})
+	}
+}
+
+// execed says whether pid exec'd since a Load that saw n execs began.
+func (l *Loader) execed(pid, n uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.execGen[pid] != n
 }
 
 // descends says whether pid is root or one of its descendants, by the
@@ -371,7 +433,7 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 		}
 	}
 	lt.refs++
-	l.addFile(lt, path, t)
+	l.addFile(lt, path, m.Path, t)
 	return lt.span, bias, key, true
 }
 
@@ -404,7 +466,7 @@ func (l *Loader) loadTable(t *unwindtable.Table, key unwindtable.Key) *loaded {
 // the kernel, so a mapping of it that no process entry names yet still
 // unwinds (unwind_files). Files seen under several names are added once
 // per inode.
-func (l *Loader) addFile(lt *loaded, path string, t *unwindtable.Table) {
+func (l *Loader) addFile(lt *loaded, path, name string, t *unwindtable.Table) {
 	if l.files.Files == nil || path == "" || len(t.Exec) == 0 {
 		return
 	}
@@ -413,6 +475,10 @@ func (l *Loader) addFile(lt *loaded, path string, t *unwindtable.Table) {
 		return
 	}
 	k := fileKey{Ino: st.Ino, Dev: uint32(unix.Major(st.Dev))<<20 | uint32(unix.Minor(st.Dev))}
+	if l.names == nil {
+		l.names = map[fileKey]string{}
+	}
+	l.names[k] = name
 	for _, f := range lt.files {
 		if f == k {
 			return
@@ -563,12 +629,20 @@ func (l *Loader) Exited(pid uint32) ([]procfs.Mapping, bool) {
 	p := l.procs[pid]
 	// A process may end before its exit notice is read (a command's run
 	// ends with it): without its /proc entry it is gone all the same.
-	if p == nil || (!p.gone && mapped(pid)) {
+	if (p == nil && len(l.found[pid]) == 0) || (p != nil && !p.gone && mapped(pid)) || (p == nil && mapped(pid)) {
 		return nil, false
 	}
-	out := make([]procfs.Mapping, len(p.maps))
-	for i, m := range p.maps {
-		out[i] = procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Perms: "r-xp", Path: m.path}
+	var out []procfs.Mapping
+	if p != nil {
+		for _, m := range p.maps {
+			out = append(out, procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Perms: "r-xp", Path: m.path})
+		}
+	}
+	// What the walker found fills what /proc was not read in time for.
+	for _, m := range l.found[pid] {
+		if !slices.ContainsFunc(out, func(o procfs.Mapping) bool { return o.Start < m.end && m.start < o.End }) {
+			out = append(out, procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Perms: "r-xp", Path: m.path})
+		}
 	}
 	return out, true
 }
@@ -595,6 +669,14 @@ func (l *Loader) ForgetExited() {
 	for pid, p := range l.procs {
 		if p.gone {
 			delete(l.procs, pid)
+			delete(l.exits, pid)
+			delete(l.execGen, pid)
+			delete(l.found, pid)
+		}
+	}
+	for pid := range l.found {
+		if l.procs[pid] == nil && !mapped(pid) {
+			delete(l.found, pid)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func (l *Loader) Preload(exe string) []string {
 			continue
 		}
 		lt.refs++ // the loader's own reference: never released
-		l.addFile(lt, f, t)
+		l.addFile(lt, f, f, t)
 		l.mu.Unlock()
 		done = append(done, f)
 	}
