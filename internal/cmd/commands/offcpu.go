@@ -63,5 +63,5 @@ func newOffcpuCmd(name string) *cobra.Command {
 	return cmd
 }
 
-var _ = Register(Spec{Name: "offcpu", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("offcpu") }, JSON: []any{blocked.Report{}}, Remote: true})
-var _ = Register(Spec{Name: "wakeup", Page: "offcpu.md", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("wakeup") }, JSON: []any{blocked.Report{}}, Remote: true})
+var _ = Register(Spec{Name: "offcpu", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("offcpu") }, JSON: []any{blocked.Report{}}, Remote: true, RunsCommand: true})
+var _ = Register(Spec{Name: "wakeup", Page: "offcpu.md", Group: BPF, New: func() *cobra.Command { return newOffcpuCmd("wakeup") }, JSON: []any{blocked.Report{}}, Remote: true, RunsCommand: true})

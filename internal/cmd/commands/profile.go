@@ -62,4 +62,4 @@ func newProfileCmd() *cobra.Command {
 	return cmd
 }
 
-var _ = Register(Spec{Name: "profile", Group: BPF, New: newProfileCmd, JSON: []any{stackprof.Errors{}, stackstat.Completeness{}, jsonout.Run{}}, Remote: true})
+var _ = Register(Spec{Name: "profile", Group: BPF, New: newProfileCmd, JSON: []any{stackprof.Errors{}, stackstat.Completeness{}, jsonout.Run{}}, Remote: true, RunsCommand: true})

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -157,7 +159,7 @@ func Validate(root *cobra.Command, args []string) (*Plan, error) {
 		return nil, bad
 	}
 	pos := fs.Args()
-	if len(pos) > 0 && cmd.Annotations[RunsCommand] == "true" {
+	if len(pos) > 0 && cmd.Annotations[RunsCommand] == "true" && !bareDuration(pos) {
 		return nil, fmt.Errorf("%s %s: the agent starts no programs; give -p PID or -a (and --duration)", cmd.Name(), strings.Join(pos, " "))
 	}
 	for _, a := range pos {
@@ -170,6 +172,20 @@ func Validate(root *cobra.Command, args []string) (*Plan, error) {
 	}
 	plan.Args = append(plan.Args, pos...)
 	return plan, nil
+}
+
+// bareDuration says whether the positional arguments are one duration
+// (`profile 5`, `offcpu 500ms`): a tool that takes a command or a bare
+// duration is then given the duration, never a program to start.
+func bareDuration(pos []string) bool {
+	if len(pos) != 1 {
+		return false
+	}
+	if _, err := strconv.ParseFloat(pos[0], 64); err == nil {
+		return true
+	}
+	_, err := time.ParseDuration(pos[0])
+	return err == nil
 }
 
 // noPath refuses values that name files on the target: the agent takes
