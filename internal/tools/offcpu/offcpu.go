@@ -126,6 +126,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	defer ld.Stop()
+	if s.Pid() != 0 {
+		o.Pid = s.Pid() // the command's: reports name it as their target
+	}
 	var sym *symbolize.Symbolizer // nil: a fresh one for the one report
 	if o.Interval > 0 {
 		// Every interval names the same processes' frames: keep the
