@@ -48,7 +48,7 @@ const MinInterval = 100 * time.Millisecond
 // Command adds the shared flags to c; pidUsage says what -p does ("" for
 // no -p).
 func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
-	if l.TakesCommand {
+	if l.TakesCommand && !l.DurationArg {
 		AcceptsCommand(c)
 	}
 	f := c.Flags()
@@ -146,17 +146,14 @@ func (l *Live) Span(elapsed time.Duration) time.Duration {
 }
 
 // isCommand says whether a tool that takes both a bare duration and a
-// command was given a command: anything after --, or a first argument
-// that is not a duration (`profile ./app`, as perf record takes it).
+// command was given a command: one that takes a bare duration takes a
+// command only after -- (`profile -- ./app`), so options still come in
+// any order (`offcpu 5 -p 42`) and a mistyped duration is one.
 func isCommand(cmd *cobra.Command, args []string, durationArg bool) bool {
 	if len(args) == 0 {
 		return false
 	}
-	if !durationArg || cmd.ArgsLenAtDash() == 0 {
-		return true
-	}
-	_, err := ParseDuration(args[0])
-	return err != nil
+	return !durationArg || cmd.ArgsLenAtDash() == 0
 }
 
 // BareDuration takes bcc's positional duration: `offcpu 5` is `offcpu -d 5`.
