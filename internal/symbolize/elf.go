@@ -322,6 +322,13 @@ func (e *ELF) FileOffsetToAddr(off uint64) uint64 {
 func (e *ELF) Lookup(addr uint64) (Frame, bool) {
 	var fr Frame
 	s, ok := e.syms.Find(addr, false)
+	if n, nok := e.syms.Find(addr+1, false); !ok && nok && n.Start == addr+1 {
+		// A return address one before a function, in the padding after
+		// another: a signal handler's return to the restorer (Go's
+		// runtime.sigreturn__sigaction, glibc's __restore_rt), which no
+		// call precedes, looked up at return address − 1 like any other.
+		s, ok = n, true
+	}
 	if ok {
 		fr.Func = Demangle(s.Name)
 		fr.FuncStart, fr.FuncSize = s.Start, s.Size

@@ -108,3 +108,23 @@ func TestCPlusPlusNames(t *testing.T) {
 		t.Errorf("got %q", fr.Func)
 	}
 }
+
+// TestLookupRestorer: a return address one byte before a function, in the
+// padding after another, is the function that starts there (a signal
+// handler returns to the restorer, which nothing calls); inside a
+// function it stays that function.
+func TestLookupRestorer(t *testing.T) {
+	e := &ELF{syms: NewSymbolTable([]Symbol{
+		{Name: "runtime.cgoSigtramp.abi0", Start: 0x483100, Size: 187},
+		{Name: "runtime.sigreturn__sigaction.abi0", Start: 0x4831c0, Size: 9},
+	})}
+	for _, c := range []struct {
+		addr uint64
+		want string
+	}{{0x4831bf, "runtime.sigreturn__sigaction.abi0"}, {0x4831ba, "runtime.cgoSigtramp.abi0"}, {0x4831bc, ""}} {
+		fr, _ := e.Lookup(c.addr)
+		if fr.Func != c.want {
+			t.Errorf("Lookup(%#x) = %q, want %q", c.addr, fr.Func, c.want)
+		}
+	}
+}

@@ -125,8 +125,13 @@ func New(resolvers ...Resolver) *Symbolizer {
 
 // Default is the machine's own resolvers: kallsyms for the kernel, perf
 // maps for JIT code, the vDSO image, and ELF files with their debug files.
-func Default() *Symbolizer {
-	return New(Kallsyms(), PerfMaps{}, VDSOImage(), ELFFiles{})
+func Default() *Symbolizer { return DefaultWith(true) }
+
+// DefaultWith is Default, reading line tables only when lines is true: a
+// report that shows no lines (profile, offcpu, memleak without a data
+// file) need not read DWARF nor inflate compressed sections.
+func DefaultWith(lines bool) *Symbolizer {
+	return New(Kallsyms(), PerfMaps{}, VDSOImage(), ELFFiles{NoLines: !lines})
 }
 
 // Open returns obj's symbols from the first resolver that has them. When

@@ -55,6 +55,7 @@ func runMemleak(ctx context.Context, l *cli.Live, o memleak.Options, v memleakVi
 		return cli.Usagef("-p/--pid and a command conflict: trace a process or run one")
 	}
 	o.Pid, o.Command, o.Duration, o.Interval = l.Pid, args, l.Duration, l.Interval
+	o.NoLines = v.Output == "" // only a data file keeps source lines
 	if err := o.Check(); err != nil {
 		return cli.Usagef("%v", err)
 	}

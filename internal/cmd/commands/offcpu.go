@@ -42,6 +42,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 	cmd.RunE = l.RunE("tracing off-CPU time", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
+		o.NoLines = sf.Output == "" // only a data file keeps source lines
 		vo.Target, vo.Comms = tgt, sf.Comms
 		return cli.RunStacks(l, &sf, cli.Stacked[*offcpu.Result]{Title: "sonde " + name,
 			Run: func(each func(*offcpu.Result)) (*offcpu.Result, error) {

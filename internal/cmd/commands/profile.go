@@ -11,6 +11,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/model/stackstat"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/tools/profile"
 	"github.com/sonde-dev/sonde/internal/view/emit"
 	"github.com/sonde-dev/sonde/internal/view/stackprof"
@@ -41,6 +42,9 @@ func newProfileCmd() *cobra.Command {
 		return nil
 	}
 	cmd.RunE = l.RunE("profiling", func(ctx context.Context, tgt string, _ []string) error {
+		if sf.Output == "" && l.Interval == 0 {
+			o.Symbolizer = symbolize.DefaultWith(false) // only a data file keeps source lines
+		}
 		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		return cli.RunStacks(l, &sf, cli.Stacked[*profile.Result]{Title: "sonde profile",
 			Run: func(each func(*profile.Result)) (*profile.Result, error) {

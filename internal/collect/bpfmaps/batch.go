@@ -13,7 +13,22 @@ const batchSize = 4096
 // time (one syscall per 4,096 entries, where iterating costs two per
 // entry), or by iteration where the kernel has no batch lookup (< 5.6).
 func Each[K, V any](m *ebpf.Map, fn func(K, V)) error {
-	keys, vals := make([]K, batchSize), make([]V, batchSize)
+	return new(Reader[K, V]).Each(m, fn)
+}
+
+// Reader reads maps a batch at a time into buffers it keeps: a tool that
+// scans a map every 100 ms allocates them once, not at every scan.
+type Reader[K, V any] struct {
+	keys []K
+	vals []V
+}
+
+// Each is bpfmaps.Each with r's buffers.
+func (r *Reader[K, V]) Each(m *ebpf.Map, fn func(K, V)) error {
+	if r.keys == nil {
+		r.keys, r.vals = make([]K, batchSize), make([]V, batchSize)
+	}
+	keys, vals := r.keys, r.vals
 	var cursor ebpf.MapBatchCursor
 	for {
 		n, err := m.BatchLookup(&cursor, keys, vals, nil)

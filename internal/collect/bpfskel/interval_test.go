@@ -36,6 +36,7 @@ func TestIntervals(t *testing.T) {
 		t.Errorf("a failed reset gave %v", err)
 	}
 }
+
 // TestDrainedIntervals: reports of drained intervals come out in order,
 // each built after Tick returned, and Final comes after all of them.
 func TestDrainedIntervals(t *testing.T) {

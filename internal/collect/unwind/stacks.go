@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/model/stackstat"
 )
 
@@ -57,6 +58,12 @@ type keptStacks struct {
 	m      map[uint64]Stack
 	prev   map[uint64]Stack // before the last ForgetKeptStacks
 	drains int
+
+	// The batch buffers, kept: a drain every 100 ms would otherwise
+	// allocate 270 KB each time, idle or not.
+	drainMu sync.Mutex
+	keys    []uint64
+	vals    []stackValue
 }
 
 // ForgetKeptStacks lets go of the stacks kept before the previous call,
@@ -111,7 +118,12 @@ func (l *Loader) DrainStacks() error {
 		l.kept.m = map[uint64]Stack{}
 	}
 	l.kept.Unlock()
-	keys, vals := make([]uint64, drainBatch), make([]stackValue, drainBatch)
+	l.kept.drainMu.Lock()
+	defer l.kept.drainMu.Unlock()
+	if l.kept.keys == nil {
+		l.kept.keys, l.kept.vals = make([]uint64, drainBatch), make([]stackValue, drainBatch)
+	}
+	keys, vals := l.kept.keys, l.kept.vals
 	var cursor ebpf.MapBatchCursor
 	for {
 		n, err := l.m.Stacks.BatchLookup(&cursor, keys, vals, nil)
@@ -147,17 +159,31 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 	defer close(finished)
 	tk := time.NewTicker(DrainEvery)
 	defer tk.Stop()
+	var lastWalks uint64
 	for {
 		select {
 		case <-done:
 			return
 		case <-tk.C:
 		}
+		// Drain once a quarter of the map may have been stored since the
+		// last drain (each walk stores at most one stack): an idle system
+		// costs one counter read per tick, not a walk of the map.
+		if l.m.Counters != nil && l.m.Counters.Map != nil {
+			walks := bpfmaps.SumPerCPU(l.m.Counters.Map, 0) // UNWIND_C_WALKS
+			if walks-lastWalks < UnwindStacksEntries/4 {
+				continue
+			}
+			lastWalks = walks
+		}
 		if err := l.DrainStacks(); err != nil {
 			l.loadError(err)
 		}
 	}
 }
+
+// UnwindStacksEntries is the capacity of unwind_stacks (UNWIND_STACKS_ENTRIES).
+const UnwindStacksEntries = 16384
 
 // Counters are the walker's own counts (unwind_counters), over every walk
 // (each counter tag names its member of enum unwind_counter,

@@ -26,6 +26,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/symbolize/builder"
 	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
@@ -34,6 +35,7 @@ import (
 type Options struct {
 	Pid     int      // the process traced (user mode needs it or Command)
 	Command []string // run this and trace it; the final report is what it never freed
+	NoLines bool     // the output shows no source lines (no data file): none are read
 	Kernel  bool     // the kernel's allocations (kmem tracepoints), not an allocator's
 	// Lib is the allocator's library or binary ("": libc, or with Prefix
 	// the traced program itself); Prefix goes before every function name
@@ -285,6 +287,7 @@ func (c *collector) collect(final bool) (*Result, error) {
 	res := &Result{Sampling: SamplingText(c.o), Source: c.source, Elapsed: now.Sub(c.start), Final: final,
 		Stacks: unwind.Completeness{Unit: "bytes"}}
 	b := builder.New()
+	b.Symbolizer = symbolize.DefaultWith(!c.o.NoLines)
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
 	seen := map[uint32]bool{}

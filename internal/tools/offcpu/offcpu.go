@@ -37,6 +37,9 @@ type Options struct {
 	// Command, when set, is run and traced (Pid must be 0): it is held
 	// before its exec until the programs and its tables are in place.
 	Command []string
+	// NoLines: the output shows no source lines (no data file is
+	// written), so none are read.
+	NoLines bool
 	// Interval, when set, ends a report every Interval: OnInterval gets
 	// the blocked time of that interval, and the maps start over.
 	Interval   time.Duration
@@ -129,11 +132,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s.Pid() != 0 {
 		o.Pid = s.Pid() // the command's: reports name it as their target
 	}
-	var sym *symbolize.Symbolizer // nil: a fresh one for the one report
+	sym := symbolize.DefaultWith(!o.NoLines)
 	if o.Interval > 0 {
 		// Every interval names the same processes' frames: keep the
 		// objects open between them.
-		sym = symbolize.NewRepeated(symbolize.Kept{Budget: 16 << 20, Idle: 3, Memo: 4096}, true)
+		sym = symbolize.NewRepeated(symbolize.Kept{Budget: 16 << 20, Idle: 3, Memo: 4096}, !o.NoLines)
 	}
 	iv := bpfskel.NewDrainedIntervals(func(start time.Time, d time.Duration) (func() (*Result, error), error) {
 		entries, errs, err := drain(&maps)

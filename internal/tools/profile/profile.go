@@ -47,7 +47,8 @@ type Options struct {
 	// before its exec until the sampler and its tables are in place.
 	Command []string
 	// WatchEvery is how often the counts are scanned for processes to
-	// keep the mappings of (default 100 ms; each scan reads the map).
+	// keep the mappings of (default 1 s; each scan reads the whole map, and
+	// the walker's loader keeps the mappings of the processes it walked).
 	WatchEvery time.Duration
 }
 
@@ -135,13 +136,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // read at the end, when a process may be gone. It returns a stop function.
 func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
 	if every <= 0 {
-		every = 100 * time.Millisecond
+		every = time.Second
 	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
 		tk := time.NewTicker(every)
 		defer tk.Stop()
+		var counts bpfmaps.Reader[profileProfileKey, uint64]
 		for {
 			select {
 			case <-done:
@@ -151,7 +153,7 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every t
 			if target != 0 {
 				keeper.Keep(target)
 			}
-			bpfmaps.Each(maps.Counts, func(key profileProfileKey, _ uint64) {
+			counts.Each(maps.Counts, func(key profileProfileKey, _ uint64) {
 				if p := int(key.Pid); p != 0 && p != target && !keeper.Kept(p) {
 					keeper.Keep(p)
 				}
