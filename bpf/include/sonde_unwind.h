@@ -366,8 +366,17 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		__u64 vdso = 0;
 		if (bpf_core_field_exists(mm->context.vdso)) {
 			bpf_core_read(&vdso, sizeof(vdso), &mm->context.vdso);
-			if (vdso && st->pc - vdso < (4ULL << (unwind_page_shift & 63)))
+			if (vdso && st->pc - vdso < (4ULL << (unwind_page_shift & 63))) {
+				/* Told once per CPU and address space, as a mapping
+				 * with no file: user space names it [vdso] even if the
+				 * process ends before its /proc entry is read. */
+				if (st->vdso_told != st->mm) {
+					st->vdso_told = st->mm;
+					struct unwind_vma v = {.start = vdso, .end = vdso + (4ULL << (unwind_page_shift & 63))};
+					unwind_notice_map(st->pid, &v);
+				}
 				return false;
+			}
 		}
 		bpf_find_vma(bpf_get_current_task_btf(), st->pc, unwind_vma_cb, c, 0);
 		if (c->row_count == 0)

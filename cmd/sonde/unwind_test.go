@@ -455,6 +455,13 @@ func TestProfileShortLivedChildren(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d samples of the short-lived children reach main;dispatch", chain, kid)
+	if float64(chain) < 0.9*float64(kid) {
+		for s, n := range folded(t, out.String()) {
+			if strings.HasPrefix(s, "unwind-kid;") && !strings.Contains(s, ";main;dispatch;") && n > 2 {
+				t.Logf("  %d %s", n, s)
+			}
+		}
+	}
 	if kid < 200 || float64(chain) < 0.9*float64(kid) {
 		t.Errorf("%d of %d samples of short-lived children unwind and symbolize to main;dispatch, want ≥ 90%%", chain, kid)
 	}

@@ -318,6 +318,9 @@ func (l *Loader) foundMapping(n *noticeValue) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	name, ok := l.names[fileKey{Ino: n.File.Ino, Dev: n.File.Dev}]
+	if n.File.Ino == 0 {
+		name, ok = "[vdso]", true // the one mapping the walker tells without a file
+	}
 	if !ok {
 		return
 	}

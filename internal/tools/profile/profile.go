@@ -47,8 +47,8 @@ type Options struct {
 	// before its exec until the sampler and its tables are in place.
 	Command []string
 	// WatchEvery is how often the counts are scanned for processes to
-	// keep the mappings of (default 1 s; each scan reads the whole map, and
-	// the walker's loader keeps the mappings of the processes it walked).
+	// keep the mappings of (default 100 ms; each scan reads the whole map,
+	// into buffers kept for the run).
 	WatchEvery time.Duration
 }
 
@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // read at the end, when a process may be gone. It returns a stop function.
 func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
 	if every <= 0 {
-		every = time.Second
+		every = 100 * time.Millisecond
 	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
