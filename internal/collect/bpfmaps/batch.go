@@ -25,25 +25,9 @@ type Reader[K, V any] struct {
 
 // Each is bpfmaps.Each with r's buffers.
 func (r *Reader[K, V]) Each(m *ebpf.Map, fn func(K, V)) error {
-	if r.keys == nil {
-		r.keys, r.vals = make([]K, batchSize), make([]V, batchSize)
-	}
-	keys, vals := r.keys, r.vals
-	var cursor ebpf.MapBatchCursor
-	for {
-		n, err := m.BatchLookup(&cursor, keys, vals, nil)
-		for i := 0; i < n; i++ {
-			fn(keys[i], vals[i])
-		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return nil
-		}
-		if errors.Is(err, ebpf.ErrNotSupported) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	done, err := r.batches(m.BatchLookup, fn)
+	if done || err != nil {
+		return err
 	}
 	var k K
 	var v V
@@ -54,30 +38,42 @@ func (r *Reader[K, V]) Each(m *ebpf.Map, fn func(K, V)) error {
 	return it.Err()
 }
 
+// batches calls fn for every entry op returns, a batch at a time; done
+// is false when the kernel has no such batch operation.
+func (r *Reader[K, V]) batches(op func(*ebpf.MapBatchCursor, any, any, *ebpf.BatchOptions) (int, error), fn func(K, V)) (done bool, err error) {
+	if r.keys == nil {
+		r.keys, r.vals = make([]K, batchSize), make([]V, batchSize)
+	}
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := op(&cursor, r.keys, r.vals, nil)
+		for i := 0; i < n; i++ {
+			fn(r.keys[i], r.vals[i])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return true, nil
+		}
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return false, nil
+		}
+		if err != nil {
+			return true, err
+		}
+	}
+}
+
 // Drain calls fn for every entry of a hash map and deletes it, a batch
 // at a time (one syscall per 4,096 entries), so an interval's read and
 // its reset are one step: what the programs add while the entries are
 // named and built into a report stays for the next interval. Where the
 // kernel has no batch lookup-and-delete (< 5.6) it reads, then clears.
 func Drain[K, V any](m *ebpf.Map, fn func(K, V)) error {
-	keys, vals := make([]K, batchSize), make([]V, batchSize)
-	var cursor ebpf.MapBatchCursor
-	for {
-		n, err := m.BatchLookupAndDelete(&cursor, keys, vals, nil)
-		for i := 0; i < n; i++ {
-			fn(keys[i], vals[i])
-		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return nil
-		}
-		if errors.Is(err, ebpf.ErrNotSupported) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	r := new(Reader[K, V])
+	done, err := r.batches(m.BatchLookupAndDelete, fn)
+	if done || err != nil {
+		return err
 	}
-	if err := Each(m, fn); err != nil {
+	if err := r.Each(m, fn); err != nil {
 		return err
 	}
 	return Clear[K](m)
