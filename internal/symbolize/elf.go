@@ -151,10 +151,15 @@ func OpenELF(path string, o Options) (*ELF, error) {
 		d, _ = f.DWARF()
 	}
 	if !hasSymtab || (d == nil && !o.NoLines) {
-		if dbg := findDebugFile(f, path, e.BuildID, o); dbg != "" {
+		dbg := findDebugFile(f, path, e.BuildID, o)
+		if dbg == "" {
+			dbg = fetchDebugFile(e.BuildID, path)
+		}
+		if dbg != "" {
 			if df, err := elf.Open(dbg); err == nil {
 				if !hasSymtab {
 					funcs = append(funcs, readFuncs(df)...)
+					hasSymtab = df.Section(".symtab") != nil
 				}
 				if d == nil && !o.NoLines {
 					d, _ = df.DWARF()
@@ -162,6 +167,11 @@ func OpenELF(path string, o Options) (*ELF, error) {
 				df.Close()
 			}
 		}
+	}
+	if !hasSymtab {
+		// MiniDebugInfo (Fedora, CentOS): the static functions' symbols,
+		// xz-compressed in .gnu_debugdata.
+		funcs = append(funcs, miniDebugInfo(f)...)
 	}
 	e.syms = NewSymbolTable(oneNamePerAddress(funcs))
 	// PLT stubs come from the binary itself: a debug file's .plt is empty.
@@ -269,38 +279,6 @@ func parseBuildIDNote(data []byte, bo binary.ByteOrder) string {
 }
 
 func align4(n uint64) uint64 { return (n + 3) &^ 3 }
-
-func findDebugFile(f *elf.File, path, id string, o Options) string {
-	var cands []string
-	if len(id) > 2 {
-		cands = append(cands, filepath.Join(o.DebugDir, ".build-id", id[:2], id[2:]+".debug"))
-	}
-	if s := f.Section(".gnu_debuglink"); s != nil {
-		if data, err := s.Data(); err == nil {
-			name := string(bytes.TrimRight(data[:bytes.IndexByte(append(data, 0), 0)], "\x00"))
-			if name != "" {
-				dir := filepath.Dir(path)
-				cands = append(cands,
-					filepath.Join(dir, name),
-					filepath.Join(dir, ".debug", name),
-					filepath.Join(o.DebugDir, dir, name))
-			}
-		}
-	}
-	cands = append(cands, filepath.Join(o.DebugDir, path+".debug"), filepath.Join(o.DebugDir, path))
-	for _, c := range cands {
-		if o.Root != "" {
-			c = filepath.Join(o.Root, c)
-		}
-		if c == path {
-			continue
-		}
-		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
-			return c
-		}
-	}
-	return ""
-}
 
 // FileOffsetToAddr converts an offset in the file (from a mapping) into the
 // ELF virtual address that symbols use.

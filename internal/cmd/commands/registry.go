@@ -125,6 +125,7 @@ func Root(v string) *cobra.Command {
 
 func newRoot() *cobra.Command {
 	var rc remote.Client
+	var noDebuginfod bool
 	root := cli.Doc("sonde", &cobra.Command{
 		Version: version,
 		Args:    cobra.NoArgs,
@@ -134,9 +135,11 @@ func newRoot() *cobra.Command {
 					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
 				}
 			}
+			useDebuginfod(!noDebuginfod)
 		}),
 	})
 	rc.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().BoolVar(&noDebuginfod, "no-debuginfod", false, "never ask the debuginfod servers of $DEBUGINFOD_URLS for debug files")
 	root.SetVersionTemplate("sonde {{.Version}}\n")
 	for _, g := range groups {
 		root.AddGroup(&cobra.Group{ID: string(g.id), Title: g.title})
