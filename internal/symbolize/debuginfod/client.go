@@ -51,6 +51,7 @@ type Client struct {
 	got    []string // what was fetched: "NAME (SIZE)"
 	missed int      // build-ids no server has
 	failed []string // servers that did not answer, once each
+	dead   map[string]bool
 }
 
 // FromEnv returns a client configured as elfutils' client would be from
@@ -165,8 +166,12 @@ func (c *Client) download(ctx context.Context, buildID, kind, target string) (in
 		err  error
 		url  string
 	}
-	answers := make(chan answer, len(c.URLs))
-	for _, u := range c.URLs {
+	urls := c.live()
+	if len(urls) == 0 {
+		return 0, errors.New("debuginfod: no server answered earlier in this run")
+	}
+	answers := make(chan answer, len(urls))
+	for _, u := range urls {
 		go func(u string) {
 			tmp, size, err := c.get(ctx, u+"/buildid/"+buildID+"/"+kind, filepath.Dir(target))
 			answers <- answer{tmp, size, err, u}
@@ -176,7 +181,7 @@ func (c *Client) download(ctx context.Context, buildID, kind, target string) (in
 	notFound := 0
 	won := false
 	var size int64
-	for range c.URLs {
+	for range urls {
 		a := <-answers
 		switch {
 		case a.err == nil && !won:
@@ -203,7 +208,7 @@ func (c *Client) download(ctx context.Context, buildID, kind, target string) (in
 	if won {
 		return size, nil
 	}
-	if notFound == len(c.URLs) {
+	if notFound == len(urls) {
 		return 0, ErrNotFound
 	}
 	if firstErr == nil {
@@ -284,9 +289,28 @@ func (c *Client) noteMiss(target string) {
 	c.mu.Unlock()
 }
 
+// live lists the servers not given up on: one that did not answer is not
+// asked again in this run, so a host without a network pays one timeout,
+// not one per binary.
+func (c *Client) live() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, u := range c.URLs {
+		if !c.dead[u] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 func (c *Client) noteFailed(url string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.dead == nil {
+		c.dead = map[string]bool{}
+	}
+	c.dead[url] = true
 	for _, f := range c.failed {
 		if strings.HasPrefix(f, url+" ") {
 			return
