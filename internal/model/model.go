@@ -98,6 +98,7 @@ type Meta struct {
 type Thread struct {
 	Pid, Tid int32
 	Comm     string
+	Cgroup   string // its process's cgroup path (v2, else name=systemd's); "" unknown
 }
 
 // Intern is key's index in *table: the one ids remembers, or, the first

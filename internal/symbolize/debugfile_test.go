@@ -124,4 +124,3 @@ func TestSeparateDebugFiles(t *testing.T) {
 		})
 	}
 }
-

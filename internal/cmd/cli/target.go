@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
 )
@@ -20,8 +21,8 @@ import (
 // TargetFlags are perf's target options: -a/--all-cpus, -p/--pid,
 // -t/--tid and -C/--cpu. Add defines them; Resolve checks them.
 type TargetFlags struct {
-	all              bool
-	pids, tids, cpus string
+	all                      bool
+	pids, tids, cpus, cgroup string
 }
 
 // Add defines the options; verb says what the command does to the target
@@ -31,6 +32,12 @@ func (f *TargetFlags) Add(fs *pflag.FlagSet, verb string) {
 	fs.StringVarP(&f.pids, "pid", "p", "", verb+" existing processes (comma-separated pids), with the threads they start")
 	fs.StringVarP(&f.tids, "tid", "t", "", verb+" existing threads (comma-separated tids)")
 	fs.StringVarP(&f.cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3); without -p or -t it means -a on them")
+}
+
+// AddCgroup defines -G/--cgroup, for the commands that can follow a
+// cgroup's tasks.
+func (f *TargetFlags) AddCgroup(fs *pflag.FlagSet, verb string) {
+	fs.StringVarP(&f.cgroup, "cgroup", "G", "", verb+" only the tasks of this cgroup and its children (a path in the cgroup hierarchy, as perf -G takes it); implies -a")
 }
 
 // Target is what a command measures.
@@ -43,6 +50,8 @@ type Target struct {
 	// Alongside is run but not measured: the measurement of Pids or Tids
 	// ends when it exits (`record -p PID sleep 5`, as perf does).
 	Alongside []string
+	// Cgroup (-G, with All): only the tasks of this cgroup.
+	Cgroup *cgroup.Target
 }
 
 // Empty reports whether nothing was chosen.
@@ -78,7 +87,7 @@ func (f *TargetFlags) Resolve(args []string) (Target, error) {
 	for _, c := range []struct {
 		set  bool
 		name string
-	}{{f.all, "-a/--all-cpus"}, {len(t.Pids) > 0, "-p/--pid"}, {len(t.Tids) > 0, "-t/--tid"}} {
+	}{{f.all || f.cgroup != "", "-a/--all-cpus"}, {len(t.Pids) > 0, "-p/--pid"}, {len(t.Tids) > 0, "-t/--tid"}} {
 		if c.set {
 			chosen = append(chosen, c.name)
 		}
@@ -95,6 +104,17 @@ func (f *TargetFlags) Resolve(args []string) (Target, error) {
 		}
 	}
 	t.All = f.all
+	if f.cgroup != "" {
+		hs, err := cgroup.Mounts()
+		if err != nil {
+			return t, err
+		}
+		cg, err := cgroup.Resolve(f.cgroup, hs)
+		if err != nil {
+			return t, Usagef("-G/--cgroup: %v", err)
+		}
+		t.Cgroup, t.All = &cg, true
+	}
 	if f.cpus != "" {
 		if t.CPUs, err = perf.ParseCPUList(f.cpus); err != nil {
 			return t, Usagef("-C/--cpu: %v", err)

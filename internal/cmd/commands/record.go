@@ -14,6 +14,7 @@ func newRecordCmd() *cobra.Command {
 	r.Sampling.Add(f)
 	r.CallGraph.Add(f)
 	r.Target.Add(f, "record")
+	r.Target.AddCgroup(f, "record")
 	cli.AddDurationFlag(f, &r.Duration, "recording")
 	f.StringVarP(&r.Output, "output", "o", "sonde.data", "data file to write")
 	f.IntVarP(&r.Pages, "mmap-pages", "m", 128, "ring buffer pages per CPU (a power of two)")

@@ -34,7 +34,7 @@ func (r *Record) Run(args []string) error {
 	if err := datafile.CheckPath(r.Output); err != nil {
 		return err
 	}
-	o := record.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command,
+	o := record.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Cgroup: t.Cgroup, Command: t.Command,
 		Duration: r.Duration, RingPages: r.Pages, Version: r.Version, Output: r.Output}
 	if o.Events, o.Filters, err = r.Events.Resolve([]string{"cpu-clock"}); err != nil {
 		return err

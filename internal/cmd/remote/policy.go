@@ -48,7 +48,7 @@ var flags = map[string]flagKind{
 	"input": flagRefused, "stream": flagRefused, "remote": flagRefused, "token-file": flagRefused,
 	"tls-ca": flagRefused, "tls-cert": flagRefused, "tls-key": flagRefused,
 
-	"all-cpus": flagValue, "binary": flagValue, "call-graph": flagValue, "callchain": flagValue,
+	"all-cpus": flagValue, "binary": flagValue, "cgroup": flagValue, "no-debuginfod": flagValue, "call-graph": flagValue, "callchain": flagValue,
 	"comm": flagValue, "compare-sampled": flagValue, "count": flagValue, "cpu": flagValue,
 	"disks": flagValue, "duration": flagValue, "end": flagValue, "event": flagValue, "events": flagValue,
 	"field-separator": flagValue, "filter": flagValue, "folded": flagValue, "freq": flagValue,

@@ -108,8 +108,18 @@ func NewAttr(o AttrOptions) unix.PerfEventAttr {
 
 // Open calls perf_event_open and turns failures into one actionable line.
 func Open(attr *unix.PerfEventAttr, pid, cpu, group int, ev Event) (int, error) {
+	return open(attr, pid, cpu, group, 0, ev)
+}
+
+// OpenCgroup opens ev on cpu for the tasks of the cgroup whose directory
+// is open as cgroupFD (perf -G: the v2 hierarchy or v1's perf_event one).
+func OpenCgroup(attr *unix.PerfEventAttr, cgroupFD, cpu int, ev Event) (int, error) {
+	return open(attr, cgroupFD, cpu, -1, unix.PERF_FLAG_PID_CGROUP, ev)
+}
+
+func open(attr *unix.PerfEventAttr, pid, cpu, group, flags int, ev Event) (int, error) {
 	for {
-		fd, err := unix.PerfEventOpen(attr, pid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := unix.PerfEventOpen(attr, pid, cpu, group, flags|unix.PERF_FLAG_FD_CLOEXEC)
 		if err == nil {
 			return fd, nil
 		}
@@ -117,6 +127,9 @@ func Open(attr *unix.PerfEventAttr, pid, cpu, group int, ev Event) (int, error) 
 			// Kernels before 5.12 do not know build-id in MMAP2; read it from files.
 			attr.Bits &^= bitBuildID
 			continue
+		}
+		if flags&unix.PERF_FLAG_PID_CGROUP != 0 {
+			pid = -1 // an fd, not a process
 		}
 		return -1, OpenError(err, pid, cpu, ev)
 	}

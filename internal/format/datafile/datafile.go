@@ -53,6 +53,10 @@ const (
 	tagCode    = 9
 	// tagFinal marks the last chunk of a recording that ended cleanly.
 	tagFinal = 10
+	// tagThreadCgroups extends the threads section with each thread's
+	// cgroup path (same first index, same count), a section of its own so
+	// readers that predate it skip it.
+	tagThreadCgroups = 11
 )
 
 // ErrNewerVersion is returned for files written by a newer sonde.
@@ -196,6 +200,9 @@ func (w *Writer) steps(p *model.Profile, tfrom int, final bool) []chunkStep {
 				e.varint(int64(t.Tid))
 				e.str(t.Comm)
 			})
+		}},
+		{tagThreadCgroups, tfrom == len(p.Threads) || !anyCgroup(p.Threads[tfrom:]), func(e *enc) {
+			table(e, tfrom, p.Threads, func(t model.Thread) { e.str(t.Cgroup) })
 		}},
 		{tagDSOs, w.dsos == len(p.DSOs), func(e *enc) {
 			table(e, w.dsos, p.DSOs, func(d model.DSO) {
@@ -759,6 +766,15 @@ func (rd *reader) from(d *dec, have int) int {
 	return int(f)
 }
 
+func anyCgroup(ts []model.Thread) bool {
+	for _, t := range ts {
+		if t.Cgroup != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // put stores v at index i of a table being extended from a chunk.
 func put[T any](t []T, i int, v T) []T {
 	if i < len(t) {
@@ -783,6 +799,14 @@ func (rd *reader) decodeSection(d *dec, tag uint64) {
 		n := d.count(3)
 		for j := 0; j < n && d.err == nil; j++ {
 			p.Threads = append(p.Threads, model.Thread{Pid: d.i32(), Tid: d.i32(), Comm: d.str()})
+		}
+	case tagThreadCgroups:
+		i := rd.from(d, len(p.Threads))
+		n := d.count(1)
+		for j := 0; j < n && d.err == nil; j++ {
+			if cg := d.str(); i+j < len(p.Threads) {
+				p.Threads[i+j].Cgroup = cg
+			}
 		}
 	case tagDSOs:
 		i := rd.from(d, len(p.DSOs))

@@ -16,6 +16,7 @@ import (
 func TestRoundTrip(t *testing.T) {
 	p := modeltest.Sample()
 	p.Meta.Warnings = []string{"a warning"}
+	p.Threads[1].Cgroup = "/system.slice/docker-0123.scope" // one thread with, one without
 	p.Meta.UserStacks = &stackstat.Completeness{Total: 102, Complete: 90, NoUnwind: 4, FrameLimit: 1, BadRead: 2,
 		Unsupported: 1, NotLoaded: 1, Lost: 1, Unwritten: 2, FPFallback: 7, NoUnwindFiles: map[string]uint64{"/opt/a.so": 3, "/opt/b.so": 1}}
 	var buf bytes.Buffer

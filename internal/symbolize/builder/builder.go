@@ -46,6 +46,8 @@ type Builder struct {
 	readMaps func(pid int) ([]procfs.Mapping, error)
 	tids     func(pid int) ([]int, error)
 	comm     func(pid, tid int) string
+	cgroupOf func(pid int) string // nil: threads carry no cgroup
+	cgroups  map[uint32]string    // pid → its cgroup path, read once
 }
 
 type rawLoc struct {
@@ -222,7 +224,26 @@ func (b *Builder) thread(pid, tid uint32) int32 {
 		}
 		b.comms[tid] = comm
 	}
-	return b.threads.ID(&b.prof, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm})
+	return b.threads.ID(&b.prof, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm, Cgroup: b.cgroup(pid)})
+}
+
+// CgroupsFrom makes each thread carry its process's cgroup, read with
+// of once per process when its first sample arrives (a process gone by
+// then has none).
+func (b *Builder) CgroupsFrom(of func(pid int) string) {
+	b.cgroupOf, b.cgroups = of, map[uint32]string{}
+}
+
+func (b *Builder) cgroup(pid uint32) string {
+	if b.cgroupOf == nil || pid == 0 {
+		return ""
+	}
+	cg, ok := b.cgroups[pid]
+	if !ok {
+		cg = b.cgroupOf(int(pid))
+		b.cgroups[pid] = cg
+	}
+	return cg
 }
 
 // Sample adds one sample of the first event.

@@ -2,10 +2,12 @@ package record
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
@@ -52,6 +54,16 @@ func (s *session) openSystemWide() error {
 	s.meta.Target = "system-wide"
 	if s.o.CPUs != nil {
 		s.meta.Target = "cpus " + cpuListString(s.cpus)
+	}
+	if s.o.Cgroup != nil {
+		fd, err := openCgroup(*s.o.Cgroup)
+		if err != nil {
+			return err
+		}
+		// The events hold the cgroup; its directory is not needed after.
+		defer unix.Close(fd)
+		s.cgroupFD = fd
+		s.meta.Target = "cgroup " + s.o.Cgroup.Path
 	}
 	if err := s.openEach(-1, false, false, false); err != nil {
 		return err
@@ -160,7 +172,13 @@ func (s *session) attr(i int, inherit, onExec bool) unix.PerfEventAttr {
 // the ring; the others write into it, so one ring per CPU holds its
 // records in time order.
 func (s *session) openEvent(attr unix.PerfEventAttr, pid, cpu, ev int) error {
-	fd, err := perf.Open(&attr, pid, cpu, -1, s.o.Events[ev].Event)
+	var fd int
+	var err error
+	if pid == -1 && s.cgroupFD > 0 {
+		fd, err = perf.OpenCgroup(&attr, s.cgroupFD, cpu, s.o.Events[ev].Event)
+	} else {
+		fd, err = perf.Open(&attr, pid, cpu, -1, s.o.Events[ev].Event)
+	}
 	if err != nil {
 		return err
 	}
@@ -215,4 +233,18 @@ func (s *session) setupEvent(fd, ev int) error {
 		return fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %s)", f, e, strings.Join(fields, ", "))
 	}
 	return nil
+}
+
+// openCgroup opens the directory of the cgroup -G names. perf events
+// follow the tasks of a v2 cgroup, or of a v1 one in the perf_event
+// hierarchy only.
+func openCgroup(t cgroup.Target) (int, error) {
+	if !t.H.V2 && !slices.Contains(t.H.Controllers, "perf_event") {
+		return -1, fmt.Errorf("-G %s: %s is a cgroup v1 hierarchy of %s; perf events follow the unified (v2) hierarchy or v1's perf_event one", t.Name, t.H.Mount, strings.Join(t.H.Controllers, ","))
+	}
+	fd, err := unix.Open(t.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("-G %s: %w", t.Name, err)
+	}
+	return fd, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/events"
 	"github.com/sonde-dev/sonde/internal/collect/host"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
@@ -41,6 +42,8 @@ type Options struct {
 	Pids      []int
 	Tids      []int
 	CPUs      []int // nil: all online
+	// Cgroup (with All): only the tasks of this cgroup and its descendants.
+	Cgroup    *cgroup.Target
 	Command   []string
 	Duration  time.Duration
 	RingPages int
@@ -116,6 +119,7 @@ type session struct {
 	rings     map[int]*perf.Ring // cpu → ring
 	fds       []int              // events writing into another event's ring
 	ringList  []*perf.Ring       // rings, by CPU: the order they are drained in
+	cgroupFD  int                // -G: the cgroup's directory while events open
 
 	child *runctl.Child
 	// released: child.Go let the command run, so End, not Abort, ends it.
@@ -158,7 +162,12 @@ func newSession(o Options) *session {
 		ev, _ := perf.ParseEvent("cpu-clock")
 		o.Events = []events.Spec{{Event: ev}}
 	}
-	return &session{o: o, b: builder.New(), res: &Result{},
+	b := builder.New()
+	b.CgroupsFrom(func(pid int) string { // report --sort cgroup
+		p, _ := cgroup.PathOf(pid)
+		return p
+	})
+	return &session{o: o, b: b, res: &Result{},
 		idToEvent: map[uint64]uint16{}, tpFD: map[int]int{}, rings: map[int]*perf.Ring{}}
 }
 

@@ -17,7 +17,7 @@ import (
 )
 
 // Keys sonde can sort (group) by.
-var Keys = []string{"comm", "pid", "tid", "dso", "sym", "cpu", "srcline"}
+var Keys = []string{"comm", "pid", "tid", "dso", "sym", "cpu", "srcline", "cgroup"}
 
 // Options control aggregation and output.
 type Options struct {
@@ -245,7 +245,7 @@ func newAggregator(p *model.Profile, o Options) *aggregator {
 	for i, k := range FieldKeys(o.Sort) {
 		a.fieldIdx[k] = i
 	}
-	a.useThread = contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid")
+	a.useThread = contains(o.Sort, "comm") || contains(o.Sort, "pid") || contains(o.Sort, "tid") || contains(o.Sort, "cgroup")
 	a.useCPU = contains(o.Sort, "cpu")
 	return a
 }
@@ -371,6 +371,11 @@ func (a *aggregator) keyOf(s *model.SampleGroup, loc int32) (string, map[string]
 			v = fmt.Sprintf("%d:%s", t.Pid, t.Comm)
 		case "tid":
 			v = fmt.Sprintf("%d:%s", t.Tid, t.Comm)
+		case "cgroup":
+			v = t.Cgroup
+			if v == "" {
+				v = "[unknown]"
+			}
 		case "cpu":
 			v = strconv.Itoa(int(s.CPU))
 		case "dso":
@@ -529,7 +534,7 @@ func callgraphName(m model.Meta) string {
 
 var columnTitle = map[string]string{
 	"comm": "Command", "pid": "Pid:Command", "tid": "Tid:Command", "dso": "Shared Object",
-	"sym": "Symbol", "cpu": "CPU", "srcline": "Source:Line",
+	"sym": "Symbol", "cpu": "CPU", "srcline": "Source:Line", "cgroup": "Cgroup",
 }
 
 // WriteText writes the perf-style report.
