@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// TestRecordCgroup: record -G keeps only the tasks of one cgroup (a v2
+// cgroup, then one of a v1 perf_event hierarchy the test mounts), while the
+// same program outside it spins beside; report --sort cgroup names it.
+func TestRecordCgroup(t *testing.T) {
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
+	in, out := filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
+	os.Link(bin, in)
+	os.Link(bin, out)
+	hs, err := cgroup.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 string
+	for _, h := range hs {
+		if h.V2 {
+			v2 = h.Mount
+		}
+	}
+	if v2 == "" {
+		t.Fatal("no cgroup v2 hierarchy mounted")
+	}
+	name := fmt.Sprintf("/sonde-test-%d", os.Getpid())
+	cgDir := makeCgroup(t, v2+name)
+	check := func(label, g, wantCgroup string) {
+		t.Helper()
+		startIn(t, cgDir, in, "4s")
+		testutil.Start(t, out, "4s")
+		testutil.MustRun(t, dir, "record", "-q", "-G", g, "-o", label+".data", "-d", "1s")
+		rep := reportJSON(t, dir, "-i", label+".data", "--sort", "comm")
+		share := map[string]float64{}
+		for _, e := range rep.Entries {
+			share[e.Keys["comm"]] += e.SelfPct
+		}
+		if share["inside"] < 90 || share["outside"] > 0 || rep.Samples < 100 {
+			t.Fatalf("%s: -G %s kept %d samples by comm %v, want ≥ 90%% inside and none outside", label, g, rep.Samples, share)
+		}
+		if wantCgroup == "" {
+			return
+		}
+		cg := reportJSON(t, dir, "-i", label+".data", "--sort", "cgroup")
+		if len(cg.Entries) == 0 || cg.Entries[0].Keys["cgroup"] != wantCgroup {
+			t.Fatalf("%s: --sort cgroup %+v, want %s first", label, cg.Entries, wantCgroup)
+		}
+	}
+	check("v2", name, name)
+
+	// The v1 perf_event hierarchy, mounted for the test (while it is, v2
+	// cgroups cannot take perf events: it goes before the end).
+	mnt := t.TempDir()
+	if err := syscall.Mount("none", mnt, "cgroup", 0, "perf_event"); err != nil {
+		t.Fatalf("mounting a v1 perf_event hierarchy: %v", err)
+	}
+	v1Dir := filepath.Join(mnt, "sonde-test")
+	defer syscall.Unmount(mnt, 0)
+	makeCgroupNow(t, v1Dir)
+	defer os.Remove(v1Dir)
+	check("v1", v1Dir, "")
+	killAll(v1Dir)
+}
+
+// makeCgroup makes a cgroup directory removed (its tasks killed) at the end.
+func makeCgroup(t *testing.T, d string) string {
+	t.Helper()
+	makeCgroupNow(t, d)
+	t.Cleanup(func() { killAll(d); os.Remove(d) })
+	return d
+}
+
+func makeCgroupNow(t *testing.T, d string) {
+	t.Helper()
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatalf("making cgroup %s: %v", d, err)
+	}
+}
+
+// killAll kills the tasks of cgroup d and waits until it has none.
+func killAll(d string) {
+	for i := 0; i < 200; i++ {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			return
+		}
+		for _, p := range pids {
+			if n, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // the kernel moves exiting tasks out
+	}
+}
+
+// startIn starts bin args inside cgroup d (the shell joins it, then
+// becomes bin) and returns once the process is in it.
+func startIn(t *testing.T, d, bin string, args ...string) {
+	t.Helper()
+	script := fmt.Sprintf("echo $$ > %s/cgroup.procs && exec %s %s", d, bin, strings.Join(args, " "))
+	cmd := exec.Command("sh", "-c", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	want := strconv.Itoa(cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if strings.Contains(" "+strings.Join(strings.Fields(string(b)), " ")+" ", " "+want+" ") {
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // the shell's first line
+	}
+	t.Fatalf("pid %s did not join %s", want, d)
+}
