@@ -128,3 +128,57 @@ func startIn(t *testing.T, d, bin string, args ...string) {
 	}
 	t.Fatalf("pid %s did not join %s", want, d)
 }
+
+// TestRunqlatCgroup: runqlat -G -P keeps, in the kernel, only the
+// processes of one cgroup: its spinner is there, the twin spinning outside
+// (competing for the same CPUs, so both wait) is not.
+func TestRunqlatCgroup(t *testing.T) {
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
+	in, out := filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
+	os.Link(bin, in)
+	os.Link(bin, out)
+	hs, err := cgroup.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 string
+	for _, h := range hs {
+		if h.V2 {
+			v2 = h.Mount
+		}
+	}
+	name := fmt.Sprintf("/sonde-rq-%d", os.Getpid())
+	cgDir := makeCgroup(t, v2+name)
+	startIn(t, cgDir, in, "4s")
+	startIn(t, cgDir, in, "4s")
+	o1 := testutil.Start(t, out, "4s")
+	o2 := testutil.Start(t, out, "4s")
+	r := testutil.MustRun(t, dir, "runqlat", "-G", name, "-P", "-d", "1", "--json")
+	var v struct {
+		Target string `json:"target"`
+		Groups []struct {
+			Pid   int    `json:"pid"`
+			Comm  string `json:"comm"`
+			Stats struct {
+				Count int `json:"count"`
+			} `json:"stats"`
+		} `json:"groups"`
+	}
+	r.JSON(t, &v)
+	procs, _ := os.ReadFile(filepath.Join(cgDir, "cgroup.procs"))
+	inside := map[int]bool{}
+	for _, f := range strings.Fields(string(procs)) {
+		n, _ := strconv.Atoi(f)
+		inside[n] = true
+	}
+	waits := 0
+	for _, g := range v.Groups {
+		if !inside[g.Pid] || g.Pid == o1.Process.Pid || g.Pid == o2.Process.Pid {
+			t.Errorf("runqlat -G %s shows pid %d (%s), not in the cgroup %v", name, g.Pid, g.Comm, inside)
+		}
+		waits += g.Stats.Count
+	}
+	if waits == 0 || v.Target != "cgroup "+name {
+		t.Fatalf("runqlat -G %s: %d waits, target %q:\n%s", name, waits, v.Target, r.Stdout)
+	}
+}

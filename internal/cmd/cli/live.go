@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
@@ -32,11 +33,16 @@ type Live struct {
 	// without -p, its run is the measurement, and Start says nothing.
 	TakesCommand bool
 	// Argv is the command to run, set by Start (with TakesCommand).
-	Argv        []string
-	Dist        bool                                          // the tool shows distributions: -u/--unit, --linear
-	Check       func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
-	W           *emit.Writer                                  // set by Start
-	DistOptions dist.Options                                  // with Dist, set by Start
+	Argv  []string
+	Dist  bool                                          // the tool shows distributions: -u/--unit, --linear
+	Check func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
+	// Cgroups: the tool filters by cgroup in the kernel (-G/--cgroup);
+	// Cgroup is the one named, set by Start.
+	Cgroups     bool
+	Cgroup      *cgroup.Target
+	cgroupName  string
+	W           *emit.Writer // set by Start
+	DistOptions dist.Options // with Dist, set by Start
 	dist        Dist
 	lap         time.Time // when the current interval began
 }
@@ -55,6 +61,9 @@ func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
 	if pidUsage != "" {
 		f.IntVarP(&l.Pid, "pid", "p", 0, pidUsage)
 		AtLeast(f, 1, "pid")
+	}
+	if l.Cgroups {
+		f.StringVarP(&l.cgroupName, "cgroup", "G", "", "trace only the tasks of this cgroup and its children (a path in the cgroup hierarchy, as perf -G takes it)")
 	}
 	AddDurationFlag(f, &l.Duration, "tracing")
 	if l.Intervals {
@@ -108,6 +117,12 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 	}
 	if target, err = CheckLive(l.Pid); err != nil {
 		return nil, "", nil, err
+	}
+	if l.cgroupName != "" {
+		if l.Cgroup, err = ResolveCgroup(l.cgroupName); err != nil {
+			return nil, "", nil, err
+		}
+		target = "cgroup " + l.Cgroup.Path
 	}
 	if len(l.Argv) > 0 {
 		what = "" // the command's run is the measurement

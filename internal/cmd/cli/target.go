@@ -105,15 +105,10 @@ func (f *TargetFlags) Resolve(args []string) (Target, error) {
 	}
 	t.All = f.all
 	if f.cgroup != "" {
-		hs, err := cgroup.Mounts()
-		if err != nil {
+		if t.Cgroup, err = ResolveCgroup(f.cgroup); err != nil {
 			return t, err
 		}
-		cg, err := cgroup.Resolve(f.cgroup, hs)
-		if err != nil {
-			return t, Usagef("-G/--cgroup: %v", err)
-		}
-		t.Cgroup, t.All = &cg, true
+		t.All = true
 	}
 	if f.cpus != "" {
 		if t.CPUs, err = perf.ParseCPUList(f.cpus); err != nil {
@@ -138,6 +133,19 @@ func (f *TargetFlags) Resolve(args []string) (Target, error) {
 		}
 	}
 	return t, nil
+}
+
+// ResolveCgroup finds the cgroup -G/--cgroup names.
+func ResolveCgroup(name string) (*cgroup.Target, error) {
+	hs, err := cgroup.Mounts()
+	if err != nil {
+		return nil, err
+	}
+	cg, err := cgroup.Resolve(name, hs)
+	if err != nil {
+		return nil, Usagef("-G/--cgroup: %v", err)
+	}
+	return &cg, nil
 }
 
 // CheckPid is the pid check of the commands that follow whole processes

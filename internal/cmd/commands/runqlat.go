@@ -15,7 +15,7 @@ import (
 )
 
 func newRunqlatCmd() *cobra.Command {
-	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true}
+	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true, Cgroups: true}
 	var pids, tids bool
 	cmd := l.Command(cli.Doc("runqlat", &cobra.Command{}), "measure only this process")
 	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
@@ -33,7 +33,7 @@ func newRunqlatCmd() *cobra.Command {
 	}
 	cmd.RunE = l.RunE("tracing run-queue latency", func(ctx context.Context, tgt string, _ []string) error {
 		do := l.DistOptions
-		o := runqlat.Options{Pid: l.Pid, Duration: l.Duration, Interval: l.Interval}
+		o := runqlat.Options{Pid: l.Pid, Cgroup: l.Cgroup, Duration: l.Duration, Interval: l.Interval}
 		split := dist.All
 		if pids {
 			o.Split, split = runqlat.SplitPid, dist.ByProcess

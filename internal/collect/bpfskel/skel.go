@@ -22,6 +22,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 )
 
@@ -34,6 +35,9 @@ type Tool struct {
 	Spec func() (*ebpf.CollectionSpec, error)
 	// Consts set the object's const volatile globals before load.
 	Consts map[string]any
+	// Cgroup, when set, keeps the programs to that cgroup's tasks: the
+	// object's target_cgroup and target_cgroup_ss (sonde_target.h).
+	Cgroup *cgroup.Target
 	// Maps, a pointer to bpfgen's <stem>Maps struct (or any struct of
 	// *ebpf.Map fields, see AssignMaps), is filled after load; the maps
 	// stay open until the session is closed.
@@ -65,6 +69,19 @@ type Tool struct {
 	// programs only make sense together (a function's callers and callees,
 	// entries and returns) has its programs do nothing outside the gate.
 	Gate string
+}
+
+// cgroupConsts adds the -G cgroup to consts (a copy).
+func cgroupConsts(t Tool, consts map[string]any) (map[string]any, error) {
+	ss, err := cgroup.SubsysID(*t.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"target_cgroup": t.Cgroup.ID, "target_cgroup_ss": int32(ss)}
+	for k, v := range consts {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // Session is a loaded and attached tool.
@@ -116,6 +133,11 @@ func Open(t Tool) (s *Session, err error) {
 					consts[k] = v
 				}
 			}
+		}
+	}
+	if t.Cgroup != nil {
+		if consts, err = cgroupConsts(t, consts); err != nil {
+			return s, err
 		}
 	}
 	for name, v := range consts {

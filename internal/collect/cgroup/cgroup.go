@@ -272,3 +272,36 @@ func ContainerOf(path string) Container {
 	}
 	return c
 }
+
+// SubsysID is the kernel's subsystem id of t's v1 hierarchy (the line of
+// its first controller in /proc/cgroups, which lists them in id order), or
+// -1 for the unified hierarchy: what BPF needs to find a task's cgroup in
+// that hierarchy.
+func SubsysID(t Target) (int, error) {
+	if t.H.V2 {
+		return -1, nil
+	}
+	f, err := os.Open("/proc/cgroups")
+	if err != nil {
+		return 0, fmt.Errorf("reading /proc/cgroups: %w", err)
+	}
+	defer f.Close()
+	return subsysID(f, t)
+}
+
+func subsysID(r io.Reader, t Target) (int, error) {
+	sc := bufio.NewScanner(r)
+	id := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := strings.Fields(line + " ")[0]
+		if contains(t.H.Controllers, name) {
+			return id, nil
+		}
+		id++
+	}
+	return 0, fmt.Errorf("-G %s: the v1 hierarchy at %s has no controller the kernel lists (%s); name the cgroup by its path in the unified hierarchy", t.Name, t.H.Mount, strings.Join(t.H.Controllers, ","))
+}

@@ -118,3 +118,24 @@ func FuzzParse(f *testing.F) {
 		ContainerOf(pc)
 	})
 }
+
+func TestSubsysID(t *testing.T) {
+	procCgroups := "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t1\t1\ncpu\t1\t1\t1\ncpuacct\t2\t1\t1\nmemory\t4\t5\t1\n"
+	for _, tc := range []struct {
+		ctl  []string
+		want int
+		ok   bool
+	}{
+		{[]string{"cpu", "cpuacct"}, 1, true},
+		{[]string{"memory"}, 3, true},
+		{[]string{"name=systemd"}, 0, false},
+	} {
+		got, err := subsysID(strings.NewReader(procCgroups), Target{Name: "x", H: Hierarchy{Controllers: tc.ctl}})
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%v: %d %v, want %d", tc.ctl, got, err, tc.want)
+		}
+	}
+	if id, err := SubsysID(Target{H: Hierarchy{V2: true}}); id != -1 || err != nil {
+		t.Errorf("v2: %d %v", id, err)
+	}
+}

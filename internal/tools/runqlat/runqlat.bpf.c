@@ -31,9 +31,10 @@ HASH_MAP(hist, struct runqlat_key, __u64, 65536);
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(switches, enum runqlat_counter, RUNQLAT_NCOUNTERS);
 
-static __always_inline void enqueue(__u32 tgid, __u32 tid)
+static __always_inline void enqueue(struct task_struct *p)
 {
-	if (!tid || !pid_traced(tgid))
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	if (!tid || !pid_traced(tgid) || !task_cgroup_traced(p))
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&starts, &tid, &now, BPF_ANY);
@@ -44,9 +45,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	/* Preempted (even with a sleeping state set, before it could sleep)
 	 * or still TASK_RUNNING: it stays runnable, back in the queue. */
 	if (preempt || task_state(prev) == 0)
-		enqueue(BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, pid));
+		enqueue(prev);
 	__u32 tid = BPF_CORE_READ(next, pid), tgid = BPF_CORE_READ(next, tgid);
-	if (!tid || !pid_traced(tgid))
+	if (!tid || !pid_traced(tgid) || !task_cgroup_traced(next))
 		return 0;
 	counter_inc(&switches, RUNQLAT_SWITCHES);
 	__u64 *ts = bpf_map_lookup_elem(&starts, &tid);
@@ -67,7 +68,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-	enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	enqueue(p);
 	return 0;
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
@@ -28,6 +29,7 @@ const (
 // Options configure a run.
 type Options struct {
 	Pid      int
+	Cgroup   *cgroup.Target // only its tasks (nil: every task)
 	Split    Split
 	Duration time.Duration
 	Interval time.Duration
@@ -64,7 +66,7 @@ func SlotValue(slot uint32) uint64 {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps runqlatMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
-		Name: "run-queue latency", Spec: loadRunqlat, Maps: &maps,
+		Name: "run-queue latency", Spec: loadRunqlat, Maps: &maps, Cgroup: o.Cgroup,
 		Consts: map[string]any{runqlatVarTargetPid: uint32(o.Pid), runqlatVarSplit: uint32(o.Split)},
 		Hooks: []bpfskel.Hook{
 			bpfskel.BTFTracepoint("sched_wakeup", runqlatProgTpBtfWakeup, runqlatProgRawWakeup),
