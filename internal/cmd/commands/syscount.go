@@ -11,7 +11,7 @@ import (
 )
 
 func newSyscountCmd() *cobra.Command {
-	l := &cli.Live{TakesCommand: true}
+	l := &cli.Live{TakesCommand: true, Cgroups: true}
 	var so syscounts.Options
 	cmd := l.Command(cli.Doc("syscount", &cobra.Command{}), "count only this process")
 	f := cmd.Flags()
@@ -33,7 +33,7 @@ func newSyscountCmd() *cobra.Command {
 		}
 		// --comm needs per-process counts to filter on; they are merged
 		// back per syscall unless --per-process was asked for.
-		res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
+		res, err := syscount.Run(ctx, syscount.Options{Pid: l.Pid, Cgroup: l.Cgroup, Command: t.Command, PerProcess: so.PerProcess || so.Comm != "",
 			Latency: so.Latency, Duration: l.Duration})
 		exit := wait()
 		if err != nil {

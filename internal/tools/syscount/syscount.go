@@ -12,6 +12,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/syscalls"
 )
@@ -19,6 +20,7 @@ import (
 // Options configure a run.
 type Options struct {
 	Pid        int
+	Cgroup     *cgroup.Target // only its tasks (nil: every task)
 	Command    []string
 	PerProcess bool
 	Latency    bool
@@ -68,7 +70,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps syscountMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
 		Name: "syscall counter", Spec: loadSyscount, Maps: &maps,
-		Consts: map[string]any{syscountVarTargetPid: uint32(o.Pid), syscountVarPerProcess: o.PerProcess, syscountVarLatency: o.Latency},
+		Consts: map[string]any{syscountVarTargetPid: uint32(o.Pid), syscountVarPerProcess: o.PerProcess, syscountVarLatency: o.Latency}, Cgroup: o.Cgroup,
 		// The command is held before its exec, so its pid can be the filter.
 		Command: o.Command, PidConst: syscountVarTargetPid, Gate: syscountVarArmed,
 		Hooks: hooks(o.Latency),
