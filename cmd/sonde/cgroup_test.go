@@ -38,11 +38,13 @@ func TestRecordCgroup(t *testing.T) {
 	}
 	name := fmt.Sprintf("/sonde-test-%d", os.Getpid())
 	cgDir := makeCgroup(t, v2+name)
-	check := func(label, g, wantCgroup string) {
+	check := func(label, g, join, wantCgroup string) {
 		t.Helper()
-		startIn(t, cgDir, in, "4s")
+		startIn(t, join, in, "4s")
 		testutil.Start(t, out, "4s")
-		testutil.MustRun(t, dir, "record", "-q", "-G", g, "-o", label+".data", "-d", "1s")
+		r := testutil.MustRun(t, dir, "record", "-G", g, "-o", label+".data", "-d", "1s")
+		procs, _ := os.ReadFile(filepath.Join(join, "cgroup.procs"))
+		t.Logf("%s: record -G %s: %s; %s holds %s", label, g, strings.TrimSpace(r.Stderr), join, strings.Fields(string(procs)))
 		rep := reportJSON(t, dir, "-i", label+".data", "--sort", "comm")
 		share := map[string]float64{}
 		for _, e := range rep.Entries {
@@ -59,7 +61,7 @@ func TestRecordCgroup(t *testing.T) {
 			t.Fatalf("%s: --sort cgroup %+v, want %s first", label, cg.Entries, wantCgroup)
 		}
 	}
-	check("v2", name, name)
+	check("v2", name, cgDir, name)
 
 	// The v1 perf_event hierarchy, mounted for the test (while it is, v2
 	// cgroups cannot take perf events: it goes before the end).
@@ -71,7 +73,7 @@ func TestRecordCgroup(t *testing.T) {
 	defer syscall.Unmount(mnt, 0)
 	makeCgroupNow(t, v1Dir)
 	defer os.Remove(v1Dir)
-	check("v1", v1Dir, "")
+	check("v1", v1Dir, v1Dir, "")
 	killAll(v1Dir)
 }
 

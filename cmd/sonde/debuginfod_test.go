@@ -113,7 +113,7 @@ func startDebuginfod(t *testing.T, dir, tmp, id string) (url string, stop func()
 	url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Head(url + "/buildid/" + id + "/debuginfo")
+		resp, err := http.Get(url + "/buildid/" + id + "/debuginfo")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
