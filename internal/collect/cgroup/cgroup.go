@@ -186,8 +186,9 @@ func target(name, rel string, h Hierarchy) (Target, error) {
 	return t, nil
 }
 
-// PathOf returns the cgroup path of pid: its v2 cgroup, else its
-// name=systemd one, else the first listed ("" when it has none).
+// PathOf returns the cgroup path of pid: its v2 cgroup, else (a v1-only
+// host) its name=systemd one, else its cpu controller's, else the first
+// listed ("" when it has none).
 func PathOf(pid int) (string, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
@@ -199,7 +200,7 @@ func PathOf(pid int) (string, error) {
 
 // ParseProcCgroup reads a /proc/PID/cgroup (see PathOf).
 func ParseProcCgroup(r io.Reader) (string, error) {
-	var v2, systemd, first string
+	var v2, systemd, cpu, first string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		// "0::/user.slice", "9:name=systemd:/x", "4:memory:/y"
@@ -212,11 +213,14 @@ func ParseProcCgroup(r io.Reader) (string, error) {
 			v2 = parts[2]
 		case parts[1] == "name=systemd":
 			systemd = parts[2]
-		case first == "":
+		case contains(strings.Split(parts[1], ","), "cpu") && cpu == "":
+			cpu = parts[2]
+		}
+		if first == "" {
 			first = parts[2]
 		}
 	}
-	for _, p := range []string{v2, systemd, first} {
+	for _, p := range []string{v2, systemd, cpu, first} {
 		if p != "" {
 			return p, sc.Err()
 		}

@@ -40,6 +40,9 @@ func TestParseProcCgroup(t *testing.T) {
 		{"9:name=systemd:/\n4:memory:/x\n0::/sys/a\n", "/sys/a"},
 		{"9:name=systemd:/docker/abc\n4:memory:/docker/abc\n", "/docker/abc"},
 		{"4:memory:/m\n", "/m"},
+		{"12:cpu,cpuacct:/docker/abc\n11:memory:/docker/def\n", "/docker/abc"},
+		{"11:memory:/docker/def\n12:cpu,cpuacct:/docker/abc\n", "/docker/abc"},
+		{"garbage\n", ""},
 		{"", ""},
 	} {
 		got, _ := ParseProcCgroup(strings.NewReader(tc.in))

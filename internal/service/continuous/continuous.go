@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
-	"github.com/sonde-dev/sonde/internal/service/metrics"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/tools/profile"
 )
@@ -312,7 +312,7 @@ func newCgroupCache() *cgroupCache {
 func (c *cgroupCache) of(pid int32) string {
 	cg, ok := c.m[pid]
 	if !ok {
-		cg = metrics.CgroupOfPid(uint32(pid))
+		cg, _ = cgroup.PathOf(int(pid))
 	}
 	c.used[pid] = cg
 	return cg

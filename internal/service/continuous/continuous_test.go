@@ -62,7 +62,8 @@ func leafShares(t *testing.T, ps pprofile.Profiles) map[string]map[string]int64 
 func TestConvert(t *testing.T) {
 	ps := Convert(testProfile(), "box", 1e6, func(pid int32) string {
 		if pid == 10 {
-			return "/system.slice/docker-" + strings.Repeat("ab", 32) + ".scope"
+			// A Kubernetes pod's container under containerd and systemd.
+			return "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0a1b2c3d_1111_2222_3333_444455556666.slice/cri-containerd-" + strings.Repeat("ab", 32) + ".scope"
 		}
 		return "/system.slice/postgresql.service"
 	})
@@ -81,7 +82,7 @@ func TestConvert(t *testing.T) {
 		t.Errorf("leaf counts = %v", got)
 	}
 	want := map[string]map[string]string{
-		"srv": {"host.name": "box", "process.pid": "10", "service.name": "srv", "container.id": strings.Repeat("ab", 32)},
+		"srv": {"host.name": "box", "process.pid": "10", "service.name": "srv", "container.id": strings.Repeat("ab", 32), "k8s.pod.uid": "0a1b2c3d-1111-2222-3333-444455556666"},
 		"db":  {"host.name": "box", "process.pid": "20", "service.name": "postgresql", "process.linux.cgroup": "/system.slice/postgresql.service"},
 	}
 	for i := 0; i < ps.ResourceProfiles().Len(); i++ {

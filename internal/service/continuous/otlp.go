@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	cgroupkit "github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/model"
 )
 
@@ -17,13 +18,11 @@ type Process struct {
 	Exe     string // process.executable.name: the main thread's comm
 	Cgroup  string // process.linux.cgroup (v2 path)
 	Service string // service.name
-	// Container is a container id found in the cgroup path, "" for none.
+	// Container is a container id found in the cgroup path, "" for none;
+	// PodUID the Kubernetes pod's uid (cgroup.ContainerOf).
 	Container string
+	PodUID    string
 }
-
-// containerID finds the 64-hex id that container runtimes put in cgroup
-// paths (docker-<id>.scope, cri-containerd-<id>.scope, /docker/<id>).
-var containerID = regexp.MustCompile(`([0-9a-f]{64})`)
 
 // serviceUnit is a systemd service in a cgroup path.
 var serviceUnit = regexp.MustCompile(`/([^/]+)\.service(?:/|$)`)
@@ -32,9 +31,8 @@ var serviceUnit = regexp.MustCompile(`/([^/]+)\.service(?:/|$)`)
 // cgroup holds it, else its executable stands for its service name.
 func Label(pid int32, comm, cgroup string) Process {
 	p := Process{Pid: pid, Exe: comm, Cgroup: cgroup, Service: comm}
-	if m := containerID.FindStringSubmatch(cgroup); m != nil {
-		p.Container = m[1]
-	}
+	c := cgroupkit.ContainerOf(cgroup)
+	p.Container, p.PodUID = c.ID, c.PodUID
 	if m := serviceUnit.FindStringSubmatch(cgroup); m != nil && p.Container == "" {
 		p.Service = m[1]
 	}
@@ -102,6 +100,9 @@ func setResource(a pcommon.Map, host string, p Process) {
 	}
 	if p.Container != "" {
 		a.PutStr("container.id", p.Container)
+	}
+	if p.PodUID != "" {
+		a.PutStr("k8s.pod.uid", p.PodUID)
 	}
 }
 

@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
 
@@ -42,7 +41,7 @@ func newCPUCollector(tr *cputime.Tracer) *cpuCollector {
 		comm: prometheus.NewDesc("sonde_comm_cpu_seconds_total",
 			"Exact on-CPU time of all tasks with this name since the agent started, exited ones included.", []string{"comm"}, nil),
 		cgroup: prometheus.NewDesc("sonde_cgroup_cpu_seconds_total",
-			"Exact on-CPU time of the tasks in this cgroup (v2 path) since the agent started, exited ones included.", []string{"cgroup"}, nil),
+			"Exact on-CPU time of the tasks in this cgroup (v2 path) since the agent started, exited ones included; container_id and pod_uid are read from the path (docker, containerd, cri-o, podman, Kubernetes).", []string{"cgroup", "container_id", "pod_uid"}, nil),
 		lost: prometheus.NewDesc("sonde_cputime_lost_slices_total",
 			"Time slices the kernel could not account because the task map was full.", nil, nil),
 		unseen: prometheus.NewDesc("sonde_cputime_unseen_switches_total",
@@ -91,7 +90,7 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 		if tot > before {
 			cg, ok := c.cgroups[t.Pid]
 			if !ok {
-				cg = CgroupOfPid(t.Pid)
+				cg, _ = cgroup.PathOf(int(t.Pid))
 			}
 			seen[t.Pid] = cg
 			addBounded(c.byComm, comm, tot-before)
@@ -106,7 +105,8 @@ func (c *cpuCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.comm, prometheus.CounterValue, float64(v)/1e9, k)
 	}
 	for k, v := range c.byCgroup {
-		ch <- prometheus.MustNewConstMetric(c.cgroup, prometheus.CounterValue, float64(v)/1e9, k)
+		ct := cgroup.ContainerOf(k)
+		ch <- prometheus.MustNewConstMetric(c.cgroup, prometheus.CounterValue, float64(v)/1e9, k, ct.ID, ct.PodUID)
 	}
 	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(c.tr.Lost()))
 	ch <- prometheus.MustNewConstMetric(c.unseen, prometheus.CounterValue, float64(c.tr.Unseen()))
@@ -128,36 +128,4 @@ func procComm(pid, tid uint32) string {
 		return ""
 	}
 	return strings.TrimSuffix(string(b), "\n")
-}
-
-// CgroupOfPid is the process's cgroup, "" when it is gone.
-func CgroupOfPid(pid uint32) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	return ParseCgroup(f)
-}
-
-// ParseCgroup reads /proc/PID/cgroup: the cgroup v2 path ("0::/path"), or
-// on a v1-only system the cpu controller's.
-func ParseCgroup(r io.Reader) string {
-	var v1 string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			return parts[2]
-		}
-		for _, ctl := range strings.Split(parts[1], ",") {
-			if ctl == "cpu" && v1 == "" {
-				v1 = parts[2]
-			}
-		}
-	}
-	return v1
 }

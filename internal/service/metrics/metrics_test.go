@@ -1,26 +1,12 @@
 package metrics
 
 import (
-	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
-
-func TestParseCgroup(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"0::/system.slice/nginx.service\n", "/system.slice/nginx.service"},
-		{"12:cpu,cpuacct:/docker/abc\n11:memory:/docker/abc\n", "/docker/abc"},
-		{"1:name=systemd:/user.slice\n0::/user.slice/session-1.scope\n", "/user.slice/session-1.scope"},
-		{"garbage\n", ""},
-	} {
-		if got := ParseCgroup(strings.NewReader(c.in)); got != c.want {
-			t.Errorf("ParseCgroup(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
 
 // TestHistogramBuckets: each value lands under the first bound at or
 // above it, and the count and sum carry over.
