@@ -334,6 +334,13 @@ func (r ELFFiles) Open(obj Object) (*Opened, error) {
 
 func (r ELFFiles) open(obj Object) (*ELF, error) {
 	path, deleted := strings.CutSuffix(obj.Path, " (deleted)")
+	if via := heldPath(obj.Path, obj.BuildID); via != "" {
+		// Held while its process lived in another mount namespace.
+		if e, err := OpenELF(via, r.options("")); err == nil {
+			e.Path = path
+			return e, nil
+		}
+	}
 	if deleted && obj.Pid != 0 {
 		// Unlinked (its directory may be gone too), but the process still
 		// maps the file: the kernel opens it through the mapping.

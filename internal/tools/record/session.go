@@ -23,6 +23,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 	"github.com/sonde-dev/sonde/internal/symbolize/builder"
 )
 
@@ -163,6 +164,7 @@ func newSession(o Options) *session {
 		o.Events = []events.Spec{{Event: ev}}
 	}
 	b := builder.New()
+	b.HoldForeignFiles()                 // containers' binaries, named after they exit
 	b.CgroupsFrom(func(pid int) string { // report --sort cgroup
 		p, _ := cgroup.PathOf(pid)
 		return p
@@ -177,6 +179,7 @@ func newSession(o Options) *session {
 // left as written (it reads back as cut); then the events go, and the
 // walker last, since it wants its events closed first.
 func (s *session) close() {
+	defer symbolize.ReleaseHeld() // the frames are named (or never will be)
 	if s.child != nil && !s.released {
 		s.child.Abort()
 	}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// TestRecordNamesAProgramOfAnotherMountNamespace: a program that exists
+// only in its own mount namespace (a tmpfs mounted there, as a container's
+// root is) is named in a system-wide recording that ends after it exited.
+func TestRecordNamesAProgramOfAnotherMountNamespace(t *testing.T) {
+	testutil.RequireTool(t, "unshare", "util-linux")
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
+	root := filepath.Join(dir, "nsroot")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("mount -t tmpfs none %[1]s && cp %[2]s %[1]s/innerhot && exec %[1]s/innerhot 1s", root, bin)
+	testutil.MustRun(t, dir, "record", "-q", "-a", "-g", "-o", "ns.data", "--",
+		"unshare", "-m", "--propagation", "private", "sh", "-c", script)
+	if _, err := os.Stat(filepath.Join(root, "innerhot")); err == nil {
+		t.Fatal("the program is visible outside its mount namespace: the test proves nothing")
+	}
+	rep := reportJSON(t, dir, "-i", "ns.data", "--no-children", "--comm", "innerhot", "--sort", "dso,sym")
+	named, unnamed := 0.0, 0.0
+	for _, e := range rep.Entries {
+		if !strings.HasSuffix(e.Keys["dso"], "/innerhot") {
+			continue
+		}
+		if strings.Contains(e.Keys["sym"], "+0x") {
+			unnamed += e.SelfPct
+		} else {
+			named += e.SelfPct
+		}
+	}
+	if a, b := selfPct(rep, "spin_a"), selfPct(rep, "spin_b"); a+b < 80 || unnamed > 1 {
+		t.Fatalf("innerhot's samples: spin_a %.1f%% spin_b %.1f%%, named %.1f%%, unnamed %.1f%%:\n%+v", a, b, named, unnamed, rep.Entries)
+	}
+}
