@@ -55,7 +55,7 @@ func TestDebuginfodNamesAStrippedBinary(t *testing.T) {
 			t.Fatalf("%s: spin_a %.1f%% + spin_b %.1f%%, want most samples named: %+v", data, a, b, rep.Entries)
 		}
 		src := reportJSON(t, dir, "-i", data, "--no-children", "--sort", "srcline")
-		if len(src.Entries) == 0 || !strings.HasPrefix(src.Entries[0].Keys["srcline"], "work.c:") {
+		if len(src.Entries) == 0 || !strings.Contains(src.Entries[0].Keys["srcline"], "work.c:") {
 			t.Fatalf("%s: hottest source line %+v, want one of work.c", data, src.Entries[:min(3, len(src.Entries))])
 		}
 	}
