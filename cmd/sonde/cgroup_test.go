@@ -19,23 +19,7 @@ import (
 // cgroup, then one of a v1 perf_event hierarchy the test mounts), while the
 // same program outside it spins beside; report --sort cgroup names it.
 func TestRecordCgroup(t *testing.T) {
-	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
-	in, out := filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
-	os.Link(bin, in)
-	os.Link(bin, out)
-	hs, err := cgroup.Mounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v2 string
-	for _, h := range hs {
-		if h.V2 {
-			v2 = h.Mount
-		}
-	}
-	if v2 == "" {
-		t.Fatal("no cgroup v2 hierarchy mounted")
-	}
+	dir, in, out, v2 := cgroupWorkload(t)
 	name := fmt.Sprintf("/sonde-test-%d", os.Getpid())
 	cgDir := makeCgroup(t, v2+name)
 	check := func(label, g, join, wantCgroup string) {
@@ -75,6 +59,29 @@ func TestRecordCgroup(t *testing.T) {
 	defer os.Remove(v1Dir)
 	check("v1", v1Dir, v1Dir, "")
 	killAll(v1Dir)
+}
+
+// cgroupWorkload builds the spinning workload twice, as "inside" and
+// "outside" (their comms), and finds the cgroup v2 mount.
+func cgroupWorkload(t *testing.T) (dir, in, out, v2 string) {
+	t.Helper()
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
+	in, out = filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
+	os.Link(bin, in)
+	os.Link(bin, out)
+	hs, err := cgroup.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.V2 {
+			v2 = h.Mount
+		}
+	}
+	if v2 == "" {
+		t.Fatal("no cgroup v2 hierarchy mounted")
+	}
+	return dir, in, out, v2
 }
 
 // makeCgroup makes a cgroup directory removed (its tasks killed) at the end.
@@ -135,20 +142,7 @@ func startIn(t *testing.T, d, bin string, args ...string) {
 // processes of one cgroup: its spinner is there, the twin spinning outside
 // (competing for the same CPUs, so both wait) is not.
 func TestRunqlatCgroup(t *testing.T) {
-	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
-	in, out := filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
-	os.Link(bin, in)
-	os.Link(bin, out)
-	hs, err := cgroup.Mounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v2 string
-	for _, h := range hs {
-		if h.V2 {
-			v2 = h.Mount
-		}
-	}
+	dir, in, out, v2 := cgroupWorkload(t)
 	name := fmt.Sprintf("/sonde-rq-%d", os.Getpid())
 	cgDir := makeCgroup(t, v2+name)
 	startIn(t, cgDir, in, "4s")
