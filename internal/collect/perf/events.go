@@ -47,27 +47,27 @@ type EventDef struct {
 
 // Builtin lists the generic events perf knows by name.
 var Builtin = []EventDef{
-	{Name: "cpu-clock", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK},
-	{Name: "task-clock", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK},
-	{Name: "page-faults", Aliases: []string{"faults"}, Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS},
-	{Name: "minor-faults", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
-	{Name: "major-faults", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ},
-	{Name: "context-switches", Aliases: []string{"cs"}, Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
-	{Name: "cpu-migrations", Aliases: []string{"migrations"}, Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_MIGRATIONS},
-	{Name: "alignment-faults", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_ALIGNMENT_FAULTS},
-	{Name: "emulation-faults", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_EMULATION_FAULTS},
-	{Name: "dummy", Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_DUMMY},
+	sw("cpu-clock", unix.PERF_COUNT_SW_CPU_CLOCK),
+	sw("task-clock", unix.PERF_COUNT_SW_TASK_CLOCK),
+	sw("page-faults", unix.PERF_COUNT_SW_PAGE_FAULTS, "faults"),
+	sw("minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN),
+	sw("major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+	sw("context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES, "cs"),
+	sw("cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS, "migrations"),
+	sw("alignment-faults", unix.PERF_COUNT_SW_ALIGNMENT_FAULTS),
+	sw("emulation-faults", unix.PERF_COUNT_SW_EMULATION_FAULTS),
+	sw("dummy", unix.PERF_COUNT_SW_DUMMY),
 
-	{Name: "cycles", Aliases: []string{"cpu-cycles"}, Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES},
-	{Name: "instructions", Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_INSTRUCTIONS},
-	{Name: "cache-references", Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CACHE_REFERENCES},
-	{Name: "cache-misses", Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CACHE_MISSES},
-	{Name: "branch-instructions", Aliases: []string{"branches"}, Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
-	{Name: "branch-misses", Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_BRANCH_MISSES},
-	{Name: "bus-cycles", Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_BUS_CYCLES},
-	{Name: "stalled-cycles-frontend", Aliases: []string{"idle-cycles-frontend"}, Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_STALLED_CYCLES_FRONTEND},
-	{Name: "stalled-cycles-backend", Aliases: []string{"idle-cycles-backend"}, Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
-	{Name: "ref-cycles", Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_REF_CPU_CYCLES},
+	hw("cycles", unix.PERF_COUNT_HW_CPU_CYCLES, "cpu-cycles"),
+	hw("instructions", unix.PERF_COUNT_HW_INSTRUCTIONS),
+	hw("cache-references", unix.PERF_COUNT_HW_CACHE_REFERENCES),
+	hw("cache-misses", unix.PERF_COUNT_HW_CACHE_MISSES),
+	hw("branch-instructions", unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS, "branches"),
+	hw("branch-misses", unix.PERF_COUNT_HW_BRANCH_MISSES),
+	hw("bus-cycles", unix.PERF_COUNT_HW_BUS_CYCLES),
+	hw("stalled-cycles-frontend", unix.PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, "idle-cycles-frontend"),
+	hw("stalled-cycles-backend", unix.PERF_COUNT_HW_STALLED_CYCLES_BACKEND, "idle-cycles-backend"),
+	hw("ref-cycles", unix.PERF_COUNT_HW_REF_CPU_CYCLES),
 
 	cacheEvent("L1-dcache-loads", unix.PERF_COUNT_HW_CACHE_L1D, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS),
 	cacheEvent("L1-dcache-load-misses", unix.PERF_COUNT_HW_CACHE_L1D, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_MISS),
@@ -80,6 +80,15 @@ var Builtin = []EventDef{
 	cacheEvent("iTLB-load-misses", unix.PERF_COUNT_HW_CACHE_ITLB, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_MISS),
 	cacheEvent("branch-loads", unix.PERF_COUNT_HW_CACHE_BPU, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS),
 	cacheEvent("branch-load-misses", unix.PERF_COUNT_HW_CACHE_BPU, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_MISS),
+}
+
+// sw and hw declare a generic software or hardware event.
+func sw(name string, config uint64, aliases ...string) EventDef {
+	return EventDef{Name: name, Aliases: aliases, Kind: KindSoftware, Type: unix.PERF_TYPE_SOFTWARE, Config: config}
+}
+
+func hw(name string, config uint64, aliases ...string) EventDef {
+	return EventDef{Name: name, Aliases: aliases, Kind: KindHardware, Type: unix.PERF_TYPE_HARDWARE, Config: config}
 }
 
 func cacheEvent(name string, cache, op, result uint64) EventDef {
