@@ -178,3 +178,33 @@ func TestRunqlatCgroup(t *testing.T) {
 		t.Fatalf("runqlat -G %s: %d waits, target %q:\n%s", name, waits, v.Target, r.Stdout)
 	}
 }
+
+// TestOffcpuCgroup: offcpu -G counts only the blocks of one cgroup's
+// tasks: a ticker inside blocks about 1 s in a 1 s run, its twin outside
+// blocks as much and is not counted.
+func TestOffcpuCgroup(t *testing.T) {
+	dir, bin := testutil.Workload(t, "ticker", []string{"ticker.c"})
+	_, _, _, v2 := cgroupWorkload(t)
+	in, out := filepath.Join(dir, "tickin"), filepath.Join(dir, "tickout")
+	os.Link(bin, in)
+	os.Link(bin, out)
+	name := fmt.Sprintf("/sonde-off-%d", os.Getpid())
+	cgDir := makeCgroup(t, v2+name)
+	startIn(t, cgDir, in)
+	testutil.Start(t, out)
+	r := testutil.MustRun(t, dir, "offcpu", "-G", name, "-d", "1", "--json")
+	var v struct {
+		Stacks []struct {
+			Comm      string `json:"comm"`
+			BlockedNS uint64 `json:"blocked_ns"`
+		} `json:"stacks"`
+	}
+	r.JSON(t, &v)
+	by := map[string]uint64{}
+	for _, s := range v.Stacks {
+		by[s.Comm] += s.BlockedNS
+	}
+	if by["tickout"] > 0 || by["tickin"] < 500_000_000 || len(by) != 1 {
+		t.Fatalf("offcpu -G %s: blocked ns by comm %v, want about 1 s of tickin and nothing else", name, by)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // newOffcpuCmd is offcpu, or with name "wakeup" the same tool following
 // each block to the stack that ended it (bcc's offwaketime).
 func newOffcpuCmd(name string) *cobra.Command {
-	l := &cli.Live{Intervals: true, DurationArg: true, TakesCommand: true}
+	l := &cli.Live{Intervals: true, DurationArg: true, TakesCommand: true, Cgroups: true}
 	o := offcpu.Options{Version: version, Wakers: name == "wakeup"}
 	var minBlock, maxBlock uint64
 	var state string
@@ -40,6 +40,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 		return nil
 	}
 	cmd.RunE = l.RunE("tracing off-CPU time", func(ctx context.Context, tgt string, _ []string) error {
+		o.Cgroup = l.Cgroup
 		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		o.NoLines = sf.Output == "" // only a data file keeps source lines

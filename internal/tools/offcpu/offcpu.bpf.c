@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_cgroup.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "sonde_task.h"
@@ -75,7 +76,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 
 	/* The task leaving: remember when and where. ctx is prev's context,
 	 * so the stack walks see prev's stacks. */
-	if (wanted(ppid, ptid)) {
+	if (wanted(ppid, ptid) && task_cgroup_traced(prev)) {
 		long st = task_state_btf(prev, btf);
 		/* TASK_DEAD (0x80): a task's last switch, after its exit; it
 		 * never comes back to end the block, and its entry in starts

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
@@ -25,6 +26,7 @@ import (
 // Options configure a run.
 type Options struct {
 	Pid       int
+	Cgroup    *cgroup.Target // only blocks of its tasks (nil: every task)
 	PerThread bool
 	User      bool
 	Kernel    bool
@@ -107,7 +109,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps offcpuMaps
 	t := bpfskel.Tool{
 		Name: "off-CPU analysis", Spec: loadOffcpu, Maps: &maps, Hooks: hooks,
-		Command: o.Command, PidConst: offcpuVarTargetPid,
+		Command: o.Command, PidConst: offcpuVarTargetPid, Cgroup: o.Cgroup,
 		Consts: map[string]any{
 			offcpuVarTargetPid: uint32(o.Pid), offcpuVarPerThread: o.PerThread, offcpuVarUserStacks: o.User, offcpuVarKernelStacks: o.Kernel,
 			offcpuVarTrackWakers: o.Wakers, offcpuVarMinBlockNs: uint64(o.MinBlock), offcpuVarMaxBlockNs: maxB, offcpuVarStateMask: o.States,
