@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -44,22 +43,8 @@ func TestNoStackLostAt999HzSystemWide(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := exec.Command(testutil.Sonde(t), "profile", "-a", "-F", "999", "-d", "60s", "--json")
-	p.Dir = dir
-	var pout, perr strings.Builder
-	p.Stdout, p.Stderr = &pout, &perr
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	profiled := make(chan error, 1)
-	go func() { profiled <- p.Wait() }()
-	defer func() {
-		if p.ProcessState == nil {
-			p.Process.Kill()
-			<-profiled
-		}
-	}()
-	testutil.WaitBPFLinks(t, p.Process.Pid, runtime.NumCPU(), 60*time.Second)
+	p := testutil.StartSonde(t, dir, "profile", "-a", "-F", "999", "-d", "60s", "--json")
+	testutil.WaitBPFLinks(t, p.Cmd.Process.Pid, runtime.NumCPU(), 60*time.Second)
 
 	rec := testutil.MustRun(t, dir, "record", "-a", "-g", "-F", "999", "-o", "full.data", "--", bash, load, "60")
 	t.Logf("record:\n%s", rec.Stderr)
@@ -75,18 +60,18 @@ func TestNoStackLostAt999HzSystemWide(t *testing.T) {
 	testutil.MustRun(t, dir, "report", "-i", "full.data", "--json").JSON(t, &rep)
 	checkNoStackLost(t, "record -a -g", rep.Recording.UserStacks)
 
-	if err := <-profiled; err != nil {
-		t.Fatalf("sonde profile: %v\n%s", err, perr.String())
+	if err := p.Wait(); err != nil {
+		t.Fatalf("sonde profile: %v\n%s", err, p.Stderr.String())
 	}
 	var prof struct {
 		Samples    uint64                  `json:"samples"`
 		UserStacks *stackstat.Completeness `json:"user_stacks"`
 		Errors     map[string]uint64       `json:"bpf_errors"`
 	}
-	if err := json.Unmarshal([]byte(pout.String()), &prof); err != nil {
-		t.Fatalf("decoding profile --json: %v\n%.2000s", err, pout.String())
+	if err := json.Unmarshal([]byte(p.Stdout.String()), &prof); err != nil {
+		t.Fatalf("decoding profile --json: %v\n%.2000s", err, p.Stdout.String())
 	}
-	t.Logf("profile: %d samples, errors %v, stderr:\n%s", prof.Samples, prof.Errors, perr.String())
+	t.Logf("profile: %d samples, errors %v, stderr:\n%s", prof.Samples, prof.Errors, p.Stderr.String())
 	checkNoStackLost(t, "profile -a", prof.UserStacks)
 	// Kernel stacks too: a stack map refused those whose bucket another
 	// stack held (3,371 of 106,198 samples before kstacks).

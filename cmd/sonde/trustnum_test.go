@@ -339,31 +339,23 @@ func TestProfileShortLived(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { w.Wait(); close(exited) }()
 	defer func() { w.Process.Kill(); <-exited }()
-	p := exec.Command(testutil.Sonde(t), "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "5s", "--json", "-o", "short.data")
-	p.Dir = dir
-	var out, errOut strings.Builder
-	p.Stdout, p.Stderr = &out, &errOut
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	profiled := make(chan error, 1)
-	go func() { profiled <- p.Wait() }()
-	testutil.WaitBPFLinks(t, p.Process.Pid, runtime.NumCPU(), 30*time.Second)
+	p := testutil.StartSonde(t, dir, "profile", "-F", "999", "-p", strconv.Itoa(w.Process.Pid), "-d", "5s", "--json", "-o", "short.data")
+	testutil.WaitBPFLinks(t, p.Cmd.Process.Pid, runtime.NumCPU(), 30*time.Second)
 	w.Process.Signal(syscall.SIGUSR1)
 	select {
 	case <-exited:
-	case err := <-profiled:
-		t.Fatalf("the profile ended (%v) before the workload exited:\n%s", err, errOut.String())
+	case <-p.Done():
+		t.Fatalf("the profile ended (%v) before the workload exited:\n%s", p.Wait(), p.Stderr.String())
 	}
-	if err := <-profiled; err != nil {
-		t.Fatalf("sonde profile: %v\n%s", err, errOut.String())
+	if err := p.Wait(); err != nil {
+		t.Fatalf("sonde profile: %v\n%s", err, p.Stderr.String())
 	}
 	if w.ProcessState.ExitCode() != 0 {
 		t.Fatalf("the workload exited with %v, want 0 (it ended on its own)", w.ProcessState)
 	}
 	var rep jsonReport
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-		t.Fatalf("decoding profile --json: %v\n%.2000s", err, out.String())
+	if err := json.Unmarshal([]byte(p.Stdout.String()), &rep); err != nil {
+		t.Fatalf("decoding profile --json: %v\n%.2000s", err, p.Stdout.String())
 	}
 	for _, e := range rep.Entries {
 		if s := e.Keys["sym"]; strings.HasPrefix(s, "[unknown]") {

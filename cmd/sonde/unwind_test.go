@@ -428,24 +428,17 @@ func TestProfileUnwindsThroughSignalFrames(t *testing.T) {
 // stacks are still named from the mappings the unwinder kept.
 func TestProfileShortLivedChildren(t *testing.T) {
 	dir, bin := testutil.Workload(t, "unwind-kid", []string{"unwind.c"}, "-O2", "-fomit-frame-pointer")
-	p := exec.Command(testutil.Sonde(t), "profile", "-F", "499", "-d", "4s", "--user", "--folded")
-	p.Dir = dir
-	var out, errOut strings.Builder
-	p.Stdout, p.Stderr = &out, &errOut
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Process.Kill()
+	p := testutil.StartSonde(t, dir, "profile", "-F", "499", "-d", "4s", "--user", "--folded")
 	// The children start once the sampler is attached on every CPU.
-	testutil.WaitBPFLinks(t, p.Process.Pid, runtime.NumCPU(), 30*time.Second)
+	testutil.WaitBPFLinks(t, p.Cmd.Process.Pid, runtime.NumCPU(), 30*time.Second)
 	if o, err := exec.Command("/bin/sh", "-c", "for i in 1 2 3 4 5 6; do "+bin+" 0.3; done").CombinedOutput(); err != nil {
 		t.Fatalf("the children: %v\n%s", err, o)
 	}
 	if err := p.Wait(); err != nil {
-		t.Fatalf("sonde profile: %v\n%s", err, errOut.String())
+		t.Fatalf("sonde profile: %v\n%s", err, p.Stderr.String())
 	}
 	var kid, chain uint64
-	for s, n := range folded(t, out.String()) {
+	for s, n := range folded(t, p.Stdout.String()) {
 		if !strings.HasPrefix(s, "unwind-kid;") {
 			continue
 		}
@@ -456,7 +449,7 @@ func TestProfileShortLivedChildren(t *testing.T) {
 	}
 	t.Logf("%d of %d samples of the short-lived children reach main;dispatch", chain, kid)
 	if float64(chain) < 0.9*float64(kid) {
-		for s, n := range folded(t, out.String()) {
+		for s, n := range folded(t, p.Stdout.String()) {
 			if strings.HasPrefix(s, "unwind-kid;") && !strings.Contains(s, ";main;dispatch;") && n > 2 {
 				t.Logf("  %d %s", n, s)
 			}

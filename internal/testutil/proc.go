@@ -73,3 +73,38 @@ func MainOrHeldChild(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// Background is a sonde run started by StartSonde.
+type Background struct {
+	Cmd            *exec.Cmd
+	Stdout, Stderr strings.Builder
+	done           chan struct{}
+	err            error
+}
+
+// StartSonde starts sonde with args in dir without waiting for it; it is
+// killed at the end of the test if still running.
+func StartSonde(t testing.TB, dir string, args ...string) *Background {
+	t.Helper()
+	b := &Background{Cmd: exec.Command(Sonde(t), args...), done: make(chan struct{})}
+	b.Cmd.Dir = dir
+	b.Cmd.Stdout, b.Cmd.Stderr = &b.Stdout, &b.Stderr
+	if err := b.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.err = b.Cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() {
+		b.Cmd.Process.Kill()
+		<-b.done
+	})
+	return b
+}
+
+// Done is closed once the run has ended.
+func (b *Background) Done() <-chan struct{} { return b.done }
+
+// Wait waits for the run to end and returns how it ended.
+func (b *Background) Wait() error {
+	<-b.done
+	return b.err
+}
