@@ -24,8 +24,8 @@ func TestRecordCgroup(t *testing.T) {
 	cgDir := makeCgroup(t, v2+name)
 	check := func(label, g, join, wantCgroup string) {
 		t.Helper()
-		startIn(t, join, in, "4s")
-		testutil.Start(t, out, "4s")
+		startIn(t, join, in, "30s")
+		testutil.Start(t, out, "30s")
 		r := testutil.MustRun(t, dir, "record", "-G", g, "-o", label+".data", "-d", "1s")
 		procs, _ := os.ReadFile(filepath.Join(join, "cgroup.procs"))
 		t.Logf("%s: record -G %s: %s; %s holds %s", label, g, strings.TrimSpace(r.Stderr), join, strings.Fields(string(procs)))
@@ -65,6 +65,7 @@ func TestRecordCgroup(t *testing.T) {
 // "outside" (their comms), and finds the cgroup v2 mount.
 func cgroupWorkload(t *testing.T) (dir, in, out, v2 string) {
 	t.Helper()
+	testutil.Sonde(t) // built before the workload starts, not during its life
 	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
 	in, out = filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
 	os.Link(bin, in)
@@ -145,10 +146,10 @@ func TestRunqlatCgroup(t *testing.T) {
 	dir, in, out, v2 := cgroupWorkload(t)
 	name := fmt.Sprintf("/sonde-rq-%d", os.Getpid())
 	cgDir := makeCgroup(t, v2+name)
-	startIn(t, cgDir, in, "4s")
-	startIn(t, cgDir, in, "4s")
-	o1 := testutil.Start(t, out, "4s")
-	o2 := testutil.Start(t, out, "4s")
+	startIn(t, cgDir, in, "30s")
+	startIn(t, cgDir, in, "30s")
+	o1 := testutil.Start(t, out, "30s")
+	o2 := testutil.Start(t, out, "30s")
 	r := testutil.MustRun(t, dir, "runqlat", "-G", name, "-P", "-d", "1", "--json")
 	var v struct {
 		Target string `json:"target"`
@@ -183,8 +184,8 @@ func TestRunqlatCgroup(t *testing.T) {
 // tasks: a ticker inside blocks about 1 s in a 1 s run, its twin outside
 // blocks as much and is not counted.
 func TestOffcpuCgroup(t *testing.T) {
-	dir, bin := testutil.Workload(t, "ticker", []string{"ticker.c"})
 	_, _, _, v2 := cgroupWorkload(t)
+	dir, bin := testutil.Workload(t, "ticker", []string{"ticker.c"})
 	in, out := filepath.Join(dir, "tickin"), filepath.Join(dir, "tickout")
 	os.Link(bin, in)
 	os.Link(bin, out)
