@@ -22,9 +22,9 @@ func TestRecordCgroup(t *testing.T) {
 	dir, in, out, v2 := cgroupWorkload(t)
 	name := fmt.Sprintf("/sonde-test-%d", os.Getpid())
 	cgDir := makeCgroup(t, v2+name)
-	check := func(label, g, join, wantCgroup string) {
+	check := func(label, g, join, wantCgroup string) *exec.Cmd {
 		t.Helper()
-		startIn(t, join, in, "30s")
+		inside := startIn(t, join, in, "30s")
 		testutil.Start(t, out, "30s")
 		r := testutil.MustRun(t, dir, "record", "-G", g, "-o", label+".data", "-d", "1s")
 		procs, _ := os.ReadFile(filepath.Join(join, "cgroup.procs"))
@@ -37,28 +37,67 @@ func TestRecordCgroup(t *testing.T) {
 		if share["inside"] < 90 || share["outside"] > 0 || rep.Samples < 100 {
 			t.Fatalf("%s: -G %s kept %d samples by comm %v, want ≥ 90%% inside and none outside", label, g, rep.Samples, share)
 		}
-		if wantCgroup == "" {
-			return
+		if wantCgroup != "" {
+			cg := reportJSON(t, dir, "-i", label+".data", "--sort", "cgroup")
+			if len(cg.Entries) == 0 || cg.Entries[0].Keys["cgroup"] != wantCgroup {
+				t.Fatalf("%s: --sort cgroup %+v, want %s first", label, cg.Entries, wantCgroup)
+			}
 		}
-		cg := reportJSON(t, dir, "-i", label+".data", "--sort", "cgroup")
-		if len(cg.Entries) == 0 || cg.Entries[0].Keys["cgroup"] != wantCgroup {
-			t.Fatalf("%s: --sort cgroup %+v, want %s first", label, cg.Entries, wantCgroup)
-		}
+		return inside
 	}
 	check("v2", name, cgDir, name)
+	withV1PerfEvent(t, func(v1Dir string) *exec.Cmd { return check("v1", v1Dir, v1Dir, "") })
+}
 
-	// The v1 perf_event hierarchy, mounted for the test (while it is, v2
-	// cgroups cannot take perf events: it goes before the end).
+// withV1PerfEvent runs fn with a cgroup of a v1 perf_event hierarchy,
+// mounted for the test where none is. The hierarchy takes the perf_event
+// controller from the unified one (v2 cgroups cannot have perf events while
+// it exists), and a hierarchy unmounted with a child cgroup lives on unseen:
+// fn's task is killed and reaped, the cgroup removed and the hierarchy
+// unmounted before the test ends, and the controller must be back on v2.
+func withV1PerfEvent(t *testing.T, fn func(v1Dir string) *exec.Cmd) {
+	t.Helper()
+	before := v1PerfEvent() // a v1 host: the hierarchy is the host's, and stays
 	mnt := t.TempDir()
 	if err := syscall.Mount("none", mnt, "cgroup", 0, "perf_event"); err != nil {
 		t.Fatalf("mounting a v1 perf_event hierarchy: %v", err)
 	}
 	v1Dir := filepath.Join(mnt, "sonde-test")
-	defer syscall.Unmount(mnt, 0)
 	makeCgroupNow(t, v1Dir)
-	defer os.Remove(v1Dir)
-	check("v1", v1Dir, v1Dir, "")
-	killAll(v1Dir)
+	defer func() {
+		var err error
+		for i := 0; i < 500; i++ { // an exited task leaves its cgroup a moment later
+			if err = os.Remove(v1Dir); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmounting the v1 perf_event hierarchy: %v", err)
+		}
+		for i := 0; i < 500 && !before && v1PerfEvent(); i++ { // the hierarchy goes asynchronously
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !before && v1PerfEvent() {
+			t.Errorf("perf_event is still a v1 controller after the test (cgroup %s: %v): mount -t cgroup -o perf_event none DIR, rmdir its children, umount DIR", v1Dir, err)
+		}
+	}()
+	if cmd := fn(v1Dir); cmd != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
+// v1PerfEvent says whether the perf_event controller is in a v1 hierarchy
+// (/proc/cgroups: its hierarchy id is not 0).
+func v1PerfEvent() bool {
+	b, _ := os.ReadFile("/proc/cgroups")
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "perf_event" {
+			return f[1] != "0"
+		}
+	}
+	return false
 }
 
 // cgroupWorkload builds the spinning workload twice, as "inside" and
@@ -119,7 +158,7 @@ func killAll(d string) {
 
 // startIn starts bin args inside cgroup d (the shell joins it, then
 // becomes bin) and returns once the process is in it.
-func startIn(t *testing.T, d, bin string, args ...string) {
+func startIn(t *testing.T, d, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	script := fmt.Sprintf("echo $$ > %s/cgroup.procs && exec %s %s", d, bin, strings.Join(args, " "))
 	cmd := exec.Command("sh", "-c", script)
@@ -132,11 +171,12 @@ func startIn(t *testing.T, d, bin string, args ...string) {
 	for time.Now().Before(deadline) {
 		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 		if strings.Contains(" "+strings.Join(strings.Fields(string(b)), " ")+" ", " "+want+" ") {
-			return
+			return cmd
 		}
 		time.Sleep(5 * time.Millisecond) // the shell's first line
 	}
 	t.Fatalf("pid %s did not join %s", want, d)
+	return nil
 }
 
 // TestRunqlatCgroup: runqlat -G -P keeps, in the kernel, only the
