@@ -262,8 +262,8 @@ func TestPruneKeepsTotalsExact(t *testing.T) {
 			if d.Cfg.Pruned != c.pruned {
 				t.Errorf("pruned %d frames, want %d", d.Cfg.Pruned, c.pruned)
 			}
-			if got := len(d.Data.Names) + d.Cfg.Pruned; got != int(root.size) {
-				t.Errorf("drawn %d + pruned %d = %d frames, tree has %d", len(d.Data.Names), d.Cfg.Pruned, got, root.size)
+			if got := len(d.Data.Names) + d.Cfg.Pruned; got != root.frames() {
+				t.Errorf("drawn %d + pruned %d = %d frames, tree has %d", len(d.Data.Names), d.Cfg.Pruned, got, root.frames())
 			}
 			if c.note == "" && strings.Contains(d.doc, "not drawn") {
 				t.Errorf("complete graph says frames were left out")
@@ -314,8 +314,8 @@ func TestSmallGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := draw(t, root, Options{})
-	if d.Cfg.Pruned != 0 || len(d.Data.Names) != int(root.size) {
-		t.Errorf("small profile: %d of %d frames drawn, %d pruned", len(d.Data.Names), root.size, d.Cfg.Pruned)
+	if d.Cfg.Pruned != 0 || len(d.Data.Names) != root.frames() {
+		t.Errorf("small profile: %d of %d frames drawn, %d pruned", len(d.Data.Names), root.frames(), d.Cfg.Pruned)
 	}
 	d.checkNested(t)
 	m := dataRE.FindStringSubmatch(d.doc)
@@ -348,13 +348,13 @@ func TestDiffTree(t *testing.T) {
 	cur := parse("p;b 3\np;c 1\np;k 4\n")
 	d := DiffTree(base, cur)
 	want := map[string]float64{"all": 0, "p": 0, "b": 3.0/8*100 - 25, "c": 12.5, "k": 50}
-	for _, n := range cur.first.Children() {
-		if math.Abs(d[n]-want[n.Name]) > 1e-9 {
-			t.Errorf("%s changed %g points, want %g", n.Name, d[n], want[n.Name])
+	for _, n := range cur.Children()[0].Children() {
+		if math.Abs(d.Of(n)-want[n.Name]) > 1e-9 {
+			t.Errorf("%s changed %g points, want %g", n.Name, d.Of(n), want[n.Name])
 		}
 	}
-	if len(d) != 5 {
-		t.Errorf("%d frames in the diff, want 5", len(d))
+	if d.Len() != 5 {
+		t.Errorf("%d frames in the diff, want 5", d.Len())
 	}
 }
 
