@@ -18,9 +18,9 @@ var script string
 type Options struct {
 	Title    string
 	Subtitle string
-	Inverted bool              // icicle: roots at the top
-	Diff     *Diff // differential graph: change in percentage points per frame
-	Unit     string            // "samples"
+	Inverted bool   // icicle: roots at the top
+	Diff     *Diff  // differential graph: change in percentage points per frame
+	Unit     string // "samples"
 	Width    int
 	MinWidth MinWidth // frames narrower than this are not drawn
 }
