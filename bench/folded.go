@@ -28,9 +28,10 @@ import (
 // names with namespaces, templates and argument lists (up to ~250
 // characters), Rust names with trait impls and hash suffixes, Go package
 // paths, Python's interpreter frames repeated level after level. Every node
-// hashes its path from the root, and its children take consecutive pool
-// entries from the hash, so siblings never share a name while a name
-// recurs all over the tree, as real functions do.
+// hashes its path from the root, which decides whether it branches and how
+// widely; a function's callees are consecutive pool entries chosen by its
+// own name, so siblings never share a name, and a function calls the same
+// few functions wherever it appears in the tree, as real code does.
 
 type procKind struct {
 	name    string
@@ -188,6 +189,7 @@ func (g *stackGen) stack(x uint64) uint64 {
 	}
 	h := splitmix(x%uint64(len(g.kinds)) + 1)
 	L := uint64(len(k.pool))
+	caller := L // the startup's last frame
 	for q > 0 {
 		r := splitmix(h)
 		var fan uint64 = 1
@@ -200,9 +202,12 @@ func (g *stackGen) stack(x uint64) uint64 {
 		child := q % fan
 		q /= fan
 		if fan == 1 && len(k.calls) > 0 && r>>30%2 == 0 {
+			// The interpreter's loop calls whatever the script calls.
 			g.frame(k.calls[r>>31%uint64(len(k.calls))])
+			caller = r >> 40 % L
 		} else {
-			g.frame(k.pool[(r>>20+child)%L])
+			caller = (splitmix(caller)%L + child) % L
+			g.frame(k.pool[caller])
 		}
 		h = splitmix(h ^ (child+1)*0x9e3779b97f4a7c15)
 	}

@@ -49,7 +49,7 @@ type Node struct {
 }
 
 // Self is the weight of the stacks that end in this frame.
-func (n *Node) Self() float64 { return n.t.self[n.i] }
+func (n *Node) Self() float64 { return *n.t.self.at(n.i) }
 
 // Children returns the node's callees, sorted by name.
 func (n *Node) Children() []*Node {
@@ -69,7 +69,7 @@ func (n *Node) frames() int { return int(n.t.size[n.i]) }
 type tree struct {
 	syms  []symInfo
 	sym   []uint32  // the frame's name and kind, in syms
-	self  []float64 // weight of the stacks ending here
+	self  *weights  // weight of the stacks ending here
 	value []float64 // weight of the frame and all below it
 	size  []uint32  // frames in the subtree, the frame included
 	off   []uint32  // the frame's callees are kids[off[i]:off[i+1]]
@@ -93,6 +93,28 @@ type symInfo struct {
 // frame is a name and kind, as FromProfile hands them in.
 type frame = symInfo
 
+// weights is a growing array of weights kept in chunks of a fixed size:
+// growing it copies nothing and leaves no garbage, where append's regrowth
+// of a slice of millions leaves several times its size behind.
+type weights struct {
+	chunks [][]float64
+	n      int
+}
+
+const chunkBits = 16
+
+func (w *weights) grow() {
+	if w.n&(1<<chunkBits-1) == 0 {
+		w.chunks = append(w.chunks, make([]float64, 1<<chunkBits))
+	}
+	w.n++
+}
+
+func (w *weights) at(i uint32) *float64 { return &w.chunks[i>>chunkBits][i&(1<<chunkBits-1)] }
+
+// noSym is no frame number.
+const noSym uint32 = math.MaxUint32
+
 // slot is an entry of the builder's child table: the child of parent
 // called sym is node id (0: an empty slot, the root is nobody's child).
 type slot struct{ parent, sym, id uint32 }
@@ -107,11 +129,16 @@ type builder struct {
 	symIdx map[symInfo]uint32
 	tokIdx map[string]uint32 // folded tokens below the first level
 	topIdx map[string]uint32 // folded tokens at the first level (process names)
+	// Code calls the same function from a caller most of the time: the
+	// token last seen after each frame is tried before the maps, with one
+	// comparison and no hashing.
+	succ  []uint32 // by frame number: the frame that followed it last
+	tokOf []string // by frame number: its token, below the first level
 
 	slots []slot
 	shift uint // 64 - log2(len(slots)), for Fibonacci hashing
 	used  int
-	self  []float64 // by node id; 0 is the root
+	self  *weights // by node id; 0 is the root
 
 	// The previous stack's path: consecutive stacks usually share a prefix
 	// (folded files are sorted), found again without probing.
@@ -124,9 +151,10 @@ func newBuilder() *builder {
 		symIdx: map[symInfo]uint32{},
 		tokIdx: map[string]uint32{},
 		topIdx: map[string]uint32{},
-		self:   make([]float64, 1, 1<<12),
+		self:   &weights{},
 	}
 	b.intern(symInfo{"all", KindOther}) // the root's
+	b.self.grow()
 	b.resize(1 << 12)
 	return b
 }
@@ -139,6 +167,8 @@ func (b *builder) intern(s symInfo) uint32 {
 	id := uint32(len(b.syms))
 	b.syms = append(b.syms, s)
 	b.symIdx[s] = id
+	b.succ = append(b.succ, noSym)
+	b.tokOf = append(b.tokOf, "")
 	return id
 }
 
@@ -167,11 +197,11 @@ func (b *builder) child(parent, sym uint32) uint32 {
 	for i := b.hash(parent, sym); ; i = (i + 1) & mask {
 		s := &b.slots[i]
 		if s.id == 0 {
-			id := uint32(len(b.self))
+			id := uint32(b.self.n)
 			if id == math.MaxUint32 {
 				panic("flamegraph: more than 4 billion frames") // 100 GB of tree: memory runs out first
 			}
-			b.self = append(b.self, 0)
+			b.self.grow()
 			*s = slot{parent, sym, id}
 			if b.used++; b.used*4 >= len(b.slots)*3 {
 				b.resize(2 * len(b.slots))
@@ -202,7 +232,7 @@ func (b *builder) add(syms []uint32, v float64) {
 		b.prevNode = append(b.prevNode[:d], n)
 	}
 	b.prevSym, b.prevNode = b.prevSym[:len(syms)], b.prevNode[:len(syms)]
-	b.self[n] += v
+	*b.self.at(n) += v
 }
 
 // group is how many lines addBatch walks down side by side.
@@ -255,7 +285,7 @@ func (b *builder) addBatch(bt *batch) {
 		}
 		b.prevSym = append(b.prevSym[:0], bt.syms[st[k-1]:st[k-1]+ln[k-1]]...)
 		for j := 0; j < k; j++ {
-			b.self[cur[j]] += bt.counts[g+j]
+			*b.self.at(cur[j]) += bt.counts[g+j]
 		}
 	}
 }
@@ -271,13 +301,28 @@ func commonPrefix(a, b []uint32) int {
 }
 
 // token interns one token of folded input at depth d.
-func (b *builder) token(tok []byte, d int) uint32 {
+func (b *builder) token(tok []byte, d int, caller uint32) uint32 {
 	idx := b.tokIdx
 	if d == 0 {
 		idx = b.topIdx
+	} else if s := b.succ[caller]; s != noSym && b.tokOf[s] == string(tok) {
+		return s
 	}
-	if id, ok := idx[string(tok)]; ok {
-		return id
+	id, ok := idx[string(tok)]
+	if !ok {
+		id = b.newToken(tok, d)
+	}
+	if d > 0 {
+		b.succ[caller] = id
+	}
+	return id
+}
+
+// newToken interns a token not seen before at its level.
+func (b *builder) newToken(tok []byte, d int) uint32 {
+	idx := b.tokIdx
+	if d == 0 {
+		idx = b.topIdx
 	}
 	t := string(tok)
 	s := symInfo{t, KindUser}
@@ -291,6 +336,9 @@ func (b *builder) token(tok []byte, d int) uint32 {
 	}
 	id := b.intern(s)
 	idx[t] = id
+	if d > 0 {
+		b.tokOf[id] = t
+	}
 	return id
 }
 
@@ -309,12 +357,14 @@ func (b *builder) foldedLine(line []byte, syms []uint32) ([]uint32, float64, err
 		return syms, 0, err
 	}
 	stack := bytes.TrimRight(line[:i], " \t")
+	caller := noSym
 	for d := 0; ; d++ {
 		j := bytes.IndexByte(stack, ';')
 		if j < 0 {
-			return append(syms, b.token(stack, d)), v, nil
+			return append(syms, b.token(stack, d, caller)), v, nil
 		}
-		syms = append(syms, b.token(stack[:j], d))
+		caller = b.token(stack[:j], d, caller)
+		syms = append(syms, caller)
 		stack = stack[j+1:]
 	}
 }
@@ -354,7 +404,7 @@ func parseCount(s []byte) (float64, error) {
 // axis is not time), sums each frame's weight from its callees, and drops
 // the builder's tables.
 func (b *builder) finish() *Node {
-	n := len(b.self)
+	n := b.self.n
 	parent := make([]uint32, n)
 	t := &tree{syms: b.syms, sym: make([]uint32, n), self: b.self}
 	for _, s := range b.slots {
@@ -371,7 +421,10 @@ func (b *builder) finish() *Node {
 	// up sums weights and sizes, and counting callees then placing them
 	// (from the last, so each frame's range ends where it began) lists
 	// them in one array.
-	t.value = slices.Clone(t.self)
+	t.value = make([]float64, n)
+	for i := range t.value {
+		t.value[i] = *t.self.at(uint32(i))
+	}
 	t.size = make([]uint32, n)
 	t.off = make([]uint32, n+1)
 	for id := n - 1; id >= 0; id-- {
@@ -531,7 +584,7 @@ func WriteFolded(w io.Writer, root *Node) error {
 			}
 		}
 		line = append(line, suffix(s.kind)...)
-		if self := t.self[i]; self != 0 {
+		if self := *t.self.at(i); self != 0 {
 			end := len(line)
 			line = append(line, ' ')
 			line = formatCount(line, self)
