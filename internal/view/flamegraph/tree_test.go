@@ -2,11 +2,14 @@ package flamegraph
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -380,4 +383,78 @@ func FuzzParseFolded(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestParseFoldedMatchesAMap checks the tree against the plainest merge
+// there is, a map from stack to total, on stacks sharing prefixes at every
+// depth (each given more than once, in sorted, shuffled and reversed
+// order), with more lines than one batch and than one group of lines
+// walked side by side, names recurring under different callers, kernel
+// suffixes and process names that are also frame names.
+func TestParseFoldedMatchesAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var lines []string
+	want := map[string]float64{}
+	for i := 0; i < 30000; i++ {
+		depth := 1 + rng.IntN(12)
+		frames := []string{fmt.Sprintf("proc%d", rng.IntN(3))}
+		for d := 1; d < depth; d++ {
+			name := fmt.Sprintf("f%d", rng.IntN(4+2*d)%12)
+			switch rng.IntN(10) {
+			case 0:
+				name += "_[k]"
+			case 1:
+				name = "proc1"
+			}
+			frames = append(frames, name)
+		}
+		stack := strings.Join(frames, ";")
+		n := 1 + rng.IntN(3)
+		lines = append(lines, fmt.Sprintf("%s %d", stack, n))
+		want[stack] += float64(n)
+	}
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	var exp strings.Builder
+	var total float64
+	// FlameGraph's order: frame by frame, siblings by name, then kind.
+	frame := func(tok string) (string, int) {
+		if n, ok := strings.CutSuffix(tok, "_[k]"); ok {
+			return n, 1
+		}
+		return tok, 0
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		fa, fb := strings.Split(a, ";"), strings.Split(b, ";")
+		for i := 0; i < len(fa) && i < len(fb); i++ {
+			na, ka := frame(fa[i])
+			nb, kb := frame(fb[i])
+			if c := cmp.Or(strings.Compare(na, nb), ka-kb); c != 0 {
+				return c
+			}
+		}
+		return len(fa) - len(fb)
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&exp, "%s %g\n", k, want[k])
+		total += want[k]
+	}
+	sorted := slices.Clone(lines)
+	slices.Sort(sorted)
+	reversed := slices.Clone(sorted)
+	slices.Reverse(reversed)
+	for name, order := range map[string][]string{"shuffled": lines, "sorted": sorted, "reversed": reversed} {
+		root, err := ParseFolded(strings.NewReader(strings.Join(order, "\n")+"\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := foldedOf(t, root); got != exp.String() {
+			t.Errorf("%s: folded output differs from the merged map (%d vs %d bytes)", name, len(got), exp.Len())
+		}
+		if root.Value != total {
+			t.Errorf("%s: total %g, want %g", name, root.Value, total)
+		}
+	}
 }
