@@ -112,6 +112,11 @@ func (w *weights) grow() {
 
 func (w *weights) at(i uint32) *float64 { return &w.chunks[i>>chunkBits][i&(1<<chunkBits-1)] }
 
+// bigTable is the size (in slots, 12 bytes each) from which the builder
+// collects the garbage of a table it replaced instead of waiting for the
+// runtime's next cycle, which may let the heap double first.
+const bigTable = 1 << 21
+
 // noSym is no frame number.
 const noSym uint32 = math.MaxUint32
 
@@ -205,7 +210,7 @@ func (b *builder) child(parent, sym uint32) uint32 {
 			*s = slot{parent, sym, id}
 			if b.used++; b.used*4 >= len(b.slots)*3 {
 				b.resize(2 * len(b.slots))
-				if len(b.slots) >= 1<<21 {
+				if len(b.slots) >= bigTable {
 					runtime.GC() // the old table, tens of megabytes: reuse it now
 				}
 			}
@@ -413,10 +418,13 @@ func (b *builder) finish() *Node {
 		}
 	}
 	rank := b.ranks()
+	big := len(b.slots) >= bigTable
 	*b = builder{}
-	// The table was the largest thing here: free it before the arrays
-	// below are made, so they take its place rather than add to it.
-	runtime.GC()
+	if big {
+		// The table was the largest thing here: free it before the arrays
+		// below are made, so they take its place rather than add to it.
+		runtime.GC()
+	}
 	// A callee's number is above its caller's: one pass from the leaves
 	// up sums weights and sizes, and counting callees then placing them
 	// (from the last, so each frame's range ends where it began) lists
