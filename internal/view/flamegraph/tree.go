@@ -90,9 +90,6 @@ type symInfo struct {
 	kind Kind
 }
 
-// frame is a name and kind, as FromProfile hands them in.
-type frame = symInfo
-
 // weights is a growing array of weights kept in chunks of a fixed size:
 // growing it copies nothing and leaves no garbage, where append's regrowth
 // of a slice of millions leaves several times its size behind.
@@ -204,7 +201,9 @@ func (b *builder) child(parent, sym uint32) uint32 {
 		if s.id == 0 {
 			id := uint32(b.self.n)
 			if id == math.MaxUint32 {
-				panic("flamegraph: more than 4 billion frames") // 100 GB of tree: memory runs out first
+				// ParseFolded stops before; a profile this large (tens of
+				// gigabytes of stacks) does not load.
+				panic("flamegraph: more than 4 billion frames")
 			}
 			b.self.grow()
 			*s = slot{parent, sym, id}
@@ -652,12 +651,20 @@ func ParseFolded(r io.Reader, warn func(string)) (*Node, error) {
 		defer close(full)
 		warning, err = b.readFolded(r, free, full)
 	}()
+	tooMany := false
 	for bt := range full {
-		b.addBatch(bt)
+		// Frame numbers are 32 bits: stop (reading on, so the reader ends)
+		// before a batch could make more frames than they count.
+		if tooMany = tooMany || uint64(b.self.n)+uint64(len(bt.syms)) >= math.MaxUint32; !tooMany {
+			b.addBatch(bt)
+		}
 		free <- bt
 	}
 	if err != nil {
 		return nil, err
+	}
+	if tooMany {
+		return nil, fmt.Errorf("more than %d distinct frames: too many for one tree", uint32(math.MaxUint32-1))
 	}
 	if warning != "" && warn != nil {
 		warn(warning)
