@@ -19,6 +19,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,12 +69,12 @@ func (n *Node) frames() int { return int(n.t.size[n.i]) }
 // collector to follow.
 type tree struct {
 	syms  []symInfo
-	sym   []uint32  // the frame's name and kind, in syms
-	self  *weights  // weight of the stacks ending here
-	value []float64 // weight of the frame and all below it
-	size  []uint32  // frames in the subtree, the frame included
-	off   []uint32  // the frame's callees are kids[off[i]:off[i+1]]
-	kids  []uint32  // callees, each frame's sorted by name
+	sym   []uint32          // the frame's name and kind, in syms
+	self  *chunked[float64] // weight of the stacks ending here
+	value []float64         // weight of the frame and all below it
+	size  []uint32          // frames in the subtree, the frame included
+	off   []uint32          // the frame's callees are kids[off[i]:off[i+1]]
+	kids  []uint32          // callees, each frame's sorted by name
 }
 
 func (t *tree) children(i uint32) []uint32 { return t.kids[t.off[i]:t.off[i+1]] }
@@ -90,24 +91,26 @@ type symInfo struct {
 	kind Kind
 }
 
-// weights is a growing array of weights kept in chunks of a fixed size:
-// growing it copies nothing and leaves no garbage, where append's regrowth
-// of a slice of millions leaves several times its size behind.
-type weights struct {
-	chunks [][]float64
+// chunked is a growing array kept in chunks of a fixed size: growing it
+// copies nothing and leaves no garbage, where append's regrowth of a slice
+// of millions leaves several times its size behind; and an element stays
+// where it is.
+type chunked[T any] struct {
+	chunks [][]T
 	n      int
 }
 
 const chunkBits = 16
 
-func (w *weights) grow() {
-	if w.n&(1<<chunkBits-1) == 0 {
-		w.chunks = append(w.chunks, make([]float64, 1<<chunkBits))
+// grow adds an element, the zero value.
+func (c *chunked[T]) grow() {
+	if c.n&(1<<chunkBits-1) == 0 {
+		c.chunks = append(c.chunks, make([]T, 1<<chunkBits))
 	}
-	w.n++
+	c.n++
 }
 
-func (w *weights) at(i uint32) *float64 { return &w.chunks[i>>chunkBits][i&(1<<chunkBits-1)] }
+func (c *chunked[T]) at(i uint32) *T { return &c.chunks[i>>chunkBits][i&(1<<chunkBits-1)] }
 
 // bigTable is the size (in slots, 12 bytes each) from which the builder
 // collects the garbage of a table it replaced instead of waiting for the
@@ -121,11 +124,13 @@ const noSym uint32 = math.MaxUint32
 // called sym is node id (0: an empty slot, the root is nobody's child).
 type slot struct{ parent, sym, id uint32 }
 
-// builder grows a tree one stack at a time. Every (caller, callee) pair is
-// found through one open-addressing table of 12-byte slots: one probe, and
-// usually one cache miss, per frame of input, where a list of siblings or
-// a map of pointers costs a miss per sibling. Nodes are numbered as they
-// are made; until finish a node is only its slot and its self weight.
+// builder grows a tree one stack at a time. Nodes are numbered as they are
+// made, and each keeps its first callee (name and number, in kid): a
+// frame of a chain, the bulk of a tree of deep stacks, is found or added
+// there, next to its caller, which is where the previous frame was. Other
+// callees are found through one open-addressing table of 12-byte slots
+// keyed by (caller, name): one probe, and usually one cache miss, where a
+// list of siblings costs a miss per sibling.
 type builder struct {
 	syms   []symInfo
 	symIdx map[symInfo]uint32
@@ -137,10 +142,15 @@ type builder struct {
 	succ  []uint32 // by frame number: the frame that followed it last
 	tokOf []string // by frame number: its token, below the first level
 
-	slots []slot
-	shift uint // 64 - log2(len(slots)), for Fibonacci hashing
+	// By node number; 0 is the root.
+	kid    *chunked[uint64] // the first callee: its name << 32 | its number (0: none)
+	parent *chunked[uint32]
+	sym    *chunked[uint32]
+	self   *chunked[float64]
+
+	slots []slot // callees after the first
+	shift uint   // 64 - log2(len(slots)), for Fibonacci hashing
 	used  int
-	self  *weights // by node id; 0 is the root
 
 	// The previous stack's path: consecutive stacks usually share a prefix
 	// (folded files are sorted), found again without probing.
@@ -153,10 +163,12 @@ func newBuilder() *builder {
 		symIdx: map[symInfo]uint32{},
 		tokIdx: map[string]uint32{},
 		topIdx: map[string]uint32{},
-		self:   &weights{},
+		kid:    &chunked[uint64]{},
+		parent: &chunked[uint32]{},
+		sym:    &chunked[uint32]{},
+		self:   &chunked[float64]{},
 	}
-	b.intern(symInfo{"all", KindOther}) // the root's
-	b.self.grow()
+	b.newNode(0, b.intern(symInfo{"all", KindOther})) // the root
 	b.resize(1 << 12)
 	return b
 }
@@ -193,19 +205,38 @@ func (b *builder) hash(parent, sym uint32) uint64 {
 	return (uint64(parent)<<32 | uint64(sym)) * 0x9e3779b97f4a7c15 >> b.shift
 }
 
+// newNode adds a node, without linking it to its caller.
+func (b *builder) newNode(parent, sym uint32) uint32 {
+	id := uint32(b.self.n)
+	if id == math.MaxUint32 {
+		// ParseFolded stops before; a profile this large (tens of
+		// gigabytes of stacks) does not load.
+		panic("flamegraph: more than 4 billion frames")
+	}
+	b.kid.grow()
+	b.parent.grow()
+	b.sym.grow()
+	b.self.grow()
+	*b.parent.at(id), *b.sym.at(id) = parent, sym
+	return id
+}
+
 // child finds or adds parent's callee sym.
 func (b *builder) child(parent, sym uint32) uint32 {
+	k := b.kid.at(parent)
+	if *k == 0 {
+		id := b.newNode(parent, sym)
+		*k = uint64(sym)<<32 | uint64(id)
+		return id
+	}
+	if uint32(*k>>32) == sym {
+		return uint32(*k)
+	}
 	mask := uint64(len(b.slots) - 1)
 	for i := b.hash(parent, sym); ; i = (i + 1) & mask {
 		s := &b.slots[i]
 		if s.id == 0 {
-			id := uint32(b.self.n)
-			if id == math.MaxUint32 {
-				// ParseFolded stops before; a profile this large (tens of
-				// gigabytes of stacks) does not load.
-				panic("flamegraph: more than 4 billion frames")
-			}
-			b.self.grow()
+			id := b.newNode(parent, sym)
 			*s = slot{parent, sym, id}
 			if b.used++; b.used*4 >= len(b.slots)*3 {
 				b.resize(2 * len(b.slots))
@@ -409,20 +440,20 @@ func parseCount(s []byte) (float64, error) {
 // the builder's tables.
 func (b *builder) finish() *Node {
 	n := b.self.n
-	parent := make([]uint32, n)
 	t := &tree{syms: b.syms, sym: make([]uint32, n), self: b.self}
-	for _, s := range b.slots {
-		if s.id != 0 {
-			parent[s.id], t.sym[s.id] = s.parent, s.sym
-		}
+	for i := range t.sym {
+		t.sym[i] = *b.sym.at(uint32(i))
 	}
 	rank := b.ranks()
-	big := len(b.slots) >= bigTable
+	parent := b.parent
+	big := len(b.slots) >= bigTable || n >= bigTable
 	*b = builder{}
 	if big {
-		// The table was the largest thing here: free it before the arrays
-		// below are made, so they take its place rather than add to it.
-		runtime.GC()
+		// The table and the first callees were the largest things here:
+		// give their memory back before the arrays below are made (one
+		// piece each, which the chunks freed could not hold), so that
+		// these take its place rather than add to it.
+		debug.FreeOSMemory()
 	}
 	// A callee's number is above its caller's: one pass from the leaves
 	// up sums weights and sizes, and counting callees then placing them
@@ -437,7 +468,7 @@ func (b *builder) finish() *Node {
 	for id := n - 1; id >= 0; id-- {
 		t.size[id]++
 		if id > 0 {
-			p := parent[id]
+			p := *parent.at(uint32(id))
 			t.value[p] += t.value[id]
 			t.size[p] += t.size[id]
 			t.off[p+1]++
@@ -448,7 +479,7 @@ func (b *builder) finish() *Node {
 	}
 	t.kids = make([]uint32, max(n-1, 0))
 	for id := n - 1; id > 0; id-- {
-		p := parent[id]
+		p := *parent.at(uint32(id))
 		t.off[p+1]--
 		t.kids[t.off[p+1]] = uint32(id)
 	}
