@@ -29,10 +29,11 @@ const (
 // folded.go) and draws them: `sonde flamegraph` to HTML once, against issue
 // 10's targets (wall time, peak RSS from wait4's rusage, page size), then
 // sonde and inferno-flamegraph to SVG, interleaved, against each other
-// (issue 25: faster and smaller than inferno on the same input).
+// (issue 25: faster and smaller than inferno on the same input). Then the
+// same beside inferno for stacks of the second shape, deep distinct tails.
 func flameScale(dir string) bool {
 	in := filepath.Join(dir, "stacks.folded")
-	lines, bytes, deepest, mean := writeFoldedStacks(in, *flameStacks)
+	lines, bytes, deepest, mean := writeFoldedStacks(in, *flameStacks, false)
 	out := filepath.Join(dir, "flame.html")
 	cmd := exec.Command(*sondeBin, "flamegraph", "-i", in, "-o", out)
 	cmd.Stderr = os.Stderr
@@ -48,6 +49,9 @@ func flameScale(dir string) bool {
 	fmt.Printf("   peak RSS  %8.1f MiB  target ≤ %.0f MiB  %s\n", rss, flameMaxRSSMiB, verdict(rss <= flameMaxRSSMiB))
 	fmt.Printf("   HTML      %8.2f MiB  target ≤ %.0f MiB   %s\n", html, flameMaxHTMLMiB, verdict(html <= flameMaxHTMLMiB))
 	ok := secs <= flameMaxSeconds && rss <= flameMaxRSSMiB && html <= flameMaxHTMLMiB
+	ok = beside(dir, in) && ok
+	lines, bytes, deepest, mean = writeFoldedStacks(in, *flameStacks, true)
+	fmt.Printf("\n   Second shape, deep distinct tails: %d stacks sharing their top 7 frames, then their own (%d lines, %.0f MiB, %.1f frames deep on average, at most %d)\n", *flameStacks, lines, float64(bytes)/(1<<20), mean, deepest)
 	return beside(dir, in) && ok
 }
 

@@ -165,8 +165,44 @@ func procKinds() []procKind {
 // million stacks allocates next to nothing.
 type stackGen struct {
 	kinds []procKind
+	tails []string // not nil: the second shape, see tailStack
 	line  []byte
 	depth int
+}
+
+func newStackGen(tails bool) *stackGen {
+	g := &stackGen{kinds: procKinds()}
+	if tails {
+		for i := 0; i < 2000; i++ {
+			g.tails = append(g.tails, "fn_"+strconv.Itoa(i))
+		}
+	}
+	return g
+}
+
+// tailStack is the second shape: stacks that share only their top
+// (process, startup, one of 50 handlers), then run 5 to 30 frames of their
+// own, drawn at random from 2,000 short names: many distinct call paths
+// through a small code base, nearly every frame below the eighth a new node
+// of the tree (17 M in all for a million stacks), as in the profile
+// FlameGraph and inferno are most often fed. The two frames after the
+// handler spell the stack's number, so stacks stay distinct up to 4 M.
+func (g *stackGen) tailStack(x uint64) uint64 {
+	g.line, g.depth = g.line[:0], 0
+	g.frame("app" + strconv.FormatUint(x/7%4, 10))
+	for _, f := range []string{"_start", "__libc_start_main", "main", "run_loop", "dispatch"} {
+		g.frame(f)
+	}
+	g.frame("handle_" + strconv.FormatUint(x/13%50, 10))
+	L := uint64(len(g.tails))
+	g.frame(g.tails[x%L])
+	g.frame(g.tails[x/L%L])
+	h := splitmix(x + 77)
+	for i, n := uint64(0), 5+h%26; i < n; i++ {
+		h = splitmix(h)
+		g.frame(g.tails[h%L])
+	}
+	return h
 }
 
 func (g *stackGen) frame(name string) {
@@ -180,6 +216,9 @@ func (g *stackGen) frame(name string) {
 // stack builds stack number x as one folded line (without its count) and
 // returns the hash of its deepest tree node, which also picks the count.
 func (g *stackGen) stack(x uint64) uint64 {
+	if g.tails != nil {
+		return g.tailStack(x)
+	}
 	g.line, g.depth = g.line[:0], 0
 	k := g.kinds[x%uint64(len(g.kinds))]
 	q := x / uint64(len(g.kinds))
@@ -225,9 +264,10 @@ func (g *stackGen) stack(x uint64) uint64 {
 }
 
 // writeFoldedStacks writes n distinct stacks to path in a permuted order,
-// with counts as a profile has them: mostly 1, some tens, a few thousands.
-// It returns the lines, bytes and deepest stack written.
-func writeFoldedStacks(path string, n int) (lines int, size int64, maxDepth int, meanDepth float64) {
+// with counts as a profile has them: mostly 1, some tens, a few thousands;
+// tails picks the second shape (tailStack). It returns the lines, bytes
+// and deepest stack written.
+func writeFoldedStacks(path string, n int, tails bool) (lines int, size int64, maxDepth int, meanDepth float64) {
 	f, err := os.Create(path)
 	if err != nil {
 		fail(err.Error())
@@ -238,7 +278,7 @@ func writeFoldedStacks(path string, n int) (lines int, size int64, maxDepth int,
 	for gcd(a, n) != 1 {
 		a++
 	}
-	g := &stackGen{kinds: procKinds()}
+	g := newStackGen(tails)
 	var depths int
 	for i := 0; i < n; i++ {
 		x := uint64((a*i + 12345) % n)

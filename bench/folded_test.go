@@ -6,11 +6,16 @@ import (
 )
 
 // TestFoldedStacksDistinct checks what the flame-graph case relies on:
-// every stack number gives a different stack, 10 to 60 frames deep, with
-// no name that breaks the folded format.
+// in both shapes, every stack number gives a different stack, 10 to 60
+// frames deep, with no name that breaks the folded format.
 func TestFoldedStacksDistinct(t *testing.T) {
+	for _, tails := range []bool{false, true} {
+		stacksDistinct(t, newStackGen(tails))
+	}
+}
+
+func stacksDistinct(t *testing.T, g *stackGen) {
 	const n = 200000
-	g := &stackGen{kinds: procKinds()}
 	seen := make(map[string]uint64, n)
 	for x := uint64(0); x < n; x++ {
 		line := foldedLine(g, x)
