@@ -5,8 +5,8 @@
 //
 // Folded input is streamed: each line goes into the tree as it is read and
 // only the tree is kept (frame names interned once, a frame a number, the
-// tree flat arrays of numbers), so a million distinct stacks take about
-// 200 MB. The drawing leaves out frames narrower than a minimum width (see
+// tree flat arrays of numbers), so a million distinct stacks of a real
+// profile take under 200 MB. The drawing leaves out frames narrower than a minimum width (see
 // MinWidth); the tree and the folded output stay exact.
 package flamegraph
 
