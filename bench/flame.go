@@ -1,18 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 )
 
-var flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
+var (
+	flameStacks = flag.Int("flame-stacks", 1000000, "distinct folded stacks in the flame-graph case")
+	flameReps   = flag.Int("flame-reps", 3, "interleaved runs of sonde and inferno in the flame-graph case")
+	infernoBin  = flag.String("inferno", "", "inferno-flamegraph binary (default: from PATH, else ~/.cargo/bin)")
+)
 
 // Targets of issue 10 for a million distinct stacks.
 const (
@@ -21,100 +25,155 @@ const (
 	flameMaxHTMLMiB = 10.0
 )
 
-// flameScale writes -flame-stacks distinct folded stacks to a file and
-// times `sonde flamegraph` drawing them as HTML: wall time, peak RSS (the
-// child's rusage, from wait4) and the size of the page, each against its
-// target.
+// flameScale writes -flame-stacks distinct folded stacks to a file (see
+// folded.go) and draws them: `sonde flamegraph` to HTML once, against issue
+// 10's targets (wall time, peak RSS from wait4's rusage, page size), then
+// sonde and inferno-flamegraph to SVG, interleaved, against each other
+// (issue 25: faster and smaller than inferno on the same input). Then the
+// same beside inferno for stacks of the second shape, deep distinct tails.
 func flameScale(dir string) bool {
 	in := filepath.Join(dir, "stacks.folded")
-	lines, bytes := writeStacks(in, *flameStacks)
+	lines, bytes, deepest, mean := writeFoldedStacks(in, *flameStacks, false)
 	out := filepath.Join(dir, "flame.html")
 	cmd := exec.Command(*sondeBin, "flamegraph", "-i", in, "-o", out)
 	cmd.Stderr = os.Stderr
 	u := measure(cmd)
 	secs, rss, cpu := u.wall, u.rssMiB, u.cpu
 	html := float64(size(out)) / (1 << 20)
-	verdict := func(ok bool) string {
-		if ok {
-			return "pass"
-		}
-		return "FAIL"
-	}
-	fmt.Printf("\n5. Flame graph of %d distinct folded stacks (%d lines, %.0f MiB, unsorted) to HTML\n", *flameStacks, lines, float64(bytes)/(1<<20))
+	fmt.Printf("\n5. Flame graph of %d distinct folded stacks (%d lines, %.0f MiB, unsorted, %.1f frames deep on average, at most %d)\n", *flameStacks, lines, float64(bytes)/(1<<20), mean, deepest)
+	fmt.Printf("   to HTML:  %s\n", prunedNote(out))
 	fmt.Printf("   time      %8.2f s    target ≤ %.0f s    %s\n", secs, flameMaxSeconds, verdict(secs <= flameMaxSeconds))
 	// On a shared machine the wall time depends on the other load; the
 	// CPU time says what sonde itself needed.
 	fmt.Printf("   CPU time  %8.2f s    (user + system; load average %s on %d CPUs)\n", cpu, loadAvg(), runtime.NumCPU())
 	fmt.Printf("   peak RSS  %8.1f MiB  target ≤ %.0f MiB  %s\n", rss, flameMaxRSSMiB, verdict(rss <= flameMaxRSSMiB))
 	fmt.Printf("   HTML      %8.2f MiB  target ≤ %.0f MiB   %s\n", html, flameMaxHTMLMiB, verdict(html <= flameMaxHTMLMiB))
-	return secs <= flameMaxSeconds && rss <= flameMaxRSSMiB && html <= flameMaxHTMLMiB
+	ok := secs <= flameMaxSeconds && rss <= flameMaxRSSMiB && html <= flameMaxHTMLMiB
+	ok = beside(dir, in) && ok
+	lines, bytes, deepest, mean = writeFoldedStacks(in, *flameStacks, true)
+	fmt.Printf("\n   Second shape, deep distinct tails: %d stacks sharing their top 7 frames, then their own (%d lines, %.0f MiB, %.1f frames deep on average, at most %d)\n", *flameStacks, lines, float64(bytes)/(1<<20), mean, deepest)
+	return beside(dir, in) && ok
 }
 
-// writeStacks writes n distinct stacks shaped like a server's profile: a
-// few processes, a common startup prefix, then one level of the call tree
-// per decimal digit of the stack's number (a handler chosen by the digit and
-// a library call under it, names drawn from shared pools as real code
-// reuses functions), some stacks ending in kernel frames. Stack numbers go
-// through a permutation, so the lines are not sorted and consecutive lines
-// rarely share a prefix. Counts are 1–50, every tenth with a fraction.
-func writeStacks(path string, n int) (lines int, size int64) {
-	f, err := os.Create(path)
+// beside draws the stacks to SVG with sonde and with inferno-flamegraph,
+// -flame-reps times each, interleaved, each at its default minimum width
+// (sonde 0.1 px, 0.0085% of 1200 px; inferno 0.01%, so sonde draws a
+// little more), and checks that both graphs have the same total.
+func beside(dir, in string) bool {
+	inferno := findInferno()
+	if inferno == "" {
+		fmt.Println("   inferno-flamegraph not found (cargo install inferno, or -inferno PATH): not compared")
+		return true
+	}
+	svg := [2]string{filepath.Join(dir, "sonde.svg"), filepath.Join(dir, "inferno.svg")}
+	var runs [2][]usage
+	interleave("flame graphs", *flameReps, 2, func(i int) {
+		var cmd *exec.Cmd
+		if i == 0 {
+			cmd = exec.Command(*sondeBin, "flamegraph", "-i", in, "-o", svg[0])
+		} else {
+			f, err := os.Create(svg[1])
+			if err != nil {
+				fail(err.Error())
+			}
+			defer f.Close()
+			cmd = exec.Command(inferno, in)
+			cmd.Stdout = f
+		}
+		cmd.Stderr = os.Stderr
+		runs[i] = append(runs[i], measure(cmd))
+	})
+	med := func(i int, f func(usage) float64) float64 {
+		var v []float64
+		for _, u := range runs[i] {
+			v = append(v, f(u))
+		}
+		return median(v)
+	}
+	wall := func(u usage) float64 { return u.wall }
+	cpu := func(u usage) float64 { return u.cpu }
+	rss := func(u usage) float64 { return u.rssMiB }
+	totals := [2]string{sondeTotal(svg[0]), infernoTotal(svg[1])}
+	fmt.Printf("   beside inferno-flamegraph, both to SVG (%d interleaved runs each, medians):\n", *flameReps)
+	fmt.Printf("   %-9s %8s %8s %10s %9s  %s\n", "", "wall s", "CPU s", "peak RSS", "SVG MiB", "total weight drawn")
+	for i, name := range []string{"sonde", "inferno"} {
+		fmt.Printf("   %-9s %8.2f %8.2f %6.0f MiB %9.2f  %s\n", name, med(i, wall), med(i, cpu), med(i, rss), float64(size(svg[i]))/(1<<20), totals[i])
+	}
+	tr, rr := med(0, wall)/med(1, wall), med(0, rss)/med(1, rss)
+	ok := tr < 1 && rr < 1 && totals[0] == totals[1] && totals[0] != ""
+	fmt.Printf("   sonde/inferno: time %.2f, CPU %.2f, peak RSS %.2f (target < 1 each, same total)  %s\n", tr, med(0, cpu)/med(1, cpu), rr, verdict(ok))
+	return ok
+}
+
+// findInferno is -inferno, else inferno-flamegraph from PATH or cargo's
+// directory, else "".
+func findInferno() string {
+	if *infernoBin != "" {
+		return *infernoBin
+	}
+	if p, err := exec.LookPath("inferno-flamegraph"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".cargo", "bin", "inferno-flamegraph")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+var (
+	sondeTotalRE   = regexp.MustCompile(`"v":\[([0-9.]+)`)
+	infernoTotalRE = regexp.MustCompile(`<title>all \(([0-9,.]+) samples`)
+	prunedRE       = regexp.MustCompile(`<!-- (.*) -->`)
+)
+
+// sondeTotal is the weight of the root frame sonde drew, as inferno
+// writes it (with thousands separators).
+func sondeTotal(path string) string {
+	b, _ := os.ReadFile(path)
+	m := sondeTotalRE.FindSubmatch(b)
+	if m == nil {
+		return ""
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil {
-		fail(err.Error())
+		return ""
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	digits := len(strconv.Itoa(n - 1))
-	// x → (a·x + c) mod n visits every x once when gcd(a, n) = 1.
-	a := 7919
-	for gcd(a, n) != 1 {
-		a++
+	return thousands(int64(v))
+}
+
+func infernoTotal(path string) string {
+	b, _ := os.ReadFile(path)
+	if m := infernoTotalRE.FindSubmatch(b); m != nil {
+		return string(m[1])
 	}
-	var line []byte
-	for i := 0; i < n; i++ {
-		x := (a*i + 12345) % n
-		line = line[:0]
-		h := uint32(2166136261)
-		mix := func(v int) uint32 {
-			h = (h ^ uint32(v)) * 16777619
-			return h
-		}
-		num := strconv.Itoa(x)
-		for len(num) < digits {
-			num = "0" + num
-		}
-		line = append(line, "svc"...)
-		line = strconv.AppendInt(line, int64(num[0]-'0')%4, 10)
-		line = append(line, ";_start;__libc_start_main;main;server::run"...)
-		for l := 0; l < digits; l++ {
-			d := int(num[l] - '0')
-			mix(l*10 + d)
-			line = append(line, ";mod"...)
-			line = strconv.AppendInt(line, int64(l), 10)
-			line = append(line, "::handle_"...)
-			line = strconv.AppendInt(line, int64(d), 10)
-			line = append(line, ";lib::call_"...)
-			line = strconv.AppendInt(line, int64(mix(d)%997), 10)
-		}
-		if h%4 == 0 {
-			line = append(line, ";entry_SYSCALL_64_[k];do_syscall_64_[k];ksys_read_[k]"...)
-		}
-		line = append(line, ' ')
-		line = strconv.AppendInt(line, int64(1+h%50), 10)
-		if x%10 == 0 {
-			line = append(line, ".5"...)
-		}
-		line = append(line, '\n')
-		w.Write(line)
-		size += int64(len(line))
-		lines++
+	return ""
+}
+
+// prunedNote is what sonde's graph says it left out.
+func prunedNote(path string) string {
+	b, _ := os.ReadFile(path)
+	if m := prunedRE.FindSubmatch(b); m != nil {
+		return string(m[1])
 	}
-	if err := w.Flush(); err != nil {
-		fail("writing stacks: " + err.Error())
+	return "every frame drawn"
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "pass"
 	}
-	if err := f.Close(); err != nil {
-		fail("writing stacks: " + err.Error())
+	return "FAIL"
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	return lines, size
+	return s
 }
 
 // loadAvg is the one-minute load average.

@@ -8,7 +8,8 @@
 //     recording of at least -samples samples;
 //  4. seed 002's dd pipeline alone and under sonde cputime;
 //  5. a flame graph of a million distinct folded stacks (time, peak RSS,
-//     page size against issue 10's targets; -flamegraph runs only this);
+//     page size against issue 10's targets, and beside inferno-flamegraph;
+//     -flamegraph runs only this);
 //  6. the BPF cost of every BPF tool beside its peer, timed by the kernel
 //     (bpf_stats; -cost runs only this, see cost.go).
 //  7. cost per lock operation of sonde deadlock and of bpftrace doing the

@@ -19,7 +19,7 @@ func newFlamegraphCmd() *cobra.Command {
 	cmd := cli.Doc("flamegraph", &cobra.Command{})
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp+", or collapsed stacks")
-	f.StringVarP(&output, "output", "o", "", "output file (default flame.html, or stdout for folded)")
+	f.StringVarP(&output, "output", "o", "", "output file, - for stdout (default flame.html, or stdout for folded)")
 	f.StringVar(&title, "title", "sonde flame graph", "title above the graph")
 	f.BoolVar(&inverted, "inverted", false, "icicle graph: roots at the top")
 	f.StringVar(&format, "format", "", "svg, html or folded (default from -o's extension)")
@@ -49,7 +49,11 @@ func newFlamegraphCmd() *cobra.Command {
 		} else if root, o.Subtitle, err = load.Flame(input, nil); err != nil {
 			return err
 		}
-		if output == "" && format != "folded" {
+		switch {
+		case output == "-":
+			// As FlameGraph and inferno write theirs: to a pipe.
+			output = ""
+		case output == "" && format != "folded":
 			output = "flame." + format
 		}
 		out, err := cli.Create(output)

@@ -321,7 +321,7 @@ func withoutModifiers(ev string) string {
 
 // FlameDiff loads BASE and NEW for a differential flame graph: NEW's tree,
 // each frame's change in share from BASE, and a subtitle naming both.
-func FlameDiff(base, cur string) (*flamegraph.Node, map[*flamegraph.Node]float64, string, error) {
+func FlameDiff(base, cur string) (*flamegraph.Node, *flamegraph.Diff, string, error) {
 	b, _, err := Flame(base, nil)
 	if err != nil {
 		return nil, nil, "", err

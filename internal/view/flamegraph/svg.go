@@ -18,9 +18,9 @@ var script string
 type Options struct {
 	Title    string
 	Subtitle string
-	Inverted bool              // icicle: roots at the top
-	Diff     map[*Node]float64 // differential graph: change in percent per frame
-	Unit     string            // "samples"
+	Inverted bool   // icicle: roots at the top
+	Diff     *Diff  // differential graph: change in percentage points per frame
+	Unit     string // "samples"
 	Width    int
 	MinWidth MinWidth // frames narrower than this are not drawn
 }
@@ -101,38 +101,51 @@ type flat struct {
 	prunedWeight float64
 }
 
-func flatten(root *Node, diff map[*Node]float64, minValue float64) *flat {
+func flatten(root *Node, diff *Diff, minValue float64) *flat {
+	t := root.t
 	f := &flat{nameIdx: map[string]int32{}}
-	var walk func(n *Node, depth int32, start float64)
-	walk = func(n *Node, depth int32, start float64) {
-		id, ok := f.nameIdx[n.Name]
-		if !ok {
-			id = int32(len(f.names))
-			f.names = append(f.names, n.Name)
-			f.nameIdx[n.Name] = id
+	// A name's index in f.names by frame number: the map is asked once per
+	// distinct frame, not once per drawn one.
+	symName := make([]int32, len(t.syms))
+	for i := range symName {
+		symName[i] = -1
+	}
+	var walk func(i uint32, depth int32, start float64)
+	walk = func(i uint32, depth int32, start float64) {
+		sym := t.sym[i]
+		id := symName[sym]
+		if id < 0 {
+			name := t.syms[sym].name
+			var ok bool
+			if id, ok = f.nameIdx[name]; !ok {
+				id = int32(len(f.names))
+				f.names = append(f.names, name)
+				f.nameIdx[name] = id
+			}
+			symName[sym] = id
 		}
 		f.n = append(f.n, id)
-		f.k = append(f.k, uint8(n.Kind))
+		f.k = append(f.k, uint8(t.syms[sym].kind))
 		f.d = append(f.d, depth)
 		f.s = append(f.s, start)
-		f.v = append(f.v, n.Value)
+		f.v = append(f.v, t.value[i])
 		if diff != nil {
-			f.dl = append(f.dl, float64(int(diff[n]*100))/100)
+			f.dl = append(f.dl, float64(int(diff.pp[i]*100))/100)
 		}
 		// A left-out child keeps its place: its callers' widths, and the
 		// positions of its siblings, are those of the full graph.
 		off := start
-		for c := n.first; c != nil; c = c.next {
-			if c.Value < minValue {
-				f.pruned += int(c.size)
-				f.prunedWeight += c.Value
+		for _, c := range t.children(i) {
+			if t.value[c] < minValue {
+				f.pruned += int(t.size[c])
+				f.prunedWeight += t.value[c]
 			} else {
 				walk(c, depth+1, off)
 			}
-			off += c.Value
+			off += t.value[c]
 		}
 	}
-	walk(root, 0, 0)
+	walk(root.i, 0, 0)
 	return f
 }
 
@@ -326,46 +339,60 @@ func legend(o Options) string {
 	return `<tspan fill="#d84a1b">&#9632; user</tspan> <tspan fill="#3b7dd8">&#9632; kernel</tspan> <tspan fill="#3aa655">&#9632; JIT</tspan> <tspan fill="#999">&#9632; other</tspan>`
 }
 
+// Diff is, for each frame of a tree, how its share of all samples changed
+// against a base (percentage points).
+type Diff struct {
+	pp []float64 // by frame index
+}
+
+// Of is the change of frame n, a frame of the tree the diff was made for.
+func (d *Diff) Of(n *Node) float64 { return d.pp[n.i] }
+
+// Len is the number of frames the diff covers.
+func (d *Diff) Len() int { return len(d.pp) }
+
 // DiffTree returns, for each frame of cur, how its share of all samples
-// changed against base (percentage points), matching frames by their path
-// from the root. Both trees have their children sorted (ParseFolded and
-// FromProfile sort them), so matching children is a merge.
-func DiffTree(base, cur *Node) map[*Node]float64 {
-	out := map[*Node]float64{}
-	var walk func(b, c *Node)
-	walk = func(b, c *Node) {
+// changed against base, matching frames by their path from the root. Both
+// trees have their children sorted (ParseFolded and FromProfile sort
+// them), so matching children is a merge.
+func DiffTree(base, cur *Node) *Diff {
+	bt, ct := base.t, cur.t
+	d := &Diff{pp: make([]float64, len(ct.sym))}
+	var walk func(b int64, c uint32)
+	walk = func(b int64, c uint32) {
 		var bp float64
-		if b != nil && base.Value > 0 {
-			bp = 100 * b.Value / base.Value
+		if b >= 0 && base.Value > 0 {
+			bp = 100 * bt.value[b] / base.Value
 		}
 		cp := 0.0
 		if cur.Value > 0 {
-			cp = 100 * c.Value / cur.Value
+			cp = 100 * ct.value[c] / cur.Value
 		}
-		out[c] = cp - bp
-		var bc *Node
-		if b != nil {
-			bc = b.first
+		d.pp[c] = cp - bp
+		var bk []uint32
+		if b >= 0 {
+			bk = bt.children(uint32(b))
 		}
-		for cc := c.first; cc != nil; cc = cc.next {
-			for bc != nil && less(bc, cc) {
-				bc = bc.next
+		for _, cc := range ct.children(c) {
+			cs := ct.syms[ct.sym[cc]]
+			for len(bk) > 0 && less(bt.syms[bt.sym[bk[0]]], cs) {
+				bk = bk[1:]
 			}
-			if bc != nil && bc.Name == cc.Name && bc.Kind == cc.Kind {
-				walk(bc, cc)
+			if len(bk) > 0 && bt.syms[bt.sym[bk[0]]] == cs {
+				walk(int64(bk[0]), cc)
 			} else {
-				walk(nil, cc)
+				walk(-1, cc)
 			}
 		}
 	}
-	walk(base, cur)
-	return out
+	walk(int64(base.i), cur.i)
+	return d
 }
 
 // less is the order of siblings: by name, then kind.
-func less(a, b *Node) bool {
-	if a.Name != b.Name {
-		return a.Name < b.Name
+func less(a, b symInfo) bool {
+	if a.name != b.name {
+		return a.name < b.name
 	}
-	return a.Kind < b.Kind
+	return a.kind < b.kind
 }

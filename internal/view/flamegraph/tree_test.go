@@ -2,11 +2,14 @@ package flamegraph
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -262,8 +265,8 @@ func TestPruneKeepsTotalsExact(t *testing.T) {
 			if d.Cfg.Pruned != c.pruned {
 				t.Errorf("pruned %d frames, want %d", d.Cfg.Pruned, c.pruned)
 			}
-			if got := len(d.Data.Names) + d.Cfg.Pruned; got != int(root.size) {
-				t.Errorf("drawn %d + pruned %d = %d frames, tree has %d", len(d.Data.Names), d.Cfg.Pruned, got, root.size)
+			if got := len(d.Data.Names) + d.Cfg.Pruned; got != root.frames() {
+				t.Errorf("drawn %d + pruned %d = %d frames, tree has %d", len(d.Data.Names), d.Cfg.Pruned, got, root.frames())
 			}
 			if c.note == "" && strings.Contains(d.doc, "not drawn") {
 				t.Errorf("complete graph says frames were left out")
@@ -314,8 +317,8 @@ func TestSmallGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := draw(t, root, Options{})
-	if d.Cfg.Pruned != 0 || len(d.Data.Names) != int(root.size) {
-		t.Errorf("small profile: %d of %d frames drawn, %d pruned", len(d.Data.Names), root.size, d.Cfg.Pruned)
+	if d.Cfg.Pruned != 0 || len(d.Data.Names) != root.frames() {
+		t.Errorf("small profile: %d of %d frames drawn, %d pruned", len(d.Data.Names), root.frames(), d.Cfg.Pruned)
 	}
 	d.checkNested(t)
 	m := dataRE.FindStringSubmatch(d.doc)
@@ -348,13 +351,13 @@ func TestDiffTree(t *testing.T) {
 	cur := parse("p;b 3\np;c 1\np;k 4\n")
 	d := DiffTree(base, cur)
 	want := map[string]float64{"all": 0, "p": 0, "b": 3.0/8*100 - 25, "c": 12.5, "k": 50}
-	for _, n := range cur.first.Children() {
-		if math.Abs(d[n]-want[n.Name]) > 1e-9 {
-			t.Errorf("%s changed %g points, want %g", n.Name, d[n], want[n.Name])
+	for _, n := range cur.Children()[0].Children() {
+		if math.Abs(d.Of(n)-want[n.Name]) > 1e-9 {
+			t.Errorf("%s changed %g points, want %g", n.Name, d.Of(n), want[n.Name])
 		}
 	}
-	if len(d) != 5 {
-		t.Errorf("%d frames in the diff, want 5", len(d))
+	if d.Len() != 5 {
+		t.Errorf("%d frames in the diff, want 5", d.Len())
 	}
 }
 
@@ -380,4 +383,78 @@ func FuzzParseFolded(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestParseFoldedMatchesAMap checks the tree against the plainest merge
+// there is, a map from stack to total, on stacks sharing prefixes at every
+// depth (each given more than once, in sorted, shuffled and reversed
+// order), with more lines than one batch and than one group of lines
+// walked side by side, names recurring under different callers, kernel
+// suffixes and process names that are also frame names.
+func TestParseFoldedMatchesAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var lines []string
+	want := map[string]float64{}
+	for i := 0; i < 30000; i++ {
+		depth := 1 + rng.IntN(12)
+		frames := []string{fmt.Sprintf("proc%d", rng.IntN(3))}
+		for d := 1; d < depth; d++ {
+			name := fmt.Sprintf("f%d", rng.IntN(4+2*d)%12)
+			switch rng.IntN(10) {
+			case 0:
+				name += "_[k]"
+			case 1:
+				name = "proc1"
+			}
+			frames = append(frames, name)
+		}
+		stack := strings.Join(frames, ";")
+		n := 1 + rng.IntN(3)
+		lines = append(lines, fmt.Sprintf("%s %d", stack, n))
+		want[stack] += float64(n)
+	}
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	var exp strings.Builder
+	var total float64
+	// FlameGraph's order: frame by frame, siblings by name, then kind.
+	frame := func(tok string) (string, int) {
+		if n, ok := strings.CutSuffix(tok, "_[k]"); ok {
+			return n, 1
+		}
+		return tok, 0
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		fa, fb := strings.Split(a, ";"), strings.Split(b, ";")
+		for i := 0; i < len(fa) && i < len(fb); i++ {
+			na, ka := frame(fa[i])
+			nb, kb := frame(fb[i])
+			if c := cmp.Or(strings.Compare(na, nb), ka-kb); c != 0 {
+				return c
+			}
+		}
+		return len(fa) - len(fb)
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&exp, "%s %g\n", k, want[k])
+		total += want[k]
+	}
+	sorted := slices.Clone(lines)
+	slices.Sort(sorted)
+	reversed := slices.Clone(sorted)
+	slices.Reverse(reversed)
+	for name, order := range map[string][]string{"shuffled": lines, "sorted": sorted, "reversed": reversed} {
+		root, err := ParseFolded(strings.NewReader(strings.Join(order, "\n")+"\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := foldedOf(t, root); got != exp.String() {
+			t.Errorf("%s: folded output differs from the merged map (%d vs %d bytes)", name, len(got), exp.Len())
+		}
+		if root.Value != total {
+			t.Errorf("%s: total %g, want %g", name, root.Value, total)
+		}
+	}
 }
