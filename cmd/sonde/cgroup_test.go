@@ -72,6 +72,11 @@ func withV1PerfEvent(t *testing.T, fn func(v1Dir string) *exec.Cmd) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		// A removed cgroup stays the hierarchy's child until its last
+		// reference goes; unmounted with a child, the hierarchy would live on.
+		for i := 0; i < 500 && perfEventCgroups() > 1; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if err := syscall.Unmount(mnt, 0); err != nil {
 			t.Errorf("unmounting the v1 perf_event hierarchy: %v", err)
 		}
@@ -90,14 +95,21 @@ func withV1PerfEvent(t *testing.T, fn func(v1Dir string) *exec.Cmd) {
 
 // v1PerfEvent says whether the perf_event controller is in a v1 hierarchy
 // (/proc/cgroups: its hierarchy id is not 0).
-func v1PerfEvent() bool {
+func v1PerfEvent() bool { return perfEventField(1) != 0 }
+
+// perfEventCgroups is how many cgroups the perf_event controller has.
+func perfEventCgroups() int { return perfEventField(2) }
+
+// perfEventField is field i of perf_event's line in /proc/cgroups.
+func perfEventField(i int) int {
 	b, _ := os.ReadFile("/proc/cgroups")
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "perf_event" {
-			return f[1] != "0"
+		if f := strings.Fields(l); len(f) > i && f[0] == "perf_event" {
+			n, _ := strconv.Atoi(f[i])
+			return n
 		}
 	}
-	return false
+	return 0
 }
 
 // cgroupWorkload builds the spinning workload twice, as "inside" and
