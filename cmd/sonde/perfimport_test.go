@@ -268,8 +268,10 @@ func compareFoldedLines(t *testing.T, what, got, want string) {
 	}
 }
 
-// TestDamagedPerfData: a cut or corrupt perf.data, or one sonde cannot
-// read, fails every view with one line and a non-zero status.
+// TestDamagedPerfData: a corrupt perf.data, one cut before its records,
+// or one sonde cannot read, fails every view with one line and a non-zero
+// status; one cut inside its records reads what is whole and says it was
+// cut (TestCutPerfData).
 func TestDamagedPerfData(t *testing.T) {
 	dir := t.TempDir()
 	good, err := os.ReadFile(perfFixture("tiny.data"))
@@ -282,7 +284,7 @@ func TestDamagedPerfData(t *testing.T) {
 	}
 	files := map[string][]byte{
 		"header_cut": good[:50],
-		"data_cut":   good[:len(good)/2],
+		"attrs_cut":  good[:200],
 		"corrupt":    corrupt,
 	}
 	z, err := os.ReadFile(perfFixture("tiny-z.data"))
@@ -290,7 +292,7 @@ func TestDamagedPerfData(t *testing.T) {
 		t.Fatal(err)
 	}
 	files["zstd"] = z
-	wants := map[string]string{"header_cut": "perf.data", "data_cut": "perf.data", "corrupt": "perf.data", "zstd": "compressed (perf record -z)"}
+	wants := map[string]string{"header_cut": "perf.data", "attrs_cut": "perf.data", "corrupt": "perf.data", "zstd": "compressed (perf record -z)"}
 	for name, data := range files {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, name+".data")
