@@ -59,13 +59,18 @@ func TestCutRecordingsAgainstPerf(t *testing.T) {
 		compareCuts(t, perfBin, out.Bytes(), 30)
 	})
 	t.Run("sigkill", func(t *testing.T) {
+		w := exec.Command(work, "30s")
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { w.Process.Kill(); w.Wait() }()
 		file := filepath.Join(dir, "k.data")
-		cmd := record(file, work, "30s")
+		cmd := record(file, "-p", strconv.Itoa(w.Process.Pid))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		// perf writes its ring as it goes: kill it once a good part of a
-		// second of samples is on disk, then stop the workload it left.
+		// second of samples is on disk.
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
 			if st, err := os.Stat(file); err == nil && st.Size() > 64<<10 {
@@ -75,9 +80,6 @@ func TestCutRecordingsAgainstPerf(t *testing.T) {
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
-		if out, err := exec.Command("pkill", "-KILL", "-P", strconv.Itoa(cmd.Process.Pid)).CombinedOutput(); err != nil && len(out) > 0 {
-			t.Logf("pkill: %s", out)
-		}
 		data := readFile(t, file)
 		n, _ := compareCut(t, perfBin, data, len(data))
 		if n < 100 {

@@ -234,6 +234,12 @@ func (b *builder) addFolded(line []byte) error {
 		return err
 	}
 	stack := bytes.TrimRight(line[:i], " \t")
+	if n := len(stack); n > 0 && stack[n-1] == ';' && n < i {
+		// A last frame named by blanks only (perf script's "pc  (object)"
+		// for a function without a name, which stackcollapse-perf.pl and
+		// inferno fold as " "): keep it, less the separator before the count.
+		stack = line[:i]
+	}
 	n := b.root
 	same := true
 	for d := 0; ; d++ {
