@@ -69,6 +69,10 @@ var Vocabulary = map[string]string{
 	"baseline_percent": "diff: the row's share in the first (base) profile",
 	"new_percent":      "diff: the row's share in the second profile",
 	"delta_percent":    "diff: new_percent minus baseline_percent",
+	"baseline_samples": "diff: the row's samples in the first (base) profile",
+	"new_samples":      "diff: the row's samples in the second profile",
+	"baseline_period":  "diff: the row's event count in the first (base) profile (ns for the clock events)",
+	"new_period":       "diff: the row's event count in the second profile (ns for the clock events)",
 
 	// stat
 	"runs":            "stat: how many times the command ran (-r)",
