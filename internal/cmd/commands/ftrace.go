@@ -42,7 +42,7 @@ func newFtraceCmd() *cobra.Command {
 		addFtraceViewFlags(sub.Flags(), &v)
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
 			if cmd.Name() == "dump" && !chrome && !flame {
-				return cli.Usagef("ftrace dump needs a format: --chrome (Chrome trace JSON, for chrome://tracing or Perfetto) or --flamegraph (flame graph of wall time)")
+				return cli.Usagef("needs a format: --chrome (Chrome trace JSON, for chrome://tracing or Perfetto) or --flamegraph (flame graph of wall time)")
 			}
 			view := map[bool]string{true: "chrome", false: "folded"}[chrome]
 			if cmd.Name() != "dump" {
@@ -116,6 +116,6 @@ func ftraceFlameGraph(w io.Writer, v ftrace.ViewOptions) error {
 
 var _ = Register(Spec{Name: "ftrace", Group: Recording, New: newFtraceCmd, JSON: []any{ftrace.ReportDoc{}},
 	BadInput: []BadInput{
-		{Name: "ftrace_dump_no_format", Args: []string{"dump"}, Code: 2, Want: `^sonde ftrace dump: ftrace dump needs a format: --chrome .* or --flamegraph`},
+		{Name: "ftrace_dump_no_format", Args: []string{"dump"}, Code: 2, Want: `^sonde ftrace dump: needs a format: --chrome .* or --flamegraph`},
 		{Name: "ftrace_dump_two_formats", Args: []string{"dump", "--chrome", "--flamegraph"}, Code: 2, Want: `--chrome and --flamegraph conflict: dump one format at a time`},
 	}})
