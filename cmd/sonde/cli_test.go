@@ -225,6 +225,10 @@ func TestManPages(t *testing.T) {
 		if !strings.Contains(string(b), ".SH OPTIONS") && c.HasAvailableFlags() {
 			t.Errorf("%s has no OPTIONS section", page)
 		}
+		// The header names the page's own command: SONDE-RECORD(1).
+		if th := `.TH "SONDE\-` + strings.ToUpper(c.Name()) + `" "1"`; !strings.Contains(string(b), th) {
+			t.Errorf("%s: no header %s", page, th)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "man", "sonde.1")); err != nil {
 		t.Errorf("no sonde.1: %v", err)
