@@ -226,7 +226,7 @@ func TestManPages(t *testing.T) {
 			t.Errorf("%s has no OPTIONS section", page)
 		}
 		// The header names the page's own command: SONDE-RECORD(1).
-		if th := `.TH "SONDE\-` + strings.ToUpper(c.Name()) + `" "1"`; !strings.Contains(string(b), th) {
+		if th := `.TH "SONDE-` + strings.ToUpper(c.Name()) + `" "1"`; !strings.Contains(string(b), th) {
 			t.Errorf("%s: no header %s", page, th)
 		}
 	}
