@@ -22,6 +22,7 @@ func newDiffCmd() *cobra.Command {
 	})
 	f := cmd.Flags()
 	f.StringVarP(&sortKeys, "sort", "s", "dso,sym", "compare by dso, sym or both")
+	cli.Choices(f, "sort", true, "dso", "sym")
 	f.Float64Var(&minPct, "min", 0, "hide entries below this percent in both profiles")
 	cli.Between(f, "min", 0.0, 100.0)
 	f.BoolVarP(&text.Samples, "show-nr-samples", "n", false, "add each profile's sample count to every row")

@@ -63,6 +63,7 @@ func newFtraceCmd() *cobra.Command {
 			f.BoolVar(&v.PerThread, "per-thread", false, "each thread's calls together (default: merged by time)")
 		case "report":
 			f.StringVarP(&v.Sort, "sort", "s", "total", "sort by total, self, call, avg, max, min or func")
+			cli.Choices(f, "sort", false, "total", "self", "call", "avg", "max", "min", "func")
 			cli.AddJSONFlag(f, &v.JSON)
 		case "dump":
 			f.BoolVar(&chrome, "chrome", false, "Chrome trace event JSON")
