@@ -163,6 +163,11 @@ func OpenELF(path string, o Options) (*ELF, error) {
 			}
 		}
 	}
+	if !hasSymtab {
+		// Stripped: a Go binary still names its functions in its pclntab
+		// (the same names a debug file's .symtab would give).
+		funcs = append(funcs, goFuncSymbols(f)...)
+	}
 	e.syms = NewSymbolTable(oneNamePerAddress(funcs))
 	// PLT stubs come from the binary itself: a debug file's .plt is empty.
 	if plt := pltSymbols(f, e.syms); len(plt) > 0 {
