@@ -22,7 +22,7 @@ import (
 // the file was cut.
 func TestCutFixturesAgainstPerf(t *testing.T) {
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
-	for _, name := range []string{"tiny.data", "tiny-pipe.data"} {
+	for _, name := range []string{"tiny.data", "tiny-pipe.data", "killed.data"} {
 		t.Run(name, func(t *testing.T) {
 			compareCuts(t, perfBin, readFixture(t, name), 30)
 		})

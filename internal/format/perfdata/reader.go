@@ -246,6 +246,9 @@ func (rd *reader) file(ra io.ReaderAt) error {
 		// perf record writes the data size and the feature sections when it
 		// finishes; killed, it leaves a zero size and records up to wherever
 		// it stopped, which perf report reads too.
+		if checkEnd(ra, section{data.off, 1}, "data") != nil {
+			return fmt.Errorf("perf.data ends before its first record (at %d; perf record did not finish): file truncated", data.off)
+		}
 		rd.unfinished = true
 		sr := io.NewSectionReader(ra, int64(data.off), 1<<62)
 		return rd.records(bufio.NewReaderSize(sr, 1<<16), int64(data.off), -1)

@@ -273,7 +273,7 @@ func TestReadCorrupt(t *testing.T) {
 // walking the record headers), with the cut warning, as sonde's own data
 // files do.
 func TestEveryTruncation(t *testing.T) {
-	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data"} {
+	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data", "killed.data"} {
 		data := readFixture(t, name)
 		start, end := recordSpan(data)
 		for n := 0; n < len(data); n++ {
@@ -350,7 +350,7 @@ func hasWarning(ws []string, prefix string) bool {
 // (without symbolization, which would read the host's files): an error or
 // a valid profile, never a panic.
 func FuzzRead(f *testing.F) {
-	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data"} {
+	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data", "killed.data"} {
 		f.Add(readFixture(f, name))
 	}
 	f.Add(pipeStream(10, 2, 0, 20, 5, 0, 1, 0))
@@ -509,6 +509,15 @@ func TestUnfinishedRecording(t *testing.T) {
 	}
 	if len(p.Samples) != 39 || len(p.Meta.Warnings) == 0 || !strings.Contains(p.Meta.Warnings[0], "did not finish") {
 		t.Errorf("%d samples, warnings %q", len(p.Samples), p.Meta.Warnings)
+	}
+	// A real one: perf record killed by SIGKILL 0.8 s in (its header has
+	// the feature bits but no feature table, and no data size).
+	p, _, err = convert(bytes.NewReader(readFixture(t, "killed.data")), Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 244 || !hasWarning(p.Meta.Warnings, model.CutWarning+": perf record did not finish") {
+		t.Errorf("killed.data: %d samples, warnings %q; want 244 and the cut warning", len(p.Samples), p.Meta.Warnings)
 	}
 }
 
