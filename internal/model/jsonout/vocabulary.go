@@ -174,7 +174,7 @@ var Vocabulary = map[string]string{
 	"truncated_bad_read":        "user_stacks: stopped at an unreadable or inconsistent frame",
 	"truncated_unsupported_row": "user_stacks: stopped at an unwind rule the walker cannot follow",
 	"truncated_not_loaded":      "user_stacks: taken before the process's tables were loaded",
-	"frame_pointer_fallback":    "user_stacks: weight of the stacks that crossed code without unwind info by frame pointers",
+	"frame_pointer_fallback":    "user_stacks: weight of the stacks that went through code without unwind info, walked there by frame pointers",
 	"no_unwind_info_files":      "user_stacks: the files whose missing unwind info ended stacks, with their weight",
 	"syscalls":                  "syscount: one row per system call (per process with --per-process)",
 	"syscall":                   "a system call's name",

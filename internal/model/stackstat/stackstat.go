@@ -116,7 +116,7 @@ func (c *Completeness) Pct() float64 {
 // String is the one line every output prints, e.g. "stacks complete:
 // 95.6% (956 of 1000 reach the thread's first frame); 44 cut short: 41
 // where /opt/x/libfoo.so has no unwind info, 3 at the frame limit; 41
-// crossed code without unwind info by frame pointers". Each figure says
+// went through code without unwind info, walked there by frame pointers". Each figure says
 // what it counts, so the line reads without the docs.
 func (c *Completeness) String() string {
 	s := fmt.Sprintf("stacks complete: %.1f%%", c.Pct())
@@ -158,7 +158,7 @@ func (c *Completeness) String() string {
 		s += fmt.Sprintf("; %s cut short: %s", c.amount(c.Total-c.Complete), strings.Join(parts, ", "))
 	}
 	if c.FPFallback > 0 {
-		s += fmt.Sprintf("; %s crossed code without unwind info by frame pointers", c.amount(c.FPFallback))
+		s += fmt.Sprintf("; %s went through code without unwind info, walked there by frame pointers", c.amount(c.FPFallback))
 	}
 	return s
 }

@@ -22,7 +22,7 @@ func TestCompletenessString(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		c.Add(l, 7, Stack{End: EndFrameLimit}, 1)
 	}
-	want := "stacks complete: 95.6% (956 of 1000 reach the thread's first frame); 44 cut short: 41 where /opt/x/libfoo.so has no unwind info, 3 at the frame limit; 41 crossed code without unwind info by frame pointers"
+	want := "stacks complete: 95.6% (956 of 1000 reach the thread's first frame); 44 cut short: 41 where /opt/x/libfoo.so has no unwind info, 3 at the frame limit; 41 went through code without unwind info, walked there by frame pointers"
 	if got := c.String(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
