@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/commands"
+	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -225,6 +227,10 @@ func TestManPages(t *testing.T) {
 		if !strings.Contains(string(b), ".SH OPTIONS") && c.HasAvailableFlags() {
 			t.Errorf("%s has no OPTIONS section", page)
 		}
+		// The header names the page's own command: SONDE-RECORD(1).
+		if th := `.TH "SONDE-` + strings.ToUpper(c.Name()) + `" "1"`; !strings.Contains(string(b), th) {
+			t.Errorf("%s: no header %s", page, th)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "man", "sonde.1")); err != nil {
 		t.Errorf("no sonde.1: %v", err)
@@ -247,5 +253,49 @@ func TestHelpCatalogue(t *testing.T) {
 	walk(commands.Root("dev"))
 	if left := cli.UnusedHelp(); len(left) > 0 {
 		t.Errorf("internal/cmd/cli/commands.md has sections no command takes: %q", left)
+	}
+}
+
+// TestCompletionValues asks sonde what the shell scripts ask it (sonde
+// __complete …, as bash, zsh and fish do on TAB): sort keys, comma lists
+// continued, generic events and this machine's tracepoints.
+func TestCompletionValues(t *testing.T) {
+	complete := func(args ...string) []string {
+		t.Helper()
+		out := testutil.MustRun(t, t.TempDir(), append([]string{"__complete"}, args...)...).Stdout
+		var vals []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") { // the last line is the directive
+				vals = append(vals, l)
+			}
+		}
+		return vals
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"report", "-s", ""}, []string{"comm", "pid", "tid", "dso", "sym", "cpu", "srcline"}},
+		{[]string{"report", "--sort", "comm,d"}, []string{"comm,dso"}},
+		{[]string{"report", "-s", "sym,"}, []string{"sym,comm", "sym,pid", "sym,tid", "sym,dso", "sym,cpu", "sym,srcline"}},
+		{[]string{"diff", "-s", "s"}, []string{"sym"}},
+		{[]string{"ftrace", "report", "-s", "m"}, []string{"max", "min"}},
+		{[]string{"filetop", "-s", "r"}, []string{"reads", "rbytes"}},
+		{[]string{"stat", "-e", "cpu-c"}, []string{"cpu-clock", "cpu-cycles"}},
+		{[]string{"record", "-e", "page-faults,cpu-cl"}, []string{"page-faults,cpu-clock"}},
+	} {
+		if got := complete(c.args...); !slices.Equal(got, c.want) {
+			t.Errorf("sonde %s<TAB>: %q, want %q", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+	if _, err := tracefs.Events(); err != nil {
+		t.Logf("tracepoints not listed here (%v): generic events only", err)
+		return
+	}
+	if got := complete("record", "-e", "sched:sched_swi"); !slices.Equal(got, []string{"sched:sched_switch"}) {
+		t.Errorf("sonde record -e sched:sched_swi<TAB>: %q", got)
+	}
+	if got := complete("stat", "-e", "sche"); !slices.Contains(got, "sched:") {
+		t.Errorf("sonde stat -e sche<TAB>: %q, want the sched: subsystem", got)
 	}
 }

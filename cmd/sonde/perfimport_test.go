@@ -7,7 +7,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -259,6 +262,51 @@ func TestFoldScriptLikeInferno(t *testing.T) {
 	}
 }
 
+// TestFoldFlameGraphSuiteLikeInferno folds each file of FlameGraph's
+// stackcollapse-perf suite (internal/format/perfdata/testdata/flamegraph)
+// through the binary, as a user would, and compares with what
+// inferno-collapse-perf --all makes of the same file in the same test.
+func TestFoldFlameGraphSuiteLikeInferno(t *testing.T) {
+	inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
+	gzs, err := filepath.Glob(perfFixture(filepath.Join("flamegraph", "perf-*.txt.gz")))
+	if err != nil || len(gzs) != 13 {
+		t.Fatalf("FlameGraph's suite: %d files (%v), want 13", len(gzs), err)
+	}
+	dir := t.TempDir()
+	for _, gz := range gzs {
+		name := strings.TrimSuffix(filepath.Base(gz), ".gz")
+		text := gunzip(t, gz)
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want, err := exec.Command(inferno, "--all", path).Output()
+		if err != nil {
+			t.Fatalf("inferno-collapse-perf %s: %v", name, err)
+		}
+		got := testutil.MustRun(t, dir, "flamegraph", "--format", "folded", "-i", path).Stdout
+		compareFoldedLines(t, name, got, string(want))
+	}
+}
+
+func gunzip(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
 // compareFoldedLines compares folded stacks line for line after sorting.
 func compareFoldedLines(t *testing.T, what, got, want string) {
 	t.Helper()
@@ -268,8 +316,10 @@ func compareFoldedLines(t *testing.T, what, got, want string) {
 	}
 }
 
-// TestDamagedPerfData: a cut or corrupt perf.data, or one sonde cannot
-// read, fails every view with one line and a non-zero status.
+// TestDamagedPerfData: a corrupt perf.data, one cut before its records,
+// or one sonde cannot read, fails every view with one line and a non-zero
+// status; one cut inside its records reads what is whole and says it was
+// cut (TestCutPerfData).
 func TestDamagedPerfData(t *testing.T) {
 	dir := t.TempDir()
 	good, err := os.ReadFile(perfFixture("tiny.data"))
@@ -282,7 +332,7 @@ func TestDamagedPerfData(t *testing.T) {
 	}
 	files := map[string][]byte{
 		"header_cut": good[:50],
-		"data_cut":   good[:len(good)/2],
+		"attrs_cut":  good[:200],
 		"corrupt":    corrupt,
 	}
 	z, err := os.ReadFile(perfFixture("tiny-z.data"))
@@ -290,7 +340,7 @@ func TestDamagedPerfData(t *testing.T) {
 		t.Fatal(err)
 	}
 	files["zstd"] = z
-	wants := map[string]string{"header_cut": "perf.data", "data_cut": "perf.data", "corrupt": "perf.data", "zstd": "compressed (perf record -z)"}
+	wants := map[string]string{"header_cut": "perf.data", "attrs_cut": "perf.data", "corrupt": "perf.data", "zstd": "compressed (perf record -z)"}
 	for name, data := range files {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, name+".data")
@@ -306,6 +356,60 @@ func TestDamagedPerfData(t *testing.T) {
 				if !strings.Contains(r.Stderr, wants[name]) || !strings.Contains(r.Stderr, p) {
 					t.Errorf("sonde %v: %q, want the file and %q", args, r.Stderr, wants[name])
 				}
+			}
+		})
+	}
+}
+
+// TestCutPerfData: a perf.data cut inside its records, and a pipe stream
+// cut inside one, read in every view with what was whole before the cut and
+// the warning sonde's own cut files carry (in the report's header; import,
+// which has no header, prints it).
+func TestCutPerfData(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"PERF_BUILDID_DIR=" + buildIDCache(t)}
+	for name, c := range map[string]struct {
+		fixture string
+		at      int
+		samples int // whole before the cut (perfdata's TestEveryTruncation counts them)
+	}{
+		"file": {"tiny.data", 3000, 25},
+		"pipe": {"tiny-pipe.data", 5000, 15},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(perfFixture(c.fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, name+".data")
+			if err := os.WriteFile(p, data[:c.at], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep := decodeReport(t, mustEnv(t, dir, env, nil, append(flatReport, "-i", p)...).Stdout)
+			cut := false
+			for _, w := range rep.Meta.Warnings {
+				cut = cut || strings.HasPrefix(w, "the recording was cut: ")
+			}
+			if rep.Samples != c.samples || !cut {
+				t.Errorf("%d samples, warnings %q; want %d and the cut warning", rep.Samples, rep.Meta.Warnings, c.samples)
+			}
+			if r := mustEnv(t, dir, env, nil, "report", "-i", p); !strings.Contains(r.Stdout, "# Warning: the recording was cut") {
+				t.Errorf("the report does not say the file was cut:\n%s", r.Stdout)
+			}
+			if r := mustEnv(t, dir, env, nil, "flamegraph", "--format", "folded", "-i", p); !strings.HasPrefix(r.Stdout, "work;") {
+				t.Errorf("folded stacks of the cut file:\n%s", r.Stdout)
+			}
+			// The cut took the build-id table (perf writes it last): the
+			// recorded path, under --symfs, names the frames.
+			symfs := t.TempDir()
+			placeWorkELF(t, filepath.Join(symfs, "tmp/pd/fx/work"))
+			out := filepath.Join(dir, name+".sonde")
+			r := mustEnv(t, dir, env, nil, "import", "--symfs", symfs, p, "-o", out)
+			if !strings.Contains(r.Stderr, "sonde: warning: "+p+": the recording was cut") || !strings.Contains(r.Stderr, fmt.Sprintf(": %d samples", c.samples)) {
+				t.Errorf("import says %q; want the cut warning and %d samples", r.Stderr, c.samples)
+			}
+			if r := mustEnv(t, dir, env, nil, "report", "-i", out, "--no-children", "-g", "none"); !strings.Contains(r.Stdout, "spin_a") || !strings.Contains(r.Stdout, "# Warning: the recording was cut") {
+				t.Errorf("the imported cut file:\n%s", r.Stdout)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,4 +125,52 @@ func checkOwnRecordingNamesStubs(t *testing.T, dir string) {
 		t.Log("sonde's recording has no sample in a PLT stub this time")
 	}
 	t.Logf("stubs in sonde's recording: %v", named)
+}
+
+// TestTopNamesItsOwnFrames runs top from a release build of sonde (linked
+// -s -w, as make build does: no symbol table) beside a busy Go program
+// built the same way: their frames, sonde's own included, are named from
+// the pclntab, never sonde+0x….
+func TestTopNamesItsOwnFrames(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	goBin := testutil.RequireTool(t, "go", "golang")
+	dir := t.TempDir()
+	sonde := filepath.Join(dir, "sonde")
+	build := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", sonde, "./cmd/sonde")
+	build.Dir, build.Env = testutil.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building a stripped sonde: %v\n%s", err, b)
+	}
+	gp := filepath.Join(dir, "goprog")
+	build = exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", gp, ".")
+	build.Dir, build.Env = filepath.Join(testutil.RepoRoot(), "testdata", "goprog"), append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building goprog: %v\n%s", err, b)
+	}
+	testutil.Start(t, gp, "100000000")
+	out, err := exec.Command(sonde, "top", "-b", "2", "-i", "700ms", "--rows", "200").Output()
+	if err != nil {
+		t.Fatalf("sonde top: %v\n%s", err, out)
+	}
+	named := map[string]int{}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		// "  12.34%  [.] main.work   goprog"
+		if len(f) < 4 || f[1] != "[.]" {
+			continue
+		}
+		dso := f[len(f)-1]
+		if dso != "sonde" && dso != "goprog" {
+			continue
+		}
+		if strings.Contains(f[2], "+0x") {
+			t.Errorf("top leaves a frame of %s unnamed: %s", dso, l)
+			continue
+		}
+		named[dso]++
+	}
+	if named["goprog"] == 0 {
+		t.Errorf("top shows no goprog function:\n%s", out)
+	}
+	t.Logf("named rows: %v", named)
 }

@@ -81,7 +81,10 @@ type Meta struct {
 	SondeVersion string
 	ExitCode     int
 	Unwinder     string
-	Warnings     []string
+	// Warnings say what a reader had to assume or skip; one starting with
+	// CutWarning means the file ended early and the figures cover what it
+	// held.
+	Warnings []string
 	// Unit of sample periods when they are not event counts: "ns" for
 	// blocked time (offcpu, wakeup). Views weigh stacks by period then.
 	Unit string
@@ -429,3 +432,8 @@ func (p *Profile) TotalPeriod() uint64 {
 	}
 	return t
 }
+
+// CutWarning starts the warning every reader (sonde's data files, perf.data
+// files and pipe streams) adds to a recording that ends early: everything
+// complete before the cut was read.
+const CutWarning = "the recording was cut"

@@ -170,8 +170,10 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	}
 	if !hasSymtab {
 		// MiniDebugInfo (Fedora, CentOS): the static functions' symbols,
-		// xz-compressed in .gnu_debugdata.
+		// xz-compressed in .gnu_debugdata; a stripped Go binary still names
+		// its functions in its pclntab (what a debug file's .symtab gives).
 		funcs = append(funcs, miniDebugInfo(f)...)
+		funcs = append(funcs, goFuncSymbols(f)...)
 	}
 	e.syms = NewSymbolTable(oneNamePerAddress(funcs))
 	// PLT stubs come from the binary itself: a debug file's .plt is empty.

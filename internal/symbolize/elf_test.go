@@ -1,7 +1,9 @@
 package symbolize
 
 import (
+	"debug/elf"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,5 +128,65 @@ func TestLookupRestorer(t *testing.T) {
 		if fr.Func != c.want {
 			t.Errorf("Lookup(%#x) = %q, want %q", c.addr, fr.Func, c.want)
 		}
+	}
+}
+
+// TestStrippedGoBinary names a Go binary linked with -s -w (no .symtab, no
+// DWARF; sonde's own release build is one) from its pclntab: every
+// function of the same program linked with its symbol table is found under
+// its name at its address.
+func TestStrippedGoBinary(t *testing.T) {
+	goBin := testutil.RequireTool(t, "go", "golang")
+	dir := t.TempDir()
+	build := func(out string, ldflags string) string {
+		bin := filepath.Join(dir, out)
+		cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags="+ldflags, "-o", bin, ".")
+		cmd.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "goprog")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, b)
+		}
+		return bin
+	}
+	full, stripped := build("full", ""), build("stripped", "-s -w")
+	ef, err := elf.Open(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.Section(".symtab") != nil {
+		t.Fatal("-s left a .symtab")
+	}
+	ef.Close()
+	e, err := OpenELF(stripped, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff, err := elf.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ff.Close()
+	syms, err := ff.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || !strings.HasPrefix(s.Name, "main.") && !strings.HasPrefix(s.Name, "runtime.") {
+			continue
+		}
+		fr, ok := e.Lookup(s.Value + s.Size/2)
+		// The linker marks assembly functions .abi0 in .symtab only.
+		if !ok || fr.Func != strings.TrimSuffix(s.Name, ".abi0") || fr.FuncStart != s.Value {
+			t.Errorf("%s at %#x: stripped binary names %q at %#x", s.Name, s.Value, fr.Func, fr.FuncStart)
+			if n++; n > 5 {
+				break
+			}
+			continue
+		}
+		n++
+	}
+	if n < 100 {
+		t.Errorf("only %d functions compared", n)
 	}
 }

@@ -177,3 +177,20 @@ func rustLegacyEscape(e string) (c byte, n int) {
 	}
 	return hi<<4 | lo, end + 1
 }
+
+// FixHalfDemangledRust finishes a legacy Rust name that a profiler split
+// into its path but left escaped and hashed, as perf 4 printed Rust
+// ("_$LT$a..B$GT$::new::h0123456789abcdef" → "<a::B>::new"); inferno's
+// collapse-perf does the same, so folded stacks agree with it. Only the
+// whole name's first "_" before an escape is dropped, as inferno does
+// ("f::_$u7b$$u7b$closure$u7d$$u7d$::h…" → "f::_{{closure}}"). ok is false
+// for any other name.
+func FixHalfDemangledRust(name string) (string, bool) {
+	i := strings.LastIndex(name, "::")
+	if i < 0 || !isRustLegacyHash(name[i+2:]) {
+		return "", false
+	}
+	var b strings.Builder
+	writeRustLegacyIdent(&b, name[:i])
+	return b.String(), true
+}

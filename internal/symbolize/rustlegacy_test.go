@@ -164,3 +164,23 @@ func FuzzDemangleRustLegacy(f *testing.F) {
 		Demangle(name)
 	})
 }
+
+// TestFixHalfDemangledRust: names perf 4 printed for Rust, split at "::"
+// but escaped and hashed, are finished; other names are left alone.
+func TestFixHalfDemangledRust(t *testing.T) {
+	for in, want := range map[string]string{
+		"app::run::h0123456789abcdef":                                   "app::run",
+		"_$LT$app..Queue$LT$T$GT$$GT$::push::hfedcba9876543210":         "<app::Queue<T>>::push",
+		"app::main::_$u7b$$u7b$closure$u7d$$u7d$::h00112233445566ff":    "app::main::_{{closure}}",
+		"_$LT$$RF$u8$u20$as$u20$app..Show$GT$::show::h13579bdf02468ace": "<&u8 as app::Show>::show",
+	} {
+		if got, ok := FixHalfDemangledRust(in); !ok || got != want {
+			t.Errorf("FixHalfDemangledRust(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"app::run", "std::vector<int>::push_back", "f::h123", "f::hzzzzzzzzzzzzzzzz", "_ZN3app3run17h0123456789abcdefE", "x"} {
+		if got, ok := FixHalfDemangledRust(in); ok {
+			t.Errorf("FixHalfDemangledRust(%q) = %q, want no change", in, got)
+		}
+	}
+}

@@ -47,6 +47,7 @@ func Setup(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	argsAreUsage(root)
 	checkBoundsFirst(root)
+	registerCompletions(root)
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "help":

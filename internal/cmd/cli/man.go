@@ -22,7 +22,9 @@ func NewManCmd(root *cobra.Command, source string) *cobra.Command {
 				return fmt.Errorf("creating %s: %w", dir, err)
 			}
 			root.DisableAutoGenTag = true
-			hdr := &doc.GenManHeader{Title: "SONDE", Section: "1", Source: source, Manual: root.Name() + " manual"}
+			// No title: each page's is its command's path in capitals
+			// (SONDE-RECORD for sonde-record.1), as man(1) shows it.
+			hdr := &doc.GenManHeader{Section: "1", Source: source, Manual: root.Name() + " manual"}
 			if err := doc.GenManTree(root, hdr, dir); err != nil {
 				return fmt.Errorf("writing man pages: %w", err)
 			}

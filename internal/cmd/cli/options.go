@@ -105,6 +105,10 @@ func (e Events) Resolve(def []string) ([]events.Spec, map[int]string, error) {
 	if len(names) == 0 {
 		names = def
 	}
+	if limit := perf.MaxFilterLen(); len(e.filter) > limit {
+		// The kernel would refuse it with a bare EINVAL: say why first.
+		return nil, nil, Usagef("--filter %s is longer than the kernel takes (%d bytes): use fewer clauses (a range, 'pid >= 100 && pid < 200', instead of a list)", perf.ShortFilter(e.filter), limit)
+	}
 	var specs []events.Spec
 	filters := map[int]string{}
 	for i, n := range names {

@@ -15,14 +15,18 @@ func newDiffCmd() *cobra.Command {
 		sortKeys string
 		minPct   float64
 		asJSON   bool
+		text     diff.TextOptions
 	)
 	cmd := cli.Doc("diff", &cobra.Command{
 		Args: cli.ExactArgs(2, "give two data files: BASE NEW"),
 	})
 	f := cmd.Flags()
 	f.StringVarP(&sortKeys, "sort", "s", "dso,sym", "compare by dso, sym or both")
+	cli.Choices(f, "sort", true, "dso", "sym")
 	f.Float64Var(&minPct, "min", 0, "hide entries below this percent in both profiles")
 	cli.Between(f, "min", 0.0, 100.0)
+	f.BoolVarP(&text.Samples, "show-nr-samples", "n", false, "add each profile's sample count to every row")
+	f.BoolVar(&text.Period, "period", false, "add each profile's event count (period; ns for the clock events) to every row, as perf diff --period")
 	cli.AddJSONFlag(f, &asJSON)
 	cmd.RunE = func(cmd *cobra.Command, files []string) error {
 		keys := cli.SplitList(sortKeys)
@@ -37,7 +41,7 @@ func newDiffCmd() *cobra.Command {
 		}
 		rows := diff.Compare(base, cur, diff.Options{Sort: keys, Min: minPct})
 		return cli.WriteStdout(asJSON, func(w *cli.Output) error { return diff.WriteJSON(w, rows) },
-			func(w *cli.Output) { diff.WriteText(w, base, cur, rows) })
+			func(w *cli.Output) { diff.WriteText(w, base, cur, rows, text) })
 	}
 	return cmd
 }

@@ -21,6 +21,7 @@ func newFiletopCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVarP(&o.Rows, "rows", "r", 20, "files to print (0: all)")
 	f.StringVarP(&o.Sort, "sort", "s", "all", "sort by all (bytes), reads, writes, rbytes or wbytes")
+	cli.Choices(f, "sort", false, "all", "reads", "writes", "rbytes", "wbytes")
 	f.BoolVarP(&noClear, "noclear", "C", false, "do not clear the screen between reports")
 	f.BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
 	cli.AtLeast(f, 0, "rows")

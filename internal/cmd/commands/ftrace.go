@@ -41,6 +41,9 @@ func newFtraceCmd() *cobra.Command {
 		sub := cli.Doc("ftrace "+c.name, &cobra.Command{Args: cobra.MaximumNArgs(c.args)})
 		addFtraceViewFlags(sub.Flags(), &v)
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			if cmd.Name() == "dump" && !chrome && !flame {
+				return cli.Usagef("needs a format: --chrome (Chrome trace JSON, for chrome://tracing or Perfetto) or --flamegraph (flame graph of wall time)")
+			}
 			view := map[bool]string{true: "chrome", false: "folded"}[chrome]
 			if cmd.Name() != "dump" {
 				view = cmd.Name()
@@ -60,14 +63,14 @@ func newFtraceCmd() *cobra.Command {
 			f.BoolVar(&v.PerThread, "per-thread", false, "each thread's calls together (default: merged by time)")
 		case "report":
 			f.StringVarP(&v.Sort, "sort", "s", "total", "sort by total, self, call, avg, max, min or func")
+			cli.Choices(f, "sort", false, "total", "self", "call", "avg", "max", "min", "func")
 			cli.AddJSONFlag(f, &v.JSON)
 		case "dump":
 			f.BoolVar(&chrome, "chrome", false, "Chrome trace event JSON")
 			f.BoolVar(&flame, "flamegraph", false, "flame graph of wall time (HTML; --format svg or folded)")
 			f.StringVar(&v.Format, "format", "html", "flame graph format: html, svg or folded")
 			f.StringVarP(&output, "output", "o", "", "write here instead of stdout")
-			sub.MarkFlagsMutuallyExclusive("chrome", "flamegraph")
-			sub.MarkFlagsOneRequired("chrome", "flamegraph")
+			cli.Conflicting(f, "chrome", "flamegraph", "dump one format at a time")
 		}
 	}
 	return root
@@ -112,4 +115,8 @@ func ftraceFlameGraph(w io.Writer, v ftrace.ViewOptions) error {
 	return flamegraph.Write(w, root, v.Format, flamegraph.Options{Title: "ftrace: " + t.Root(), Unit: "ns"})
 }
 
-var _ = Register(Spec{Name: "ftrace", Group: Recording, New: newFtraceCmd, JSON: []any{ftrace.ReportDoc{}}})
+var _ = Register(Spec{Name: "ftrace", Group: Recording, New: newFtraceCmd, JSON: []any{ftrace.ReportDoc{}},
+	BadInput: []BadInput{
+		{Name: "ftrace_dump_no_format", Args: []string{"dump"}, Code: 2, Want: `^sonde ftrace dump: needs a format: --chrome .* or --flamegraph`},
+		{Name: "ftrace_dump_two_formats", Args: []string{"dump", "--chrome", "--flamegraph"}, Code: 2, Want: `--chrome and --flamegraph conflict: dump one format at a time`},
+	}})

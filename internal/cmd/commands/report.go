@@ -23,6 +23,7 @@ func newReportCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&input, "input", "i", "sonde.data", inputHelp)
 	f.StringVarP(&sortKeys, "sort", "s", "", "group by these keys: comm,pid,tid,dso,sym,cpu,srcline or tracepoint fields (default comm,dso,sym)")
+	cli.Choices(f, "sort", true, "comm", "pid", "tid", "dso", "sym", "cpu", "srcline")
 	f.BoolVar(&children, "children", false, "add callees' time to callers (default with call chains)")
 	f.BoolVar(&noChildren, "no-children", false, "self time only")
 	f.StringVarP(&graph, "call-graph", "g", "caller,0.5", "call graph: caller|callee|none[,MIN%]; -g alone: caller,0.5")

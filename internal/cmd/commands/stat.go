@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,4 +28,9 @@ func newStatCmd() *cobra.Command {
 	return cmd
 }
 
-var _ = Register(Spec{Name: "stat", Group: Recording, New: newStatCmd, JSON: []any{statview.Doc{}, statview.Interval{}}, Remote: true, RunsCommand: true, Probes: true})
+var _ = Register(Spec{Name: "stat", Group: Recording, New: newStatCmd, JSON: []any{statview.Doc{}, statview.Interval{}}, Remote: true, RunsCommand: true, Probes: true,
+	BadInput: []BadInput{
+		// A generated filter of 3,000 clauses: one short line, before the kernel's bare EINVAL.
+		{Name: "stat_filter_too_long", Args: []string{"-e", "sched:sched_switch", "--filter", strings.Repeat("prev_pid == 12345 || ", 2999) + "prev_pid == 1", "-a", "-d", "1"},
+			Code: 2, Want: `^sonde stat: --filter "prev_pid == 12345 \|\| .*"… \(62992 bytes, 3000 clauses\) is longer than the kernel takes \(\d+ bytes\): use fewer clauses.{0,80}\n$`},
+	}})

@@ -232,6 +232,9 @@ func NewAgent(c AgentConfig) (*Agent, error) {
 			return nil, err
 		}
 		a.token = sha256.Sum256([]byte(tok))
+		if w := TokenFileWarning(c.TokenFile); w != "" {
+			c.Log.Print("warning: " + w)
+		}
 	}
 	if c.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
@@ -248,6 +251,17 @@ func NewAgent(c AgentConfig) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// TokenFileWarning says what is wrong with a token file's permissions
+// ("" when nothing): readable by every user, it lets anyone on the
+// machine run the agent's commands.
+func TokenFileWarning(path string) string {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o004 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the token file %s is readable by every user (mode %04o): anyone on this machine can use the agent; chmod 600 %s", path, st.Mode().Perm(), path)
 }
 
 // ReadToken reads a token file: one line, at least 16 characters.

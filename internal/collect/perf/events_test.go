@@ -1,8 +1,10 @@
 package perf
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseEvent(t *testing.T) {
@@ -57,5 +59,29 @@ func TestParseSampleShort(t *testing.T) {
 	body[48] = 200 // claims 200 frames
 	if err := ParseSample(body, true, &s); err == nil {
 		t.Error("overlong callchain accepted")
+	}
+}
+
+// TestFilterMessages: a filter is quoted whole when short; a generated one
+// of thousands of clauses is cut to its start with its size, so the error
+// stays one short line.
+func TestFilterMessages(t *testing.T) {
+	if got := ShortFilter("nr_sector > 8"); got != `"nr_sector > 8"` {
+		t.Errorf("short filter quoted as %s", got)
+	}
+	long := strings.Repeat("prev_pid == 12345 || ", 2999) + "prev_pid == 1"
+	err := FilterError(long, "sched:sched_switch", []string{"prev_comm", "prev_pid"}, errors.New("invalid argument"))
+	msg := err.Error()
+	if len(msg) > 300 || strings.Contains(msg, "\n") || !strings.Contains(msg, "(62992 bytes, 3000 clauses)") ||
+		!strings.Contains(msg, "the kernel takes at most") || !strings.HasSuffix(msg, "fields: prev_comm, prev_pid") {
+		t.Errorf("a 3,000-clause filter gives %d bytes: %s", len(msg), msg)
+	}
+	short := FilterError("prev_pid = 1", "sched:sched_switch", []string{"prev_pid"}, errors.New("invalid argument"))
+	if want := `bad filter "prev_pid = 1" for sched:sched_switch: the kernel rejected it (invalid argument); fields: prev_pid`; short.Error() != want {
+		t.Errorf("got  %s\nwant %s", short, want)
+	}
+	// A cut never splits a character.
+	if s := ShortFilter(strings.Repeat("é", 100)); !utf8.ValidString(s) {
+		t.Errorf("cut inside a character: %q", s)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -248,4 +249,41 @@ func ReadCounter(fd int) (Counter, error) {
 // SetOutput redirects fd's records into the ring of target (same CPU).
 func SetOutput(fd, target int) error {
 	return unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, target)
+}
+
+// MaxFilterLen is the longest tracepoint filter the kernel takes: it
+// copies the string with strndup_user(…, PAGE_SIZE), the NUL included, and
+// refuses a longer one with EINVAL.
+func MaxFilterLen() int { return os.Getpagesize() - 1 }
+
+// FilterClauses counts a filter's clauses (what && and || join).
+func FilterClauses(filter string) int {
+	return 1 + strings.Count(filter, "&&") + strings.Count(filter, "||")
+}
+
+// ShortFilter quotes a filter for a one-line message: whole when short,
+// else its start and its size, so a generated filter of thousands of
+// clauses does not fill the screen.
+func ShortFilter(filter string) string {
+	const keep = 80
+	if len(filter) <= keep {
+		return strconv.Quote(filter)
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(filter[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes, %d clauses)", strconv.Quote(filter[:cut]), len(filter), FilterClauses(filter))
+}
+
+// FilterError is the one line for a filter the kernel refused on event:
+// the filter shortened, why, and the fields the event has.
+func FilterError(filter, event string, fields []string, err error) error {
+	why := "the kernel rejected it"
+	if len(filter) > MaxFilterLen() {
+		why = fmt.Sprintf("the kernel takes at most %d bytes", MaxFilterLen())
+	} else if err != nil {
+		why += " (" + err.Error() + ")"
+	}
+	return fmt.Errorf("bad filter %s for %s: %s; fields: %s", ShortFilter(filter), event, why, strings.Join(fields, ", "))
 }

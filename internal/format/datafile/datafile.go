@@ -63,8 +63,8 @@ const (
 var ErrNewerVersion = errors.New("data file is from a newer sonde")
 
 // CutWarning starts the warning a reader adds to a file that ends before
-// its final chunk.
-const CutWarning = "the recording was cut"
+// its final chunk (the same words as a cut perf.data's).
+const CutWarning = model.CutWarning
 
 // Writer writes a profile as it grows, one chunk at a time. Tables (threads,
 // objects, functions, stacks…) only ever grow, so each chunk carries what

@@ -7,8 +7,11 @@
 // record. Records reach the caller in the order perf report processes them:
 // queued, and released sorted by time at each FINISHED_ROUND for the events
 // older than the round before it. Every length in the file is checked
-// against what is left, so a truncated or corrupt file is one error, never
-// a panic; record kinds sonde does not use are counted and skipped.
+// against what is left, so a corrupt file is one error, never a panic; a
+// file or stream cut short (perf killed, a full disk, a copy stopped
+// half-way) gives every complete record before the cut and a warning
+// starting with model.CutWarning, as sonde's own data files do. Record
+// kinds sonde does not use are counted and skipped.
 package perfdata
 
 import (
@@ -19,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/sonde-dev/sonde/internal/model"
 )
 
 // File is what a perf.data file says besides its records.
@@ -48,6 +53,9 @@ type File struct {
 
 	Stats    Stats
 	Warnings []string // what the reader had to assume
+	// Cut says the records end before the file said they would (the
+	// warning starting with model.CutWarning says where).
+	Cut bool
 }
 
 // BuildID is one entry of perf's build-id table: an object perf saw hit
@@ -168,6 +176,11 @@ type reader struct {
 	nextFlush uint64 // release up to here at the next FINISHED_ROUND
 
 	names map[int]string // attr index → name from EVENT_UPDATE/EVENT_DESC
+
+	complete uint64 // records read whole, for the cut warning
+	// unfinished says perf record never wrote the data size (killed):
+	// records run to the end of the file, and a cut there is expected.
+	unfinished bool
 }
 
 type section struct{ off, size uint64 }
@@ -221,63 +234,122 @@ func (rd *reader) file(ra io.ReaderAt) error {
 		return fmt.Errorf("perf.data has no events: corrupt header")
 	}
 
-	// The data section may end early only if the file does; check first so
-	// the error says so instead of a record error at the cut.
 	if data.off > 1<<62 || data.size > 1<<62 {
 		return fmt.Errorf("perf.data data section at %d of %d bytes: corrupt header", data.off, data.size)
 	}
-	if err := checkEnd(ra, data, "data"); err != nil {
-		return err
-	}
-
-	// Features: a table of sections right after the data, one per set bit.
 	nfeat := 0
 	for _, w := range feats {
 		nfeat += popcount(w)
 	}
-	if nfeat > 0 {
-		tab, err := readSection(ra, section{data.off + data.size, uint64(nfeat) * fileSectionSize}, "feature table")
-		if err != nil {
-			return err
+	switch {
+	case data.size == 0 && !featureTableAt(ra, bo, data.off, nfeat):
+		// perf record writes the data size and the feature sections when it
+		// finishes; killed, it leaves a zero size and records up to wherever
+		// it stopped, which perf report reads too.
+		if checkEnd(ra, section{data.off, 1}, "data") != nil {
+			return fmt.Errorf("perf.data ends before its first record (at %d; perf record did not finish): file truncated", data.off)
 		}
-		i := 0
-		for bit := 0; bit < featBits; bit++ {
-			if feats[bit/64]&(1<<(bit%64)) == 0 {
-				continue
-			}
-			s := section{bo.Uint64(tab[16*i:]), bo.Uint64(tab[16*i+8:])}
-			i++
-			rd.f.Features = append(rd.f.Features, bit)
-			if !rd.wantFeature(bit) {
-				// Unread, but a file cut inside it is still a cut file.
-				if err := checkEnd(ra, s, "feature "+featureName(bit)); err != nil {
-					return err
-				}
-				continue
-			}
-			if s.size > maxFeatureSection {
-				return fmt.Errorf("perf.data feature %d: section of %d bytes: corrupt header", bit, s.size)
-			}
-			b, err := readSection(ra, s, fmt.Sprintf("feature %d", bit))
-			if err != nil {
-				return err
-			}
-			if err := rd.feature(bit, b); err != nil {
-				return fmt.Errorf("perf.data feature %s: %w", featureName(bit), err)
-			}
-		}
-	}
-
-	if data.size == 0 && nfeat == 0 {
-		// perf record writes the sizes when it finishes; killed, it leaves
-		// zeros and records up to wherever it stopped, as perf report
-		// assumes too.
-		rd.f.Warnings = append(rd.f.Warnings, "the data size is missing (perf record did not finish): reading records to the end of the file")
+		rd.unfinished = true
 		sr := io.NewSectionReader(ra, int64(data.off), 1<<62)
 		return rd.records(bufio.NewReaderSize(sr, 1<<16), int64(data.off), -1)
+	case data.size > 0 && checkEnd(ra, section{data.off, 1}, "data") != nil:
+		return fmt.Errorf("perf.data ends before its data section (%d bytes at %d): file truncated", data.size, data.off)
+	case checkEnd(ra, data, "data") != nil:
+		// Cut inside the data: the feature sections after it are gone, the
+		// records before the cut are read (records says where it was).
+	case nfeat > 0:
+		if err := rd.features(ra, feats, section{data.off + data.size, uint64(nfeat) * fileSectionSize}); err != nil {
+			return err
+		}
 	}
 	sr := io.NewSectionReader(ra, int64(data.off), int64(data.size))
 	return rd.records(bufio.NewReaderSize(sr, 1<<16), int64(data.off), int64(data.size))
+}
+
+// featureTableAt reports whether a table of n feature sections starts at
+// off: perf writes the sections right after their table, so the first
+// entry points just past it. A killed perf record leaves records there.
+func featureTableAt(ra io.ReaderAt, bo binary.ByteOrder, off uint64, n int) bool {
+	var e [fileSectionSize]byte
+	if n == 0 {
+		// No table: a finished file ends at the empty data section.
+		_, err := ra.ReadAt(e[:1], int64(off))
+		return err != nil
+	}
+	if _, err := ra.ReadAt(e[:], int64(off)); err != nil {
+		return false
+	}
+	return bo.Uint64(e[:]) == off+uint64(n)*fileSectionSize
+}
+
+// features reads the feature sections listed in the table at tab, one per
+// set bit of feats. A file cut inside them keeps its records and says so.
+func (rd *reader) features(ra io.ReaderAt, feats [featBits / 64]uint64, tab section) error {
+	bo := rd.bo
+	tb, err := readSection(ra, tab, "feature table")
+	if err != nil {
+		rd.cutFeatures("the feature table")
+		return nil
+	}
+	i := 0
+	for bit := 0; bit < featBits; bit++ {
+		if feats[bit/64]&(1<<(bit%64)) == 0 {
+			continue
+		}
+		s := section{bo.Uint64(tb[16*i:]), bo.Uint64(tb[16*i+8:])}
+		i++
+		rd.f.Features = append(rd.f.Features, bit)
+		if !rd.wantFeature(bit) {
+			// Unread, but a file cut inside it is still a cut file.
+			if err := checkEnd(ra, s, "feature "+featureName(bit)); err != nil {
+				rd.cutFeatures("feature " + featureName(bit))
+				return nil
+			}
+			continue
+		}
+		if s.size > maxFeatureSection {
+			return fmt.Errorf("perf.data feature %d: section of %d bytes: corrupt header", bit, s.size)
+		}
+		if err := checkEnd(ra, s, "feature "+featureName(bit)); err != nil {
+			rd.cutFeatures("feature " + featureName(bit))
+			return nil
+		}
+		b, err := readSection(ra, s, fmt.Sprintf("feature %d", bit))
+		if err != nil {
+			return err
+		}
+		if err := rd.feature(bit, b); err != nil {
+			return fmt.Errorf("perf.data feature %s: %w", featureName(bit), err)
+		}
+	}
+	return nil
+}
+
+// cutFeatures notes a file cut after its records, inside the header
+// sections perf writes last (host, command line, build-ids).
+func (rd *reader) cutFeatures(where string) {
+	rd.f.Cut = true
+	rd.f.Warnings = append(rd.f.Warnings, fmt.Sprintf("%s: every record was read, but the file ends inside %s (perf's description of the host, command and build-ids is incomplete)", model.CutWarning, where))
+}
+
+// cutRecords notes where the records stopped: off is the offset of the
+// first record that is not whole (or of the end of the file), inside what
+// of it there is ("" for nothing, "a record" for part of its header, "a
+// SAMPLE record" …).
+func (rd *reader) cutRecords(off int64, inside string) {
+	rd.f.Cut = true
+	at := fmt.Sprintf("at offset %d", off)
+	if inside != "" {
+		at = fmt.Sprintf("inside %s at offset %d", inside, off)
+	}
+	why := "the file ends " + at
+	switch {
+	case rd.unfinished:
+		why = "perf record did not finish (its header has no data size) and the file ends " + at
+	case rd.f.Pipe:
+		why = "the stream ends " + at
+	}
+	rd.f.Warnings = append(rd.f.Warnings, fmt.Sprintf("%s: %s; read the %d complete records before it (%d samples)", model.CutWarning, why, rd.complete, rd.f.Stats.Samples))
 }
 
 // checkEnd fails when the file ends before section s does.
@@ -330,6 +402,8 @@ func (rd *reader) addAttr(a *Attr) {
 
 // records reads records from r until it ends. base is the file offset of
 // r's first byte (for messages); limit the number of bytes, -1 for a stream.
+// Input that ends before a record does is a cut: the records before it
+// stand, and the warning says where (cutRecords).
 func (rd *reader) records(r *bufio.Reader, base, limit int64) error {
 	var hdr [recordHeaderSize]byte
 	body := make([]byte, 0, 1<<16)
@@ -337,10 +411,18 @@ func (rd *reader) records(r *bufio.Reader, base, limit int64) error {
 	for limit < 0 || off-base < limit {
 		n, err := io.ReadFull(r, hdr[:])
 		if err != nil {
-			if n == 0 && errors.Is(err, io.EOF) && limit < 0 {
+			if !isEOF(err) {
+				return fmt.Errorf("perf.data record at offset %d: %w", off, err)
+			}
+			if n == 0 && limit < 0 && !rd.unfinished {
 				return nil // a stream ends between records
 			}
-			return fmt.Errorf("perf.data record at offset %d: %w", off, truncated(err))
+			inside := ""
+			if n > 0 {
+				inside = "a record"
+			}
+			rd.cutRecords(off, inside)
+			return nil
 		}
 		typ := rd.bo.Uint32(hdr[:])
 		misc := rd.bo.Uint16(hdr[4:])
@@ -353,64 +435,117 @@ func (rd *reader) records(r *bufio.Reader, base, limit int64) error {
 		}
 		body = body[:size-recordHeaderSize]
 		if _, err := io.ReadFull(r, body); err != nil {
-			return fmt.Errorf("perf.data record at offset %d (%s): %w", off, RecordName(typ), truncated(err))
+			if isEOF(err) {
+				rd.cutRecords(off, "a "+RecordName(typ)+" record")
+				return nil
+			}
+			return fmt.Errorf("perf.data record at offset %d (%s): %w", off, RecordName(typ), err)
 		}
-		rd.f.Stats.Records[typ]++
-		extra, err := rd.record(typ, misc, body)
+		extra, err := rd.payloadSize(typ, body)
 		if err != nil {
 			return fmt.Errorf("perf.data record at offset %d (%s): %w", off, RecordName(typ), err)
 		}
-		off += int64(size)
-		if extra > 0 {
-			// Tracing data and AUX trace payloads follow their record.
-			if limit >= 0 && int64(extra) > limit-(off-base) {
-				return fmt.Errorf("perf.data record at offset %d (%s): payload of %d bytes runs past the data section: corrupt data", off-int64(size), RecordName(typ), extra)
-			}
-			if typ == RecordHeaderTracing {
-				b, err := io.ReadAll(io.LimitReader(r, int64(extra)))
-				if err == nil && uint64(len(b)) != extra {
-					err = io.ErrUnexpectedEOF
-				}
-				if err != nil {
-					return fmt.Errorf("perf.data tracing data at offset %d: %w", off, truncated(err))
-				}
-				if err := rd.feature(FeatTracingData, b); err != nil {
-					return fmt.Errorf("perf.data tracing data at offset %d: %w", off, err)
-				}
-			} else if n, err := io.CopyN(io.Discard, r, int64(extra)); err != nil {
-				return fmt.Errorf("perf.data %s payload at offset %d (%d of %d bytes): %w", RecordName(typ), off, n, extra, truncated(err))
-			}
-			off += int64(extra)
+		if limit >= 0 && int64(extra) > limit-(off-base)-int64(size) {
+			return fmt.Errorf("perf.data record at offset %d (%s): payload of %d bytes runs past the data section: corrupt data", off, RecordName(typ), extra)
 		}
+		var payload []byte
+		if extra > 0 {
+			// Tracing data and AUX trace payloads follow their record; a
+			// record is whole only with its payload.
+			payload, err = rd.payload(r, typ, extra)
+			if isEOF(err) {
+				rd.cutRecords(off, "a "+RecordName(typ)+" record")
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("perf.data %s payload at offset %d: %w", RecordName(typ), off+int64(size), err)
+			}
+		}
+		rd.f.Stats.Records[typ]++
+		if err := rd.record(typ, misc, body); err != nil {
+			return fmt.Errorf("perf.data record at offset %d (%s): %w", off, RecordName(typ), err)
+		}
+		if typ == RecordHeaderTracing {
+			if err := rd.feature(FeatTracingData, payload); err != nil {
+				return fmt.Errorf("perf.data tracing data at offset %d: %w", off+int64(size), err)
+			}
+		}
+		rd.complete++
+		off += int64(size) + int64(extra)
 	}
 	return nil
 }
 
-// record handles one record; it returns the size of a payload that follows
-// the record outside its header's size.
-func (rd *reader) record(typ uint32, misc uint16, body []byte) (uint64, error) {
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// payloadSize is the size of what follows a record outside its header's
+// size (tracing data, an AUX trace buffer).
+func (rd *reader) payloadSize(typ uint32, body []byte) (uint64, error) {
+	switch typ {
+	case RecordHeaderTracing:
+		if len(body) < 4 {
+			return 0, errShort
+		}
+		n := uint64(rd.bo.Uint32(body))
+		if n > maxFeatureSection {
+			return 0, fmt.Errorf("tracing data of %d bytes: corrupt data", n)
+		}
+		return n, nil
+	case RecordAuxtrace:
+		if len(body) < 8 {
+			return 0, errShort
+		}
+		n := rd.bo.Uint64(body)
+		if n > 1<<40 {
+			return 0, fmt.Errorf("aux trace payload of %d bytes: corrupt data", n)
+		}
+		return n, nil
+	}
+	return 0, nil
+}
+
+// payload reads a record's payload: tracing data is kept, an AUX trace
+// skipped. A payload cut short returns io.ErrUnexpectedEOF.
+func (rd *reader) payload(r *bufio.Reader, typ uint32, n uint64) ([]byte, error) {
+	if typ != RecordHeaderTracing {
+		if _, err := io.CopyN(io.Discard, r, int64(n)); err != nil {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err == nil && uint64(len(b)) != n {
+		err = io.ErrUnexpectedEOF
+	}
+	return b, err
+}
+
+// record handles one record (its payload, if any, is read already).
+func (rd *reader) record(typ uint32, misc uint16, body []byte) error {
 	bo := rd.bo
 	switch typ {
 	case RecordSample:
 		a, idx, err := rd.sampleAttr(body)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if a == nil {
 			rd.f.Stats.UnknownID++
-			return 0, nil
+			return nil
 		}
 		r := &Record{Type: typ, Misc: misc, Attr: idx}
 		if err := parseSample(body, a, bo, r); err != nil {
-			return 0, err
+			return err
 		}
 		rd.f.Stats.Samples++
-		return 0, rd.queueRecord(r)
+		return rd.queueRecord(r)
 	case RecordMmap, RecordMmap2, RecordComm, RecordFork, RecordExit, RecordLost, RecordLostSamples, RecordThrottle, RecordUnthrottle, RecordKsymbol:
 		a, idx := rd.sidebandAttr(body)
 		r := &Record{Type: typ, Misc: misc, Attr: idx}
 		if err := parseSideband(typ, misc, body, a, bo, r); err != nil {
-			return 0, err
+			return err
 		}
 		switch typ {
 		case RecordLost:
@@ -420,59 +555,44 @@ func (rd *reader) record(typ uint32, misc uint16, body []byte) (uint64, error) {
 		case RecordThrottle:
 			rd.f.Stats.Throttled++
 		}
-		return 0, rd.queueRecord(r)
+		return rd.queueRecord(r)
 	case RecordFinishedRound:
-		return 0, rd.flush(false)
+		return rd.flush(false)
 	case RecordHeaderAttr:
 		if len(body) < minAttrSize {
-			return 0, errShort
+			return errShort
 		}
 		asz := uint64(bo.Uint32(body[4:]))
 		if asz == 0 {
 			asz = minAttrSize
 		}
 		if asz < minAttrSize || asz > uint64(len(body)) || (uint64(len(body))-asz)%8 != 0 {
-			return 0, fmt.Errorf("attribute of %d bytes in a %d-byte record: corrupt data", asz, len(body))
+			return fmt.Errorf("attribute of %d bytes in a %d-byte record: corrupt data", asz, len(body))
 		}
 		a, err := parseAttr(body[:asz], bo)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		for i := asz; i+8 <= uint64(len(body)); i += 8 {
 			a.IDs = append(a.IDs, bo.Uint64(body[i:]))
 		}
 		rd.addAttr(&a)
 	case RecordHeaderTracing:
-		if len(body) < 4 {
-			return 0, errShort
-		}
-		n := uint64(bo.Uint32(body))
-		if n > maxFeatureSection {
-			return 0, fmt.Errorf("tracing data of %d bytes: corrupt data", n)
-		}
-		return n, nil
+		// Its payload is parsed by records.
 	case RecordAuxtrace:
-		if len(body) < 8 {
-			return 0, errShort
-		}
-		n := bo.Uint64(body)
-		if n > 1<<40 {
-			return 0, fmt.Errorf("aux trace payload of %d bytes: corrupt data", n)
-		}
 		rd.f.Stats.Skipped[typ]++
-		return n, nil
 	case RecordHeaderBuildID:
 		if err := rd.buildIDs(append(binaryHeader(bo, typ, misc, len(body)), body...)); err != nil {
-			return 0, err
+			return err
 		}
 	case RecordHeaderFeature:
 		if len(body) < 8 {
-			return 0, errShort
+			return errShort
 		}
 		bit := bo.Uint64(body)
 		if bit < featBits && rd.wantFeature(int(bit)) {
 			if err := rd.feature(int(bit), body[8:]); err != nil {
-				return 0, fmt.Errorf("feature %s: %w", featureName(int(bit)), err)
+				return fmt.Errorf("feature %s: %w", featureName(int(bit)), err)
 			}
 		}
 		if bit < featBits {
@@ -487,7 +607,7 @@ func (rd *reader) record(typ uint32, misc uint16, body []byte) (uint64, error) {
 	default:
 		rd.f.Stats.Skipped[typ]++
 	}
-	return 0, nil
+	return nil
 }
 
 // binaryHeader rebuilds a record header (BUILD_ID records are parsed the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -223,7 +224,6 @@ func TestUnmatchedObjects(t *testing.T) {
 // problem, never a panic.
 func TestReadCorrupt(t *testing.T) {
 	good := readFixture(t, "tiny.data")
-	pipe := readFixture(t, "tiny-pipe.data")
 	bo := binary.LittleEndian
 	dataOff := bo.Uint64(good[40:])
 	patch := func(b []byte, off int, v uint64) []byte {
@@ -247,12 +247,11 @@ func TestReadCorrupt(t *testing.T) {
 		{"header_size", patch(good, 8, 12345678), "perf.data header of 12345678 bytes"},
 		{"attr_size", patch(good, 16, 3), "attribute entries of 3 bytes"},
 		{"attrs_past_end", patch(good, 24, 1<<40), "attributes section"},
-		{"data_past_end", patch(good, 48, 1<<30), "data section"},
-		{"truncated_data", good[:dataOff+1000], "truncated"},
+		{"data_past_end", patch(good, 48, 1<<30), "corrupt data"},
+		{"truncated_before_data", good[:dataOff], "ends before its data section"},
 		{"truncated_header", good[:60], "file ends early"},
 		{"record_size_zero", patch16(good, int(dataOff)+6, 0), "has size 0"},
 		{"record_past_section", patch16(good, int(dataOff)+6, 0xfff8), "runs past the data section"},
-		{"pipe_truncated_record", pipe[:len(pipe)-3], "file ends early"},
 		{"compressed", readFixture(t, "tiny-z.data"), "compressed (perf record -z)"},
 	}
 	for _, tc := range cases {
@@ -268,28 +267,90 @@ func TestReadCorrupt(t *testing.T) {
 	}
 }
 
-// TestEveryTruncation cuts the fixtures at every length: each prefix reads
-// or fails with one line.
+// TestEveryTruncation cuts the fixtures at every length. A prefix that
+// ends before the first record fails with one line; any longer one reads
+// every sample whose record is whole before the cut (counted here by
+// walking the record headers), with the cut warning, as sonde's own data
+// files do.
 func TestEveryTruncation(t *testing.T) {
-	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data"} {
+	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data", "killed.data"} {
 		data := readFixture(t, name)
+		start, end := recordSpan(data)
 		for n := 0; n < len(data); n++ {
-			_, err := Read(bytes.NewReader(data[:n]), func(*Record) error { return nil })
-			if err != nil && strings.Contains(err.Error(), "\n") {
-				t.Fatalf("%s cut at %d: error spans lines: %q", name, n, err)
+			f, err := Read(bytes.NewReader(data[:n]), func(*Record) error { return nil })
+			if n <= start && !(n == start && start == pipeHeaderSize) {
+				if err == nil || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("%s cut at %d, before its first record at %d: error %v, want one line", name, n, start, err)
+				}
+				continue
 			}
-			if err == nil && name != "tiny-pipe.data" {
-				t.Fatalf("%s cut at %d of %d bytes read without error", name, n, len(data))
+			if err != nil {
+				t.Fatalf("%s cut at %d of %d bytes: %v", name, n, len(data), err)
+			}
+			if want := samplesBefore(data, start, min(n, end)); f.Stats.Samples != want {
+				t.Fatalf("%s cut at %d: %d samples, want the %d whole before the cut", name, n, f.Stats.Samples, want)
+			}
+			atBoundary := f.Pipe && samplesBefore(data, start, n) == samplesBefore(data, start, n+1) && recordEndsAt(data, start, n)
+			if !atBoundary && (!f.Cut || !hasWarning(f.Warnings, model.CutWarning)) {
+				t.Fatalf("%s cut at %d: no cut warning in %q", name, n, f.Warnings)
 			}
 		}
 	}
+}
+
+// recordSpan is where a fixture's records start and end: after the pipe
+// header, or the file header's data section (to the end of a killed file).
+func recordSpan(data []byte) (start, end int) {
+	bo := binary.LittleEndian
+	if bo.Uint64(data[8:]) == pipeHeaderSize {
+		return pipeHeaderSize, len(data)
+	}
+	off, size := int(bo.Uint64(data[40:])), int(bo.Uint64(data[48:]))
+	if size == 0 {
+		return off, len(data)
+	}
+	return off, off + size
+}
+
+// samplesBefore counts the SAMPLE records wholly inside data[start:n].
+func samplesBefore(data []byte, start, n int) uint64 {
+	var c uint64
+	for off := start; off+recordHeaderSize <= n; {
+		size := int(binary.LittleEndian.Uint16(data[off+6:]))
+		if size < recordHeaderSize || off+size > n {
+			break
+		}
+		if binary.LittleEndian.Uint32(data[off:]) == RecordSample {
+			c++
+		}
+		off += size
+	}
+	return c
+}
+
+// recordEndsAt says whether a record ends exactly at n.
+func recordEndsAt(data []byte, start, n int) bool {
+	off := start
+	for off < n && off+recordHeaderSize <= len(data) {
+		off += max(recordHeaderSize, int(binary.LittleEndian.Uint16(data[off+6:])))
+	}
+	return off == n
+}
+
+func hasWarning(ws []string, prefix string) bool {
+	for _, w := range ws {
+		if strings.HasPrefix(w, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // FuzzRead feeds damaged perf.data to the reader and the model conversion
 // (without symbolization, which would read the host's files): an error or
 // a valid profile, never a panic.
 func FuzzRead(f *testing.F) {
-	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data"} {
+	for _, name := range []string{"tiny.data", "tiny-pipe.data", "tiny-tp.data", "killed.data"} {
 		f.Add(readFixture(f, name))
 	}
 	f.Add(pipeStream(10, 2, 0, 20, 5, 0, 1, 0))
@@ -448,6 +509,15 @@ func TestUnfinishedRecording(t *testing.T) {
 	}
 	if len(p.Samples) != 39 || len(p.Meta.Warnings) == 0 || !strings.Contains(p.Meta.Warnings[0], "did not finish") {
 		t.Errorf("%d samples, warnings %q", len(p.Samples), p.Meta.Warnings)
+	}
+	// A real one: perf record killed by SIGKILL 0.8 s in (its header has
+	// the feature bits but no feature table, and no data size).
+	p, _, err = convert(bytes.NewReader(readFixture(t, "killed.data")), Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 244 || !hasWarning(p.Meta.Warnings, model.CutWarning+": perf record did not finish") {
+		t.Errorf("killed.data: %d samples, warnings %q; want 244 and the cut warning", len(p.Samples), p.Meta.Warnings)
 	}
 }
 

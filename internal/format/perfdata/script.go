@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sonde-dev/sonde/internal/model"
+	"github.com/sonde-dev/sonde/internal/symbolize"
 )
 
 // perf script text: one event line per sample, followed (with call chains)
@@ -196,6 +197,9 @@ func parseFrameLine(line string) (ScriptFrame, bool) {
 	}
 	if j := strings.LastIndex(fn, "+0x"); j >= 0 && isHex(fn[j+3:]) {
 		fn = fn[:j]
+	}
+	if d, ok := symbolize.FixHalfDemangledRust(fn); ok {
+		fn = d
 	}
 	return ScriptFrame{PC: pc, Func: fn, Module: mod[1 : len(mod)-1]}, true
 }

@@ -320,8 +320,15 @@ func (c *converter) loadKernel(f *File, o Options, id string) (*symbolize.Kernel
 		cands = []string{o.Kallsyms}
 	default:
 		running := symbolize.KernelBuildID()
-		if (id != "" && id == running) || (id == "" && f.OSRelease != "" && f.OSRelease == kernelRelease()) {
+		// A file cut before perf's header sections (a killed perf record)
+		// names no kernel at all: take this one, as perf report does, and
+		// say so.
+		unnamed := id == "" && f.OSRelease == "" && f.Cut
+		if (id != "" && id == running) || (id == "" && f.OSRelease != "" && f.OSRelease == kernelRelease()) || unnamed {
 			cands = append(cands, "/proc/kallsyms")
+		}
+		if unnamed {
+			c.prof.Meta.Warnings = append(c.prof.Meta.Warnings, "kernel frames are named from this machine's kernel ("+kernelRelease()+"): the cut recording does not say which kernel it ran on")
 		}
 		cands = append(cands, o.cacheCandidates("[kernel.kallsyms]", id, "kallsyms")...)
 	}

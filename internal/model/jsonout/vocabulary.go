@@ -69,6 +69,10 @@ var Vocabulary = map[string]string{
 	"baseline_percent": "diff: the row's share in the first (base) profile",
 	"new_percent":      "diff: the row's share in the second profile",
 	"delta_percent":    "diff: new_percent minus baseline_percent",
+	"baseline_samples": "diff: the row's samples in the first (base) profile",
+	"new_samples":      "diff: the row's samples in the second profile",
+	"baseline_period":  "diff: the row's event count in the first (base) profile (ns for the clock events)",
+	"new_period":       "diff: the row's event count in the second profile (ns for the clock events)",
 
 	// stat
 	"runs":            "stat: how many times the command ran (-r)",
@@ -170,7 +174,7 @@ var Vocabulary = map[string]string{
 	"truncated_bad_read":        "user_stacks: stopped at an unreadable or inconsistent frame",
 	"truncated_unsupported_row": "user_stacks: stopped at an unwind rule the walker cannot follow",
 	"truncated_not_loaded":      "user_stacks: taken before the process's tables were loaded",
-	"frame_pointer_fallback":    "user_stacks: weight of the stacks that crossed code without unwind info by frame pointers",
+	"frame_pointer_fallback":    "user_stacks: weight of the stacks that went through code without unwind info, walked there by frame pointers",
 	"no_unwind_info_files":      "user_stacks: the files whose missing unwind info ended stacks, with their weight",
 	"syscalls":                  "syscount: one row per system call (per process with --per-process)",
 	"syscall":                   "a system call's name",

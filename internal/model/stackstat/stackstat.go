@@ -114,42 +114,51 @@ func (c *Completeness) Pct() float64 {
 }
 
 // String is the one line every output prints, e.g. "stacks complete:
-// 98.7% — 41 truncated: no unwind info for /opt/x/libfoo.so; 3 at the
-// frame limit". unit names the weight ("samples").
+// 95.6% (956 of 1000 reach the thread's first frame); 44 cut short: 41
+// where /opt/x/libfoo.so has no unwind info, 3 at the frame limit; 41
+// went through code without unwind info, walked there by frame pointers". Each figure says
+// what it counts, so the line reads without the docs.
 func (c *Completeness) String() string {
 	s := fmt.Sprintf("stacks complete: %.1f%%", c.Pct())
+	if c.Total > 0 {
+		s += fmt.Sprintf(" (%s of %s reach the thread's first frame)", c.amount(c.Complete), c.amount(c.Total))
+	}
+	if c.Total != c.Complete {
+		var parts []string
+		if c.NoUnwind > 0 {
+			files := make([]string, 0, len(c.NoUnwindFiles))
+			for f := range c.NoUnwindFiles {
+				files = append(files, f)
+			}
+			sort.Slice(files, func(i, j int) bool { return c.NoUnwindFiles[files[i]] > c.NoUnwindFiles[files[j]] })
+			verb := "has"
+			if len(files) > 1 {
+				verb = "have"
+			}
+			if len(files) > 3 {
+				files = append(files[:3], "…")
+			}
+			parts = append(parts, fmt.Sprintf("%s where %s %s no unwind info", c.amount(c.NoUnwind), strings.Join(files, ", "), verb))
+		}
+		for _, p := range []struct {
+			n    uint64
+			what string
+		}{
+			{c.FrameLimit, "at the frame limit"},
+			{c.BadRead, "at a frame that could not be read or went the wrong way"},
+			{c.Unsupported, "at an unwind rule the walker cannot follow"},
+			{c.NotLoaded, "taken before the process's unwind tables were loaded"},
+			{c.Lost, "lost (stack map full)"},
+			{c.Unwritten, "lost (the walked stack's record could not be written)"},
+		} {
+			if p.n > 0 {
+				parts = append(parts, c.amount(p.n)+" "+p.what)
+			}
+		}
+		s += fmt.Sprintf("; %s cut short: %s", c.amount(c.Total-c.Complete), strings.Join(parts, ", "))
+	}
 	if c.FPFallback > 0 {
-		s += fmt.Sprintf(" (%s through code without unwind info, by frame pointers)", c.amount(c.FPFallback))
+		s += fmt.Sprintf("; %s went through code without unwind info, walked there by frame pointers", c.amount(c.FPFallback))
 	}
-	if c.Total == c.Complete {
-		return s
-	}
-	var parts []string
-	if c.NoUnwind > 0 {
-		files := make([]string, 0, len(c.NoUnwindFiles))
-		for f := range c.NoUnwindFiles {
-			files = append(files, f)
-		}
-		sort.Slice(files, func(i, j int) bool { return c.NoUnwindFiles[files[i]] > c.NoUnwindFiles[files[j]] })
-		if len(files) > 3 {
-			files = append(files[:3], "…")
-		}
-		parts = append(parts, fmt.Sprintf("%s no unwind info for %s", c.amount(c.NoUnwind), strings.Join(files, ", ")))
-	}
-	for _, p := range []struct {
-		n    uint64
-		what string
-	}{
-		{c.FrameLimit, "at the frame limit"},
-		{c.BadRead, "at an unreadable or inconsistent frame"},
-		{c.Unsupported, "at an unsupported unwind rule"},
-		{c.NotLoaded, "before the process's tables were loaded"},
-		{c.Lost, "lost (stack map full)"},
-		{c.Unwritten, "lost (the walked stack's record could not be written)"},
-	} {
-		if p.n > 0 {
-			parts = append(parts, c.amount(p.n)+" "+p.what)
-		}
-	}
-	return fmt.Sprintf("%s — %s truncated: %s", s, c.amount(c.Total-c.Complete), strings.Join(parts, "; "))
+	return s
 }

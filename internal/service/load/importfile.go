@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/format/datafile"
@@ -29,6 +30,13 @@ func ImportFile(in, out string, o Options, summary io.Writer) error {
 	p, _, kind, err := Import(in, o)
 	if err != nil {
 		return err
+	}
+	for _, w := range p.Meta.Warnings {
+		// The views say it in their header; an import has only this line
+		// (the data file it writes keeps the warning).
+		if strings.HasPrefix(w, model.CutWarning) {
+			warn(w)
+		}
 	}
 	if err := datafile.WriteFile(out, p); err != nil {
 		return err // it names the file

@@ -18,6 +18,8 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,7 +89,7 @@ func Serve(ctx context.Context, o Options, ready func(net.Addr)) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: o.Log, MaxRequestsInFlight: 4}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostCheck(ln.Addr(), mux), ReadHeaderTimeout: 10 * time.Second}
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -100,4 +102,40 @@ func Serve(ctx context.Context, o Options, ready func(net.Addr)) error {
 		return fmt.Errorf("serving metrics: %w", err)
 	}
 	return nil
+}
+
+// hostCheck refuses, when the metrics are bound to loopback, requests
+// whose Host is not a loopback name: a web page the user opens could
+// otherwise read them through DNS rebinding (its own name resolving to
+// 127.0.0.1). Bound to another address the metrics are meant for
+// scrapers on the network, which name the machine however their
+// configuration does, so any Host is served: whoever reaches the port
+// reads them (docs/remote.md).
+func hostCheck(addr net.Addr, h http.Handler) http.Handler {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "metrics bound to loopback answer loopback names only (Host "+strconv.Quote(r.Host)+")", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost says whether a Host header names this machine's loopback:
+// localhost or a loopback address, with or without a port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

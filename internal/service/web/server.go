@@ -140,12 +140,9 @@ func Run(ctx context.Context, paths []string, o Options) error {
 		s.answer("flame", url.Values{"f": {strconv.Itoa(i)}})
 	}
 	debug.FreeOSMemory()
-	if o.Addr == "" {
-		o.Addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", o.Addr)
+	ln, err := listen(o.Addr, o.Out)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.Addr, err)
+		return err
 	}
 	s.loopback = ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	u := "http://" + ln.Addr().String() + "/"
@@ -166,6 +163,23 @@ func Run(ctx context.Context, paths []string, o Options) error {
 		return fmt.Errorf("serving: %w", err)
 	}
 	return nil
+}
+
+// listen opens the server's socket (loopback when addr is ""), and warns
+// on out when it is not loopback: the views have no login, and the
+// recordings hold command lines, symbols and source.
+func listen(addr string, out io.Writer) (net.Listener, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	if !ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
+		fmt.Fprintf(out, "sonde: warning: listening on %s, not loopback: anyone who can reach this port reads the recordings (command lines, symbols, source files) without a login; prefer the default 127.0.0.1 and ssh -L\n", ln.Addr())
+	}
+	return ln, nil
 }
 
 // Handler is the whole site: the page, its script and style, and /api/.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
@@ -260,5 +261,25 @@ func TestBlockedTime(t *testing.T) {
 	getJSON(t, s, "/api/flame?f=0&event=cpu-clock", &fl)
 	if fl.Unit != "ns" || fl.TotalPeriod == 0 {
 		t.Errorf("flame unit %q total %d", fl.Unit, fl.TotalPeriod)
+	}
+}
+
+// TestListenWarnsOffLoopback: serving on another address than loopback
+// says, once, that the views are open to whoever reaches the port.
+func TestListenWarnsOffLoopback(t *testing.T) {
+	for addr, warned := range map[string]bool{"": false, "127.0.0.1:0": false, "[::1]:0": false, "0.0.0.0:0": true} {
+		var out bytes.Buffer
+		ln, err := listen(addr, &out)
+		if err != nil {
+			if addr == "[::1]:0" {
+				continue // no IPv6 here
+			}
+			t.Fatal(err)
+		}
+		ln.Close()
+		got := strings.Contains(out.String(), "not loopback")
+		if got != warned || strings.Count(out.String(), "\n") > 1 {
+			t.Errorf("--addr %q: %q; want a warning: %v", addr, out.String(), warned)
+		}
 	}
 }

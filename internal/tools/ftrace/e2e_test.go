@@ -221,8 +221,16 @@ func TestDumps(t *testing.T) {
 	data := filepath.Join(dir, "d.data")
 	testutil.MustRun(t, dir, "ftrace", "record", "-o", data, "--", bin)
 	chrome := testutil.MustRun(t, dir, "ftrace", "dump", "--chrome", "-i", data).Stdout
-	if n := checkChrome(t, []byte(chrome)); n < 39 {
+	n, names := checkChrome(t, []byte(chrome))
+	if n < 39 {
 		t.Errorf("%d calls in the Chrome trace, want at least 39", n)
+	}
+	// The command is gone before its calls are read: its thread is named
+	// from what the probes saw.
+	for tid, name := range names {
+		if name != "calltree" {
+			t.Errorf("thread %d is named %q in the Chrome trace, want calltree", tid, name)
+		}
 	}
 	html := filepath.Join(dir, "f.html")
 	testutil.MustRun(t, dir, "ftrace", "dump", "--flamegraph", "-i", data, "-o", html)

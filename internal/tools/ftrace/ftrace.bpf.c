@@ -85,6 +85,7 @@ static __always_inline int enter(void *ctx, __u64 key, __u32 pid, __u32 tid, boo
 			counter_inc(&counters, FTRACE_C_NOSTACK);
 			return 0;
 		}
+		bpf_get_current_comm(s->comm, sizeof(s->comm));
 	}
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 sp = 0, ret = 0;

@@ -63,6 +63,10 @@ struct ftrace_shadow {
 	__u32 pid;
 	__u32 tid;
 	__u32 entered; /* the last event was the entry of the top frame */
+	/* the thread's name at its first traced call: user space names
+	 * threads by it when they are gone from /proc before their calls are
+	 * read (a short command) */
+	char comm[16];
 	struct ftrace_frame frames[FTRACE_STACK];
 };
 

@@ -167,14 +167,16 @@ func TestGraph(t *testing.T) {
 
 // checkChrome checks Chrome trace JSON structurally: per thread, every E
 // closes the innermost open B of the same name, timestamps never go back,
-// and nothing stays open.
-func checkChrome(t *testing.T, b []byte) int {
+// nothing stays open, and every thread with calls is named (thread_name
+// metadata); it returns the calls and the names by tid.
+func checkChrome(t *testing.T, b []byte) (int, map[int]string) {
 	t.Helper()
 	var doc struct {
 		TraceEvents []struct {
 			Name, Ph string
 			Ts       float64
 			Pid, Tid int
+			Args     map[string]string
 		} `json:"traceEvents"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -182,10 +184,14 @@ func checkChrome(t *testing.T, b []byte) int {
 	}
 	open := map[int][]string{}
 	last := map[int]float64{}
+	names := map[int]string{}
 	n := 0
 	for _, e := range doc.TraceEvents {
 		switch e.Ph {
 		case "M":
+			if e.Name == "thread_name" {
+				names[e.Tid] = e.Args["name"]
+			}
 			continue
 		case "B":
 			open[e.Tid] = append(open[e.Tid], e.Name)
@@ -208,8 +214,11 @@ func checkChrome(t *testing.T, b []byte) int {
 		if len(s) > 0 {
 			t.Errorf("thread %d: %v never end", tid, s)
 		}
+		if names[tid] == "" {
+			t.Errorf("thread %d has calls but no name (thread_name %q)", tid, names[tid])
+		}
 	}
-	return n
+	return n, names
 }
 
 func TestChrome(t *testing.T) {
@@ -218,7 +227,7 @@ func TestChrome(t *testing.T) {
 	if err := WriteChrome(&out, tr, tr.Calls); err != nil {
 		t.Fatal(err)
 	}
-	if n := checkChrome(t, out.Bytes()); n != 39 {
+	if n, _ := checkChrome(t, out.Bytes()); n != 39 {
 		t.Errorf("%d calls, want 39", n)
 	}
 }

@@ -184,6 +184,14 @@ func recordPreload(ctx context.Context, o Options, bin string, fs []Func) (*Summ
 		return nil, fmt.Errorf("starting %s: %w", o.Command[0], err)
 	}
 	pid := uint32(cmd.Process.Pid)
+	sk.comm = func(_ uint64, p, tid uint32) string {
+		if p != pid || tid != pid {
+			return ""
+		}
+		// Gone already: the kernel named the main thread after the file
+		// it executed (15 bytes at most), unless it renamed itself.
+		return truncComm(filepath.Base(bin))
+	}
 	drain := func() {
 		bias := atomic.LoadUint64(r.u64(hBias))
 		r.drain(func(start, dur, addr uint64, tid uint32, depth int, unfinished bool) {
@@ -214,4 +222,12 @@ func recordPreload(ctx context.Context, o Options, bin string, fs []Func) (*Summ
 		fmt.Fprintln(o.Log, "sonde: "+p.Meta.Warnings[len(p.Meta.Warnings)-1])
 	}
 	return sk.close(sum, atomic.LoadUint64(r.u64(hOverflow)), 128)
+}
+
+// truncComm is a name as the kernel keeps it (TASK_COMM_LEN, 16 with the NUL).
+func truncComm(s string) string {
+	if len(s) > 15 {
+		return s[:15]
+	}
+	return s
 }

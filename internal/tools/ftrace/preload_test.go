@@ -1,6 +1,7 @@
 package ftrace
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"path/filepath"
@@ -55,6 +56,15 @@ func TestPreloadRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCounts(t, "-finstrument-functions", tr)
+	// The program may be gone before its calls are drained: its thread is
+	// still named in the Chrome trace.
+	var chrome bytes.Buffer
+	if err := WriteChrome(&chrome, tr, tr.Calls); err != nil {
+		t.Fatal(err)
+	}
+	if _, names := checkChrome(t, chrome.Bytes()); len(names) != 1 || names[int(tr.P.Threads[0].Tid)] != "calltree-fi" {
+		t.Errorf("thread names in the Chrome trace: %v, want calltree-fi", names)
+	}
 	g := Graph(tr, tr.Calls, "a", "")
 	if g == nil || len(g.Children) != 1 || g.Children[0].Name != "b" || g.Children[0].Count != 30 {
 		t.Errorf("b not nested under a: %+v", g)

@@ -202,6 +202,9 @@ type sink struct {
 	threads map[uint64]int32
 	calls   int
 	err     error
+	// comm names a thread gone from /proc by the time its first call is
+	// read ("" when it cannot): what the mechanism saw of it.
+	comm func(key uint64, pid, tid uint32) string
 }
 
 func newSink(path string, p *model.Profile) (*sink, error) {
@@ -218,6 +221,9 @@ func (s *sink) thread(key uint64, pid, tid uint32) int32 {
 		return i
 	}
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if len(comm) == 0 && s.comm != nil {
+		comm = []byte(s.comm(key, pid, tid))
+	}
 	if len(comm) == 0 {
 		comm, _ = os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	}
@@ -318,6 +324,13 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 	if err != nil {
 		return nil, err
 	}
+	sk.comm = func(key uint64, _, _ uint32) string {
+		var sh ftraceFtraceShadow
+		if maps.Shadows.Lookup(key, &sh) != nil {
+			return ""
+		}
+		return cString(sh.Comm[:])
+	}
 	err = s.ReadRing(maps.Events, func(raw []byte) {
 		e := bpfskel.View[ftraceFtraceEvent](raw)
 		if e == nil || int(e.Fn) >= len(fs) {
@@ -411,4 +424,16 @@ func watchPid(ctx context.Context, pid int) <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// cString is a NUL-terminated C char array as a string.
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
 }

@@ -230,7 +230,7 @@ func (s *session) setupEvent(fd, ev int) error {
 		if e.Format != nil {
 			fields = e.Format.Names()
 		}
-		return fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %s)", f, e, strings.Join(fields, ", "))
+		return perf.FilterError(f, e.String(), fields, err)
 	}
 	return nil
 }

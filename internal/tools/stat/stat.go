@@ -187,7 +187,11 @@ func (c *session) openAll() error {
 			if f := c.o.Filters[i]; f != "" {
 				if err := perf.SetFilter(fd, f); err != nil {
 					unix.Close(fd)
-					return fmt.Errorf("bad filter %q for %s: the kernel rejected it (fields: %v)", f, s.String(), s.Format.Names())
+					var fields []string
+					if s.Format != nil {
+						fields = s.Format.Names()
+					}
+					return perf.FilterError(f, s.String(), fields, err)
 				}
 			}
 			c.ctrs = append(c.ctrs, counter{spec: i, fd: fd})

@@ -7,6 +7,7 @@ package cpuusage
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,9 +53,9 @@ type Task struct {
 
 // Options choose what a report shows.
 type Options struct {
-	Top    int  // tasks (and tasks per CPU with PerCPU)
-	PerCPU bool // each CPU's top tasks too
-	Pid    int  // only this process's threads (0: all)
+	Top    int   // tasks (and tasks per CPU with PerCPU)
+	PerCPU bool  // each CPU's top tasks too
+	Pids   []int // only these processes' threads (none: all)
 	Comm   string
 }
 
@@ -74,7 +75,7 @@ func New(host string, at time.Time, iv cputime.Interval, c Counters, samples map
 		r.SamplePeriodNS = period
 	}
 	for _, u := range iv.Tasks {
-		if (o.Pid != 0 && int(u.Pid) != o.Pid) || (o.Comm != "" && u.Comm != o.Comm) {
+		if (len(o.Pids) > 0 && !slices.Contains(o.Pids, int(u.Pid))) || (o.Comm != "" && u.Comm != o.Comm) {
 			continue
 		}
 		t := Task{Pid: u.Pid, Tid: u.Tid, Comm: u.Comm, CPUNS: u.NS, PerCPUNS: u.PerCPU}

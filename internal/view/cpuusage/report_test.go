@@ -3,6 +3,7 @@ package cpuusage
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,5 +60,24 @@ func TestJSON(t *testing.T) {
 	// Writing JSON leaves the report as it was.
 	if len(r.Tasks[0].PerCPUNS) != 2 {
 		t.Errorf("per-CPU times lost: %+v", r.Tasks[0])
+	}
+}
+
+// TestPids: -p a,b keeps the threads of every process named, and only them.
+func TestPids(t *testing.T) {
+	iv := interval()
+	iv.Tasks = append(iv.Tasks, cputime.Usage{Tid: 12, Pid: 11, Comm: "other", NS: 50e6, PerCPU: []uint64{50e6, 0}})
+	for _, c := range []struct {
+		pids []int
+		want []uint32
+	}{{nil, []uint32{5, 9, 12}}, {[]int{5, 8}, []uint32{5, 9}}, {[]int{11}, []uint32{12}}, {[]int{99}, nil}} {
+		r := New("box", time.Now(), iv, Counters{}, nil, 0, Options{Top: 10, Pids: c.pids})
+		var tids []uint32
+		for _, task := range r.Tasks {
+			tids = append(tids, task.Tid)
+		}
+		if !slices.Equal(tids, c.want) {
+			t.Errorf("-p %v: threads %v, want %v", c.pids, tids, c.want)
+		}
 	}
 }

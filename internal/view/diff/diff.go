@@ -22,6 +22,12 @@ type Row struct {
 	Baseline float64 `json:"baseline_percent"`
 	New      float64 `json:"new_percent"`
 	Delta    float64 `json:"delta_percent"`
+	// The absolute figures behind the shares: samples, and the event
+	// count they stand for (ns for the clock events), in each profile.
+	BaseSamples uint64 `json:"baseline_samples"`
+	NewSamples  uint64 `json:"new_samples"`
+	BasePeriod  uint64 `json:"baseline_period"`
+	NewPeriod   uint64 `json:"new_period"`
 }
 
 // Options for Compare.
@@ -30,21 +36,38 @@ type Options struct {
 	Min  float64  // hide rows whose baseline and new shares are both below
 }
 
-// shares returns self percentages per key.
-func shares(p *model.Profile, keyOf func(loc int32) (string, string, bool)) (map[string]float64, map[string]Row) {
-	out := map[string]float64{}
+// TextOptions add absolute columns to the text, as perf diff's --period
+// and perf report's -n do (JSON always has them).
+type TextOptions struct {
+	Samples bool // samples in each profile
+	Period  bool // event counts in each profile
+}
+
+// total is one key's self figures in one profile.
+type total struct {
+	pct             float64
+	samples, period uint64
+}
+
+// shares returns self figures per key.
+func shares(p *model.Profile, keyOf func(loc int32) (string, string, bool)) (map[string]total, map[string]Row) {
+	out := map[string]total{}
 	rows := map[string]Row{}
-	var total uint64
+	var sum uint64
 	for _, g := range p.SampleGroups() {
-		total += g.Period
+		sum += g.Period
 	}
 	for _, g := range p.SampleGroups() {
 		st := p.Stacks[g.Stack]
-		if len(st) == 0 || total == 0 {
+		if len(st) == 0 || sum == 0 {
 			continue
 		}
 		k, dso, kernel := keyOf(st[0])
-		out[k] += 100 * float64(g.Period) / float64(total)
+		t := out[k]
+		t.pct += 100 * float64(g.Period) / float64(sum)
+		t.samples += g.Count
+		t.period += g.Period
+		out[k] = t
 		if _, ok := rows[k]; !ok {
 			rows[k] = Row{DSO: dso, Sym: strings.SplitN(k, "\x00", 2)[1], Kernel: kernel}
 		}
@@ -100,7 +123,9 @@ func Compare(base, cur *model.Profile, o Options) []Row {
 			return
 		}
 		seen[k] = true
-		r.Baseline, r.New = b[k], n[k]
+		r.Baseline, r.New = b[k].pct, n[k].pct
+		r.BaseSamples, r.NewSamples = b[k].samples, n[k].samples
+		r.BasePeriod, r.NewPeriod = b[k].period, n[k].period
 		r.Delta = r.New - r.Baseline
 		if !useDSO {
 			r.DSO = ""
@@ -129,10 +154,19 @@ func Compare(base, cur *model.Profile, o Options) []Row {
 }
 
 // WriteText prints rows like perf diff.
-func WriteText(w io.Writer, base, cur *model.Profile, rows []Row) {
+func WriteText(w io.Writer, base, cur *model.Profile, rows []Row, o TextOptions) {
 	fmt.Fprintf(w, "# Baseline: %s (%s, %d samples, %d lost)\n", strings.Join(base.Meta.Command, " "), base.Meta.Event, base.SampleCount(), base.Meta.Lost)
 	fmt.Fprintf(w, "# New:      %s (%s, %d samples, %d lost)\n", strings.Join(cur.Meta.Command, " "), cur.Meta.Event, cur.SampleCount(), cur.Meta.Lost)
-	fmt.Fprintf(w, "#\n# Baseline     Delta  Shared Object        Symbol\n# ........  ........  ...................  ......\n#\n")
+	titles, dots := "# Baseline     Delta", "# ........  ........"
+	if o.Samples {
+		titles += "  Base samples   New samples"
+		dots += "  ............  ............"
+	}
+	if o.Period {
+		titles += "       Base period        New period"
+		dots += "  ................  ................"
+	}
+	fmt.Fprintf(w, "#\n%s  Shared Object        Symbol\n%s  ...................  ......\n#\n", titles, dots)
 	for _, r := range rows {
 		bs := "        "
 		if r.Baseline > 0 {
@@ -146,7 +180,14 @@ func WriteText(w io.Writer, base, cur *model.Profile, rows []Row) {
 		if r.Kernel {
 			mark = "[k]"
 		}
-		fmt.Fprintf(w, "  %s  %8s  %-19s  %s %s\n", bs, ds, r.DSO, mark, r.Sym)
+		abs := ""
+		if o.Samples {
+			abs += fmt.Sprintf("  %12d  %12d", r.BaseSamples, r.NewSamples)
+		}
+		if o.Period {
+			abs += fmt.Sprintf("  %16d  %16d", r.BasePeriod, r.NewPeriod)
+		}
+		fmt.Fprintf(w, "  %s  %8s%s  %-19s  %s %s\n", bs, ds, abs, r.DSO, mark, r.Sym)
 	}
 }
 

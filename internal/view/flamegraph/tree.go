@@ -392,6 +392,12 @@ func (b *builder) foldedLine(line []byte, syms []uint32) ([]uint32, float64, err
 		return syms, 0, err
 	}
 	stack := bytes.TrimRight(line[:i], " \t")
+	if n := len(stack); n > 0 && stack[n-1] == ';' && n < i {
+		// A last frame named by blanks only (perf script's "pc  (object)"
+		// for a function without a name, which stackcollapse-perf.pl and
+		// inferno fold as " "): keep it, less the separator before the count.
+		stack = line[:i]
+	}
 	caller := noSym
 	for d := 0; ; d++ {
 		j := bytes.IndexByte(stack, ';')

@@ -92,6 +92,9 @@ func TestParseFoldedCutLastLine(t *testing.T) {
 		{"comment_last", "p;a 5\n# end", "p;a 5\n", false},
 		{"blank_last", "p;a 5\n  ", "p;a 5\n", false},
 		{"crlf", "p;a 5\r\np;b 1\r\n", "p;a 5\np;b 1\n", false},
+		// perf script's "pc  (libc.so)" folds to a frame named " "
+		// (FlameGraph's perf-vertx-stacks-01); extra blanks elsewhere go.
+		{"blank_frame", "p;a;  3\np;a 1\np;b  2\n", "p;a 1\np;a;  3\np;b 2\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var warnings []string
