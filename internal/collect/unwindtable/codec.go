@@ -105,22 +105,11 @@ func UnmarshalTable(b []byte) (*Table, error) {
 		}
 	}
 	t.Rows = make([]Row, d.count(2))
-	pc := uint64(0)
-	for i := range t.Rows {
-		delta, ri := d.uvarint(), d.uvarint()
-		if i > 0 && delta == 0 {
-			d.fail("row %d repeats a pc", i)
-		}
-		if pc += delta; pc >= 1<<32 {
-			d.fail("row %d past 32-bit pcs", i)
-		}
-		if ri >= uint64(len(rules)) {
-			d.fail("row %d names rule %d of %d", i, ri, len(rules))
-		}
-		if d.err != nil {
-			return nil, d.err
-		}
-		t.Rows[i] = Row{PC: uint32(pc), Rule: rules[ri]}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := decodeRows(&d, t.Rows, rules); err != nil {
+		return nil, err
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the rows", len(d.b))
@@ -132,6 +121,42 @@ func UnmarshalTable(b []byte) (*Table, error) {
 		return nil, d.err
 	}
 	return t, nil
+}
+
+// decodeRows fills rows from d: the hot loop of a warm start (python3's
+// 64,575 rows), so one-byte uvarints, most of them, are read inline.
+func decodeRows(d *decoder, rows []Row, rules []Rule) error {
+	b := d.b
+	pc := uint64(0)
+	for i := range rows {
+		var delta, ri uint64
+		if len(b) >= 2 && b[0] < 0x80 && b[1] < 0x80 {
+			delta, ri = uint64(b[0]), uint64(b[1])
+			b = b[2:]
+		} else {
+			d.b = b
+			delta, ri = d.uvarint(), d.uvarint()
+			if d.err != nil {
+				return d.err
+			}
+			b = d.b
+		}
+		if i > 0 && delta == 0 {
+			d.fail("row %d repeats a pc", i)
+		}
+		if pc += delta; pc >= 1<<32 {
+			d.fail("row %d past 32-bit pcs", i)
+		}
+		if ri >= uint64(len(rules)) {
+			d.fail("row %d names rule %d of %d", i, ri, len(rules))
+		}
+		if d.err != nil {
+			return d.err
+		}
+		rows[i] = Row{PC: uint32(pc), Rule: rules[ri]}
+	}
+	d.b = b
+	return nil
 }
 
 func firstByte(b []byte) int {

@@ -198,3 +198,38 @@ func FuzzUnmarshalTable(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCodec: building python3's table from its file against
+// reading it back from its encoded form (what a warm start does instead).
+func BenchmarkCodec(b *testing.B) {
+	f, err := os.Open(python311)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer f.Close()
+	tab, err := Build(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, _ := tab.MarshalBinary()
+	b.Run("build", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := Build(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(enc)))
+		for i := 0; i < b.N; i++ {
+			if _, err := UnmarshalTable(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			tab.MarshalBinary()
+		}
+	})
+}
