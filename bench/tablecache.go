@@ -32,7 +32,7 @@ func tableCacheBench(dir string) {
 		{"record", "-g", "-a", "-d", "1", "-o", out},
 		{"offcpu", "-d", "1"},
 		{"record", "-g", "-o", out, "--", py, "-c", "pass"},
-		{"record", "-g", "-o", out, "--", "sqlite3", ":memory:", "select 1"},
+		{"record", "-g", "-o", out, "--", "sqlite3", ":memory:", "create table t(x)"},
 	}
 	fmt.Printf("\nUnwind-table cache: start-up with an empty cache (cold), a filled one (warm) and the cache off (SONDE_CACHE=off); %d interleaved runs, medians\n", *cacheReps)
 	fmt.Printf("   %-52s %16s %16s %16s %9s\n", "", "cold wall/CPU", "warm wall/CPU", "off wall/CPU", "cold/warm")
@@ -64,12 +64,33 @@ func tableCacheBench(dir string) {
 		}
 		fmt.Printf(" %8.2fx\n", median(wall["cold"])/median(wall["warm"]))
 	}
-	// What the cache holds for this machine's processes, and what a warm
-	// profile read back.
+	// The tables' own cost, as profile reports it: what a cold start
+	// spends building them, what a warm one spends reading them back.
+	fmt.Printf("   time in unwind tables (profile --json's unwind_tables), %d interleaved runs, medians:\n", *cacheReps)
+	for _, args := range [][]string{{"-d", "1"}, {"--", py, "-c", "pass"}, {"--", "sqlite3", ":memory:", "create table t(x)"}} {
+		warm := filepath.Join(dir, "warm-cache")
+		os.RemoveAll(warm)
+		profileTables(args, []string{"XDG_CACHE_HOME=" + warm})
+		ms := map[string][]float64{}
+		last := map[string]tableCounts{}
+		interleave("table time", *cacheReps, 2, func(i int) {
+			env := []string{"XDG_CACHE_HOME=" + warm}
+			if i == 0 {
+				cold := filepath.Join(dir, "cold-cache")
+				os.RemoveAll(cold)
+				env = []string{"XDG_CACHE_HOME=" + cold}
+			}
+			tb := profileTables(args, env)
+			m := cacheModes[i]
+			ms[m] = append(ms[m], float64(tb.BuildNS+tb.ReadNS)/1e6)
+			last[m] = tb
+		})
+		c, w := last["cold"], last["warm"]
+		fmt.Printf("   %-52s cold %6.1f ms (%d built, %d read)  warm %6.1f ms (%d built, %d read)  %6.1fx\n",
+			"sonde profile "+strings.Join(args, " "), median(ms["cold"]), c.Built, c.Cached, median(ms["warm"]), w.Built, w.Cached, median(ms["cold"])/median(ms["warm"]))
+	}
 	warm := filepath.Join(dir, "warm-cache")
-	tb := profileTables([]string{"XDG_CACHE_HOME=" + warm})
-	fmt.Printf("   a warm system-wide profile -d 1: %d tables read from the cache, %d built; the cache holds %s in %d entries\n",
-		tb.Cached, tb.Built, mib(dirSize(filepath.Join(warm, "sonde"))), dirCount(filepath.Join(warm, "sonde")))
+	fmt.Printf("   the cache after the last case: %s in %d entries\n", mib(dirSize(filepath.Join(warm, "sonde"))), dirCount(filepath.Join(warm, "sonde")))
 }
 
 // runCached runs sonde with args and extra environment, its output dropped.
@@ -80,17 +101,20 @@ func runCached(args, env []string) usage {
 }
 
 type tableCounts struct {
-	Built  int `json:"tables_built"`
-	Cached int `json:"tables_cached"`
+	Built   int   `json:"tables_built"`
+	Cached  int   `json:"tables_cached"`
+	BuildNS int64 `json:"tables_build_ns"`
+	ReadNS  int64 `json:"tables_read_ns"`
 }
 
-// profileTables runs a system-wide profile and reads its unwind_tables.
-func profileTables(env []string) tableCounts {
-	cmd := exec.Command(*sondeBin, "profile", "-d", "1", "--json")
+// profileTables runs sonde profile --json with args and reads its
+// unwind_tables.
+func profileTables(args, env []string) tableCounts {
+	cmd := exec.Command(*sondeBin, append([]string{"profile", "--json"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	b, err := cmd.Output()
 	if err != nil {
-		fail(fmt.Sprintf("sonde profile --json: %v", err))
+		fail(fmt.Sprintf("sonde profile --json %s: %v", strings.Join(args, " "), err))
 	}
 	var doc struct {
 		UserStacks struct {

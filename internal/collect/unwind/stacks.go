@@ -215,5 +215,5 @@ func (l *Loader) Counters() Counters {
 // completeness report (Completeness.Tables).
 func (l *Loader) Sources() *stackstat.TableSources {
 	s := l.cache.Stats()
-	return &stackstat.TableSources{Built: s.Builds, Cached: s.FromDisk}
+	return &stackstat.TableSources{Built: s.Builds, Cached: s.FromDisk, BuildNS: s.BuildTime.Nanoseconds(), ReadNS: s.ReadTime.Nanoseconds()}
 }

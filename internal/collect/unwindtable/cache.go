@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/diskcache"
 )
@@ -57,6 +58,10 @@ type CacheStats struct {
 	Failed   int   // builds that returned an error
 	Bytes    int64 // encoded size of every table held
 	FromDisk int   // tables read from the disk cache instead of built
+	// BuildTime is the time spent building tables (opening the ELF file
+	// and compiling its CFI); ReadTime reading and decoding them from
+	// the disk cache.
+	BuildTime, ReadTime time.Duration
 }
 
 // diskKind names unwind tables among the disk cache's entries.
@@ -127,6 +132,7 @@ func (c *Cache) Get(path string) (*Table, Key, error) {
 	c.mu.Unlock()
 
 	built := false
+	t0 := time.Now()
 	if e.tab = c.fromDisk(key); e.tab == nil {
 		built = true
 		if ef == nil {
@@ -149,11 +155,14 @@ func (c *Cache) Get(path string) (*Table, Key, error) {
 		c.toDisk(key, e.tab)
 	}
 
+	took := time.Since(t0)
 	c.mu.Lock()
 	if built {
 		c.stats.Builds++
+		c.stats.BuildTime += took
 	} else {
 		c.stats.FromDisk++
+		c.stats.ReadTime += took
 	}
 	if e.err != nil {
 		c.stats.Failed++

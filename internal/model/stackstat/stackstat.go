@@ -76,6 +76,9 @@ type Completeness struct {
 type TableSources struct {
 	Built  int `json:"tables_built"`
 	Cached int `json:"tables_cached"`
+	// BuildNS and ReadNS are the time spent building and reading them.
+	BuildNS int64 `json:"tables_build_ns"`
+	ReadNS  int64 `json:"tables_read_ns"`
 }
 
 func (c *Completeness) amount(n uint64) string {
