@@ -36,8 +36,8 @@ unit:
 
 # A short fuzzing run of the data-file reader on top of its checked-in corpus
 # (testdata/fuzz), gzip layer and section decoder separately, and of the
-# readers of perf's files (perf.data, perf script text), and of what an agent
-# sends to `sonde --remote`.
+# readers of perf's files (perf.data, perf script text), of what an agent
+# sends to `sonde --remote`, and of the table cache's entries.
 # (Minimizing is capped: on these VMs it dominates a short run.)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/datafile
@@ -45,6 +45,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/perfdata
 	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/format/perfdata
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 15s -fuzzminimizetime 100x ./internal/cmd/remote
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalTable$$' -fuzztime 10s -fuzzminimizetime 100x ./internal/collect/unwindtable
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 5s -fuzzminimizetime 100x ./internal/collect/diskcache
 
 cross:
 	@mkdir -p $(OUT)

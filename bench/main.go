@@ -22,6 +22,8 @@
 //  11. per-call cost of function-graph tracing: uftrace, sonde ftrace
 //     in-process and through uprobes, and the bare uprobe floor (-ftrace
 //     runs only this).
+//  12. start-up with the unwind-table cache empty, filled and off
+//     (-tablecache runs only this; see tablecache.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -72,6 +74,7 @@ var sections = []section{
 	{"deadlock", "run only the deadlock cost comparison (sonde deadlock vs bpftrace vs untraced)", true, func(dir, _ string) bool { deadlockCost(dir); return true }},
 	{"agent", "run only the agent overhead case", true, func(dir, spin string) bool { agentOverhead(dir, spin); return true }},
 	{"unwind", "run only the unwinder section", true, func(dir, _ string) bool { unwindBench(dir); return true }},
+	{"tablecache", "run only the unwind-table cache's cold vs warm start", true, func(dir, _ string) bool { tableCacheBench(dir); return true }},
 	{"web", "run only the web view's scale case (needs no root)", false, func(string, string) bool { return webScale() }},
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
+	"github.com/sonde-dev/sonde/internal/collect/diskcache"
 	"github.com/sonde-dev/sonde/internal/collect/probe"
 )
 
@@ -126,17 +127,23 @@ func Root(v string) *cobra.Command {
 func newRoot() *cobra.Command {
 	var rc remote.Client
 	var noDebuginfod bool
+	hook := rc.Hook(func(cmd *cobra.Command) { // --remote: runs there, shows here
+		if s, ok := registry[cmd.Name()]; ok && s.Probes {
+			if n := probe.CleanStale(); n > 0 {
+				fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
+			}
+		}
+		useDebuginfod(!noDebuginfod)
+	})
 	root := cli.Doc("sonde", &cobra.Command{
 		Version: version,
 		Args:    cobra.NoArgs,
-		PersistentPreRunE: rc.Hook(func(cmd *cobra.Command) { // --remote: runs there, shows here
-			if s, ok := registry[cmd.Name()]; ok && s.Probes {
-				if n := probe.CleanStale(); n > 0 {
-					fmt.Fprintf(os.Stderr, "sonde: removed %d probes left by a sonde that did not exit cleanly\n", n)
-				}
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := diskcache.CheckEnv(); err != nil {
+				return cli.Usagef("%v", err)
 			}
-			useDebuginfod(!noDebuginfod)
-		}),
+			return hook(cmd, args)
+		},
 	})
 	rc.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().BoolVar(&noDebuginfod, "no-debuginfod", false, "never ask the debuginfod servers of $DEBUGINFOD_URLS for debug files")

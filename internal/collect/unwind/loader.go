@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/diskcache"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/collect/unwindtable"
@@ -117,12 +118,17 @@ type Stats struct {
 	LoadTime    time.Duration `json:"load_time_ns"`
 	LoadErrors  int           `json:"load_errors"`
 	LastLoadErr string        `json:"last_load_error,omitempty"`
+	// TablesBuilt were built from their files' .eh_frame; TablesCached
+	// were read from the disk cache (internal/collect/diskcache) instead.
+	TablesBuilt  int `json:"tables_built"`
+	TablesCached int `json:"tables_cached"`
 }
 
 // New returns a loader for a tool's walker maps, whose rows map holds
 // capacity rows (what Configure set).
 func New(m Maps, capacity uint32) *Loader {
-	return &Loader{m: m, cache: unwindtable.NewCache(), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
+	disk, _ := diskcache.Default() // off, or unusable: every table is built
+	return &Loader{m: m, cache: unwindtable.NewCache().WithDisk(disk), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
 		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
 }
 
@@ -618,9 +624,12 @@ func (l *Loader) writeRulesLocked() error {
 
 // Stats returns the loader's counters.
 func (l *Loader) Stats() Stats {
+	cs := l.cache.Stats()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.stats
+	s := l.stats
+	s.TablesBuilt, s.TablesCached = cs.Builds, cs.FromDisk
+	return s
 }
 
 // Exited returns the executable mappings of a process that exited while

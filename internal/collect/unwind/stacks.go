@@ -210,3 +210,10 @@ func (l *Loader) Counters() Counters {
 	}
 	return c
 }
+
+// Sources says where the tables loaded so far came from, for a tool's
+// completeness report (Completeness.Tables).
+func (l *Loader) Sources() *stackstat.TableSources {
+	s := l.cache.Stats()
+	return &stackstat.TableSources{Built: s.Builds, Cached: s.FromDisk, BuildNS: s.BuildTime.Nanoseconds(), ReadNS: s.ReadTime.Nanoseconds()}
+}

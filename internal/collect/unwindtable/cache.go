@@ -7,6 +7,9 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/collect/diskcache"
 )
 
 // Key names a file's content: its GNU build-id when it has one (so the same
@@ -36,20 +39,38 @@ type identity struct {
 // that maps the file. Failures are cached too (a file without unwind info is
 // not re-read on every mmap). Safe for concurrent use; a table is built by the
 // first caller while later callers for the same file wait for it.
+//
+// With a disk cache (WithDisk), a table not held is first looked for on
+// disk, under its key, and a table built is stored there for the next run.
 type Cache struct {
 	mu      sync.Mutex
 	byKey   map[Key]*cacheEntry
 	byIdent map[identity]Key // avoids re-reading the build-id of a file already seen
+	disk    *diskcache.Cache
 	stats   CacheStats
 }
 
 // CacheStats counts the cache's work.
 type CacheStats struct {
-	Files  int // distinct files (keys) held
-	Hits   int
-	Builds int
-	Failed int   // builds that returned an error
-	Bytes  int64 // encoded size of every table held
+	Files    int // distinct files (keys) held
+	Hits     int
+	Builds   int
+	Failed   int   // builds that returned an error
+	Bytes    int64 // encoded size of every table held
+	FromDisk int   // tables read from the disk cache instead of built
+	// BuildTime is the time spent building tables (opening the ELF file
+	// and compiling its CFI); ReadTime reading and decoding them from
+	// the disk cache.
+	BuildTime, ReadTime time.Duration
+}
+
+// diskKind names unwind tables among the disk cache's entries.
+const diskKind = "unwind"
+
+// WithDisk makes c read and write tables in d (nil: none) and returns c.
+func (c *Cache) WithDisk(d *diskcache.Cache) *Cache {
+	c.disk = d
+	return c
 }
 
 type cacheEntry struct {
@@ -108,26 +129,41 @@ func (c *Cache) Get(path string) (*Table, Key, error) {
 	}
 	e = &cacheEntry{done: make(chan struct{})}
 	c.byKey[key] = e
-	c.stats.Builds++
 	c.mu.Unlock()
 
-	if ef == nil {
-		ef, err = elf.NewFile(f)
+	built := false
+	t0 := time.Now()
+	if e.tab = c.fromDisk(key); e.tab == nil {
+		built = true
+		if ef == nil {
+			ef, err = elf.NewFile(f)
+			if err == nil {
+				defer ef.Close()
+			}
+		}
 		if err == nil {
-			defer ef.Close()
+			e.tab, e.err = BuildELF(ef)
+		} else {
+			e.err = err
+		}
+		if e.err != nil {
+			e.err = fmt.Errorf("unwind table of %s: %w", path, e.err)
 		}
 	}
-	if err == nil {
-		e.tab, e.err = BuildELF(ef)
-	} else {
-		e.err = err
-	}
-	if e.err != nil {
-		e.err = fmt.Errorf("unwind table of %s: %w", path, e.err)
-	}
 	close(e.done)
+	if built && e.err == nil {
+		c.toDisk(key, e.tab)
+	}
 
+	took := time.Since(t0)
 	c.mu.Lock()
+	if built {
+		c.stats.Builds++
+		c.stats.BuildTime += took
+	} else {
+		c.stats.FromDisk++
+		c.stats.ReadTime += took
+	}
 	if e.err != nil {
 		c.stats.Failed++
 	} else {
@@ -135,6 +171,30 @@ func (c *Cache) Get(path string) (*Table, Key, error) {
 	}
 	c.mu.Unlock()
 	return e.tab, key, e.err
+}
+
+// fromDisk reads the table of key from the disk cache (nil when there is
+// none, or its entry does not decode: it is then built and replaced).
+func (c *Cache) fromDisk(key Key) *Table {
+	b, ok := c.disk.Get(diskKind, key.String())
+	if !ok {
+		return nil
+	}
+	t, err := UnmarshalTable(b)
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+// toDisk stores a table built for key in the disk cache.
+func (c *Cache) toDisk(key Key, t *Table) {
+	if c.disk == nil {
+		return
+	}
+	if b, err := t.MarshalBinary(); err == nil {
+		c.disk.Put(diskKind, key.String(), b)
+	}
 }
 
 // Forget drops a file's table, e.g. when no traced process maps it any more.

@@ -75,11 +75,19 @@ const CompactRowSize = 6
 func (t *Table) Compact(d *Rules) (pcs []uint32, rules []uint16, err error) {
 	pcs = make([]uint32, len(t.Rows))
 	rules = make([]uint16, len(t.Rows))
+	// A table has a few hundred distinct rules: each is looked up in the
+	// shared dictionary (and its lock taken) once, not once per row.
+	local := make(map[Rule]uint16, 512)
 	for i, r := range t.Rows {
 		pcs[i] = r.PC
-		if rules[i], err = d.Index(r.Rule); err != nil {
-			return nil, nil, err
+		idx, ok := local[r.Rule]
+		if !ok {
+			if idx, err = d.Index(r.Rule); err != nil {
+				return nil, nil, err
+			}
+			local[r.Rule] = idx
 		}
+		rules[i] = idx
 	}
 	return pcs, rules, nil
 }

@@ -63,8 +63,22 @@ type Completeness struct {
 	// NoUnwindFiles are the files whose missing unwind info ended stacks,
 	// with their weight.
 	NoUnwindFiles map[string]uint64 `json:"no_unwind_info_files,omitempty"`
+	// Tables says where the walker's unwind tables came from (nil: not
+	// told).
+	Tables *TableSources `json:"unwind_tables,omitempty"`
 	// Unit is the weight's unit for String: "" counts, "ns" durations.
 	Unit string `json:"-"`
+}
+
+// TableSources count the unwind tables of a run by where they came from:
+// built from the files' .eh_frame, or read from the disk cache of an
+// earlier run (internal/collect/diskcache).
+type TableSources struct {
+	Built  int `json:"tables_built"`
+	Cached int `json:"tables_cached"`
+	// BuildNS and ReadNS are the time spent building and reading them.
+	BuildNS int64 `json:"tables_build_ns"`
+	ReadNS  int64 `json:"tables_read_ns"`
 }
 
 func (c *Completeness) amount(n uint64) string {

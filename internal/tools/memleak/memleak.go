@@ -286,6 +286,9 @@ func (c *collector) collect(final bool) (*Result, error) {
 	}
 	res := &Result{Sampling: SamplingText(c.o), Source: c.source, Elapsed: now.Sub(c.start), Final: final,
 		Stacks: unwind.Completeness{Unit: "bytes"}}
+	if c.ld != nil {
+		res.Stacks.Tables = c.ld.Sources()
+	}
 	b := builder.New()
 	b.Symbolizer = symbolize.DefaultWith(!c.o.NoLines)
 	kbuf := make([]uint64, perf.MaxStack)

@@ -248,6 +248,7 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	if res.Errors.StackFailures > 0 {
 		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
+	res.Stacks.Tables = ld.Sources()
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	trimBPFFrames(res.Profile)
 	return res, nil

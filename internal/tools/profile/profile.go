@@ -275,6 +275,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 		DurationNS: uint64(elapsed.Nanoseconds()), Lost: res.Errors.MapFull, Unwinder: "bpf-tables",
 	}
 	res.Unwind = Unwind{Walker: ld.Counters(), Loader: ld.Stats()}
+	res.Stacks.Tables = ld.Sources()
 	// Samples whose user stack found the stack map full carry none.
 	res.Stacks.Lost = res.Unwind.Walker.StacksFull
 	res.Stacks.Total += res.Stacks.Lost + res.Stacks.Unwritten

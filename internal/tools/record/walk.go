@@ -355,6 +355,7 @@ func (w *walker) finish() *WalkStats {
 	ws := &WalkStats{Stacks: w.stats, Walker: w.ld.Counters(), Loader: w.ld.Stats(), Unpaired: w.unpaired, Unreadable: w.unreadable,
 		UnpairedNoRecord: w.noRecord, UnpairedOtherThread: w.otherThread, PairedReleased: w.released}
 	ws.Stacks.Lost = ws.Walker.StacksFull
+	ws.Stacks.Tables = w.ld.Sources()
 	ws.Stacks.Unwritten = w.missing
 	ws.Stacks.Total += ws.Stacks.Lost + ws.Stacks.Unwritten
 	var errs walkErrors
