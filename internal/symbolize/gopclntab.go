@@ -2,7 +2,8 @@ package symbolize
 
 import (
 	"debug/elf"
-	"debug/gosym"
+
+	"github.com/sonde-dev/sonde/internal/collect/unwindtable"
 )
 
 // goFuncSymbols names the functions of a Go binary from its pclntab, for
@@ -11,20 +12,9 @@ import (
 // stacks, so no strip removes it. nil when there is none or it does not
 // parse.
 func goFuncSymbols(f *elf.File) []elf.Symbol {
-	pcln, text := f.Section(".gopclntab"), f.Section(".text")
-	if pcln == nil || text == nil || pcln.Type == elf.SHT_NOBITS {
-		return nil
-	}
-	data, err := pcln.Data()
-	if err != nil {
-		return nil
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
-	if err != nil {
-		return nil
-	}
-	out := make([]elf.Symbol, 0, len(tab.Funcs))
-	for _, fn := range tab.Funcs {
+	fns := unwindtable.GoFuncs(f)
+	out := make([]elf.Symbol, 0, len(fns))
+	for _, fn := range fns {
 		if fn.End <= fn.Entry {
 			continue
 		}

@@ -44,7 +44,7 @@ var goSwitches = map[string]bool{
 // or a stop at a top frame. They win over .debug_frame for the same pcs.
 // nil for a file that is not a Go binary.
 func goSources(f *elf.File, stats *Stats) []fdeSource {
-	funcs := goFuncs(f)
+	funcs := GoFuncs(f)
 	out := make([]fdeSource, 0, len(funcs))
 	for _, fn := range funcs {
 		if fn.End <= fn.Entry {
@@ -64,9 +64,10 @@ func goSources(f *elf.File, stats *Stats) []fdeSource {
 	return out
 }
 
-// goFuncs lists the functions of a Go binary's pclntab (nil if there is
-// none, or it cannot be read).
-func goFuncs(f *elf.File) []gosym.Func {
+// GoFuncs lists the functions of a Go binary's pclntab (nil if there is
+// none, or it cannot be read): a stripped Go binary keeps it, since the
+// runtime walks its own stacks with it.
+func GoFuncs(f *elf.File) []gosym.Func {
 	pcln := f.Section(".gopclntab")
 	text := f.Section(".text")
 	if pcln == nil || text == nil || pcln.Type == elf.SHT_NOBITS {

@@ -28,7 +28,7 @@ func TestGoCodeByFramePointers(t *testing.T) {
 		"runtime.mcall": {Kind: KindStop}, "testing.tRunner": goFrameRule,
 	}
 	found := 0
-	for _, fn := range goFuncs(f) {
+	for _, fn := range GoFuncs(f) {
 		r, ok := want[fn.Name]
 		if !ok {
 			continue
