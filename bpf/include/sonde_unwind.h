@@ -17,6 +17,9 @@
 #include "sonde_maps.h"
 #include "sonde_tp.h"
 #include "sonde_unwind_types.h"
+#ifndef SONDE_NO_PYTHON
+#include "sonde_python.h" /* CPython frames at the eval loop's frames */
+#endif
 
 /* The one task field the walker reads (CO-RE). */
 struct task_struct___unwind {
@@ -582,6 +585,17 @@ static long unwind_step(__u32 i, void *ctx)
 		st->out.end = UNWIND_END_FRAME_LIMIT;
 		return 1;
 	}
+#ifndef SONDE_NO_PYTHON
+	__u64 py;
+	if (python_step(st->pc, st->sp, st->exact, &py)) {
+		/* A Python frame the eval loop at pc runs: taken first, the
+		 * native frame stays current for the next step. */
+		st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = py;
+		st->out.len = n + 1;
+		st->hash = unwind_mix(st->hash, py);
+		return 0;
+	}
+#endif
 	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->out.len = n + 1;
 	st->hash = unwind_mix(st->hash, st->pc);
@@ -626,6 +640,10 @@ static __always_inline __u64 unwind_user_stack(void)
 	st->out.fallback_pc = 0;
 	if (unwind_max_frames > 1 && !bpf_map_lookup_elem(&unwind_procs, &st->pid))
 		unwind_notice(st->pid, UNWIND_NOTICE_PID, 0, true);
+#ifndef SONDE_NO_PYTHON
+	if (unwind_max_frames > 1)
+		python_begin(st->pid);
+#endif
 	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);
@@ -727,6 +745,9 @@ TP_BTF_OR_RAW(sched_process_exec, unwind_exec)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_map_delete_elem(&unwind_procs, &pid);
 	bpf_map_delete_elem(&unwind_interps, &pid);
+#ifndef SONDE_NO_PYTHON
+	python_forget(pid);
+#endif
 	if (unwind_max_frames > 1)
 		unwind_keep_interp(pid);
 	unwind_notice(pid, UNWIND_NOTICE_EXEC, 0, false);
@@ -744,6 +765,9 @@ TP_BTF_OR_RAW(sched_process_exit, unwind_exit)
 	if (pid != (__u32)id)
 		return 0; /* a thread, not the process */
 	bpf_map_delete_elem(&unwind_interps, &pid);
+#ifndef SONDE_NO_PYTHON
+	python_forget(pid);
+#endif
 	if (bpf_map_delete_elem(&unwind_procs, &pid) == 0)
 		unwind_notice(pid, UNWIND_NOTICE_EXIT, 0, false);
 	bpf_map_delete_elem(&unwind_noticed, &pid);

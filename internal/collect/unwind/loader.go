@@ -68,6 +68,12 @@ type Loader struct {
 	// others (exec and exit are seen system-wide) are ignored.
 	Only int
 	tree int // FollowTree's root
+
+	// NoInterp turns off interpreter frames (CPython): set before Start.
+	NoInterp bool
+	py       pyMaps
+	pyKnown  map[uint32]bool
+	pyStats  PythonStats
 }
 
 // FollowTree ignores exec notices of processes that do not descend from
@@ -277,6 +283,7 @@ func (l *Loader) Load(pid int) error {
 		l.release(p.keys)
 		return fmt.Errorf("loading the mappings of process %d: %w", pid, err)
 	}
+	l.python(pid, ms)
 	// The process may have exited while it was read: the kernel's exit
 	// hook found no entry to delete then, and sent no notice (a zombie or
 	// a missing process is gone), or the notice came (exits counted it).

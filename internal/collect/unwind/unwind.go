@@ -150,7 +150,7 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	if maps == nil {
 		t.More = append(t.More, &l.m)
 	}
-	t.More = append(t.More, &l.files)
+	t.More = append(t.More, &l.files, &l.py)
 	prev := t.Loaded
 	t.Loaded = func() error {
 		if prev != nil {
