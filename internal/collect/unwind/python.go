@@ -19,8 +19,8 @@ type pyMaps struct {
 
 // PythonStats say which processes got CPython frames.
 type PythonStats struct {
-	Processes int    `json:"processes"`          // processes whose Python frames are walked
-	Refused   int    `json:"refused"`            // CPython processes sonde cannot walk
+	Processes int    `json:"processes"`            // processes whose Python frames are walked
+	Refused   int    `json:"refused"`              // CPython processes sonde cannot walk
 	LastError string `json:"last_error,omitempty"` // why, in one line
 }
 
