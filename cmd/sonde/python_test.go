@@ -1,0 +1,157 @@
+package main
+
+// CPython frames in the BPF walk (bpf/include/sonde_python.h): the
+// Python functions of a script are named in the same stacks as the
+// interpreter's native frames.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// pythons are the interpreters the Python tests run: Debian's 3.11 and
+// pyenv's 3.10–3.13, those present.
+func pythons(t *testing.T) map[string]string {
+	t.Helper()
+	root := filepath.Join(os.Getenv("HOME"), ".pyenv")
+	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
+		root = strings.TrimSpace(string(out))
+	}
+	m := map[string]string{}
+	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
+		m["debian-3.11"] = "/usr/bin/python3.11"
+	}
+	for minor := 10; minor <= 13; minor++ {
+		bins, _ := filepath.Glob(filepath.Join(root, "versions", fmt.Sprintf("3.%d.*", minor), "bin", fmt.Sprintf("python3.%d", minor)))
+		for _, b := range bins {
+			if !strings.Contains(b, "t/bin") { // not a free-threaded build
+				m[fmt.Sprintf("pyenv-3.%d", minor)] = b
+				break
+			}
+		}
+	}
+	if len(m) == 0 {
+		t.Skip("no CPython 3.10–3.13 here")
+	}
+	return m
+}
+
+// pyShares are the samples whose stack holds each of fns (inclusive),
+// how many of those also hold native frames of the interpreter (its
+// eval loop and its main), and the samples holding any of fns.
+func pyShares(st map[string]uint64, fns ...string) (in map[string]uint64, native, any uint64) {
+	in = map[string]uint64{}
+	for s, n := range st {
+		frames := strings.Split(s, ";")
+		hit := false
+		for _, fn := range fns {
+			if contains(frames, fn) {
+				in[fn] += n
+				hit = true
+			}
+		}
+		if !hit {
+			continue
+		}
+		any += n
+		if contains(frames, "_PyEval_EvalFrameDefault") && (contains(frames, "main") || contains(frames, "Py_BytesMain")) {
+			native += n
+		}
+	}
+	return in, native, any
+}
+
+// TestRecordNamesPythonFunctions: record -g of testdata/pywork.py, whose
+// alpha_py, beta_py and gamma_py do 50/30/20 of the work, under each
+// CPython here: the three functions' inclusive shares within 3 points,
+// in stacks that also hold the interpreter's native frames (its eval
+// loop, main), and report --sort srcline names a line of step().
+func TestRecordNamesPythonFunctions(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "py.data")
+			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "3")
+			f := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded")
+			st := folded(t, f.Stdout)
+			in, native, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
+			var total uint64
+			for _, n := range st {
+				total += n
+			}
+			t.Logf("%s: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%), %d of those with the eval loop and main",
+				name, total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any), native)
+			if any < total/2 {
+				t.Fatalf("only %d of %d samples name alpha_py, beta_py or gamma_py\n%s", any, total, r.Stderr)
+			}
+			for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
+				if got := pct(in[fn], any); got < want-3 || got > want+3 {
+					t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
+				}
+			}
+			if pct(native, any) < 95 {
+				t.Errorf("%d of %d samples in the Python functions hold the eval loop and main, want ≥ 95%%", native, any)
+			}
+			rep := testutil.MustRun(t, dir, "report", "-i", data, "--sort", "srcline", "--stdio")
+			top := regexp.MustCompile(`pywork\.py:(\d+)`).FindStringSubmatch(rep.Stdout)
+			if top == nil {
+				t.Fatalf("report --sort srcline names no line of pywork.py:\n%s", rep.Stdout)
+			}
+			if l, _ := strconv.Atoi(top[1]); l < 9 || l > 12 {
+				t.Errorf("the first pywork.py line in report --sort srcline is %s, want one of step's (9–12)", top[0])
+			}
+			t.Logf("%s: first Python line by srcline: %s", name, top[0])
+		})
+	}
+}
+
+// evalLoop is the interpreter's eval loop, the native frame Python frames sit on.
+var evalLoop = regexp.MustCompile(`^_PyEval_EvalFrameDefault$`)
+
+// TestOffcpuNamesPythonFunction: offcpu -p of testdata/pysleep.py, which
+// sleeps in time.sleep inside sleepy_py: the blocked time's stacks name
+// sleepy_py under main, on each CPython here.
+func TestOffcpuNamesPythonFunction(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pysleep.py")
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(py, script, "30")
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("pysleep.py: %q %v", line, err)
+			}
+			o := offcpuRun(t, dir, "offcpu", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+			var in, total float64
+			for _, s := range o.Stacks {
+				total += s.BlockedNS
+				for i, f := range s.Frames {
+					if f.Sym == "sleepy_py" && hasFrame(s.Frames[i+1:], evalLoop, false) {
+						in += s.BlockedNS
+						break
+					}
+				}
+			}
+			t.Logf("%s: %.0f of %.0f ns blocked in sleepy_py above the eval loop (%.1f%%)", name, in, total, 100*in/max(total, 1))
+			if total == 0 || in/total < 0.9 {
+				t.Errorf("sleepy_py above the eval loop holds %.1f%% of the blocked time, want ≥ 90%%", 100*in/max(total, 1))
+			}
+		})
+	}
+}
