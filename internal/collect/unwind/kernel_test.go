@@ -78,6 +78,9 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	defer stats.Close()
 	l := New(w, 1<<20)
 	l.Only = pid
+	if walkPython {
+		l.py.Procs = maps.PyProcs
+	}
 	if err := l.Load(pid); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +130,10 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	walked[t.Name()] = stacks
 	return counts, c, per, l
 }
+
+// walkPython has walkTarget's loader tell the walker about CPython
+// processes (a tool's loader always does, unless NoInterp).
+var walkPython bool
 
 // walked holds each test's stacks, read before its maps closed.
 var walked = map[string]map[uint64]Stack{}
