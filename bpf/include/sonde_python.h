@@ -23,6 +23,9 @@
 #define PY_FRAME_INDEX_MAX 0x3ffe
 #define PY_FRAME_ADDR_MASK ((1ULL << 48) - 1)
 
+/* Set before load: no Python frames (--no-interp). */
+const volatile bool python_off = false;
+
 #define PY_MAX_THREADS 32 /* thread states searched for the sampled thread */
 
 /* How a version marks the frames one eval-loop invocation runs. */
@@ -113,6 +116,8 @@ static __always_inline void python_begin(__u32 pid)
 	if (!w)
 		return;
 	w->on = 0;
+	if (python_off)
+		return;
 	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
 		return;

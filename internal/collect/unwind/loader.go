@@ -73,7 +73,6 @@ type Loader struct {
 	NoInterp bool
 	py       pyMaps
 	pyKnown  map[uint32]bool
-	pyStats  PythonStats
 }
 
 // FollowTree ignores exec notices of processes that do not descend from
@@ -123,6 +122,7 @@ type Stats struct {
 	LoadTime    time.Duration `json:"load_time_ns"`
 	LoadErrors  int           `json:"load_errors"`
 	LastLoadErr string        `json:"last_load_error,omitempty"`
+	Python      PythonStats   `json:"python"` // CPython processes walked, refused
 }
 
 // New returns a loader for a tool's walker maps, whose rows map holds

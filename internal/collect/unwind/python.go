@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/cilium/ebpf"
 
@@ -10,6 +11,11 @@ import (
 )
 
 type pyProcValue = walkerPyProc
+
+// PythonOff is the walker's option (a tool's Consts key) that leaves
+// Python frames out: --no-interp. Wire makes the loader skip CPython
+// processes too.
+const PythonOff = "python_off"
 
 // pyMaps are the Python walk's maps (bpf/include/sonde_python.h), in every
 // object that includes the walker.
@@ -38,36 +44,41 @@ func (l *Loader) python(pid int, ms []procfs.Mapping) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil {
-		l.pyStats.Refused++
-		l.pyStats.LastError = err.Error()
-		return
+	if err == nil {
+		err = l.py.Procs.Put(key, &pyProcValue{
+			Runtime: p.Runtime, EvalStart: p.EvalStart, EvalEnd: p.EvalEnd,
+			Style: p.Style, Tid: p.Tid, Minor: uint16(p.Minor),
+			RuntimeInterpHead: p.RuntimeInterpHead, InterpThreadsHead: p.InterpThreadsHead,
+			TstateNext: p.TstateNext, TstateTid: p.TstateTid, TstateFrame: p.TstateFrame,
+			CframeFrame: p.CFrameFrame, FramePrevious: p.FramePrevious, FrameCode: p.FrameCode,
+			FrameInstr: p.FrameInstr, FrameOwner: p.FrameOwner, CodeAdaptive: p.CodeAdaptive,
+		})
 	}
-	v := pyProcValue{
-		Runtime: p.Runtime, EvalStart: p.EvalStart, EvalEnd: p.EvalEnd,
-		Style: p.Style, Tid: p.Tid, Minor: uint16(p.Minor),
-		RuntimeInterpHead: p.RuntimeInterpHead, InterpThreadsHead: p.InterpThreadsHead,
-		TstateNext: p.TstateNext, TstateTid: p.TstateTid, TstateFrame: p.TstateFrame,
-		CframeFrame: p.CFrameFrame, FramePrevious: p.FramePrevious, FrameCode: p.FrameCode,
-		FrameInstr: p.FrameInstr, FrameOwner: p.FrameOwner, CodeAdaptive: p.CodeAdaptive,
+	// A process is counted once, however often it is reloaded.
+	if l.pyKnown == nil {
+		l.pyKnown = map[uint32]bool{}
 	}
-	if err := l.py.Procs.Put(key, &v); err != nil {
-		l.pyStats.Refused++
-		l.pyStats.LastError = err.Error()
-		return
-	}
-	if !l.pyKnown[key] {
-		if l.pyKnown == nil {
-			l.pyKnown = map[uint32]bool{}
+	first := !l.pyKnown[key]
+	l.pyKnown[key] = true
+	switch {
+	case err != nil:
+		l.stats.Python.LastError = err.Error()
+		if first {
+			l.stats.Python.Refused++
 		}
-		l.pyKnown[key] = true
-		l.pyStats.Processes++
+	case first:
+		l.stats.Python.Processes++
 	}
 }
 
-// Python says which processes got CPython frames.
-func (l *Loader) Python() PythonStats {
+// PythonWarning is the one line saying why a CPython's frames were not
+// walked ("" when none was refused).
+func (l *Loader) PythonWarning() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.pyStats
+	py := l.stats.Python
+	if py.Refused == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Python frames not walked in %d process(es): %s", py.Refused, py.LastError)
 }

@@ -133,6 +133,9 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	if leaf {
 		consts["unwind_max_frames"] = uint32(1)
 	}
+	if off, _ := consts[PythonOff].(bool); off {
+		l.NoInterp = true
+	}
 	t.Consts = consts
 	t.Hooks = append(Hooks(), t.Hooks...)
 	if spec := t.Spec; spec != nil {

@@ -25,6 +25,7 @@ import (
 // Options configure a run.
 type Options struct {
 	Pid       int
+	NoInterp  bool // no interpreter frames (CPython) in user stacks
 	PerThread bool
 	User      bool
 	Kernel    bool
@@ -120,6 +121,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		only = 0
 	}
 	ld := unwind.Wire(&t, o.Pid, nil)
+	ld.NoInterp = o.NoInterp
 	ld.Only = only
 	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
 	s, err := bpfskel.Open(t)
@@ -245,6 +247,9 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	var warn []string
 	if res.Errors.StackFailures > 0 {
 		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
+	}
+	if pw := ld.PythonWarning(); pw != "" {
+		warn = append(warn, pw)
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	trimBPFFrames(res.Profile)

@@ -57,6 +57,8 @@ type Options struct {
 	// Progress, when set, is called about once a second.
 	Progress func(samples int, lost uint64, elapsed time.Duration)
 	Version  string
+	// NoInterp leaves interpreter frames (CPython) out of user stacks.
+	NoInterp bool
 }
 
 // Result is a finished recording.
@@ -226,7 +228,7 @@ func (s *session) startWalker() {
 	if len(o.Pids) == 1 && len(o.Command) == 0 {
 		pid = o.Pids[0]
 	}
-	w, err := openWalker(pid, o.Events, !o.All)
+	w, err := openWalker(pid, o.Events, !o.All, o.NoInterp)
 	if err != nil {
 		// perf's fp mode needs no BPF: record still runs, and says so.
 		s.res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
