@@ -70,8 +70,13 @@ struct py_proc {
  * missed ages out. */
 SONDE_MAP(py_procs, BPF_MAP_TYPE_LRU_HASH, __u32, struct py_proc, 4096);
 
+/* Bytes of an interpreter frame read at once: every field the walk needs
+ * lies in them (3.10's f_lasti at 96 is the farthest). */
+#define PY_FRAME_BYTES 104
+
 /* The Python part of the walk in progress (per CPU). */
 struct py_walk {
+	__u8 buf[PY_FRAME_BYTES]; /* the frame being taken */
 	struct py_proc p;
 	__u64 frame;   /* the next interpreter frame to take, 0: none left */
 	__u64 done_sp; /* the eval-loop frame (its sp) whose Python frames are taken */
@@ -105,6 +110,15 @@ static __always_inline __u64 py_read(__u64 addr)
 {
 	__u64 v = 0;
 	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+/* The 8 bytes at off of the frame in w->buf (0 beyond it). */
+static __always_inline __u64 py_field(struct py_walk *w, __u16 off)
+{
+	__u64 v = 0;
+	if (off <= PY_FRAME_BYTES - 8)
+		__builtin_memcpy(&v, &w->buf[off], 8);
 	return v;
 }
 
@@ -178,30 +192,32 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 			counter_inc(&py_counters, PY_C_NO_THREAD);
 	}
 	__u64 f = w->frame;
-	if (w->p.style == PY_STYLE_CSTACK && f) {
-		/* The shim the invocation pushed on entry ends its frames. */
-		__u8 owner = 0;
-		bpf_probe_read_user(&owner, 1, (void *)(f + w->p.frame_owner));
-		if (owner == PY_OWNED_BY_CSTACK) {
-			w->frame = py_read(f + w->p.frame_previous);
-			w->done_sp = sp;
-			return false;
-		}
-	}
 	if (!f) {
 		w->done_sp = sp;
 		return false;
 	}
-	__u64 code = py_read(f + w->p.frame_code);
-	__u64 prev = py_read(f + w->p.frame_previous);
+	/* One read for the whole frame; its fields are picked out below. */
+	if (bpf_probe_read_user(w->buf, PY_FRAME_BYTES, (void *)f)) {
+		counter_inc(&py_counters, PY_C_BAD_READ);
+		w->frame = 0;
+		w->done_sp = sp;
+		return false;
+	}
+	__u64 code = py_field(w, w->p.frame_code);
+	__u64 prev = py_field(w, w->p.frame_previous);
+	if (w->p.style == PY_STYLE_CSTACK && (__u8)py_field(w, w->p.frame_owner) == PY_OWNED_BY_CSTACK) {
+		/* The shim the invocation pushed on entry ends its frames. */
+		w->frame = prev;
+		w->done_sp = sp;
+		return false;
+	}
 	__u64 index = 0;
 	if (w->p.style == PY_STYLE_FRAME_OBJECT) {
-		__s32 lasti = -1;
-		bpf_probe_read_user(&lasti, 4, (void *)(f + w->p.frame_instr));
+		__s32 lasti = (__s32)py_field(w, w->p.frame_instr);
 		if (lasti >= 0)
 			index = (__u64)lasti + 1;
 	} else {
-		__u64 instr = py_read(f + w->p.frame_instr);
+		__u64 instr = py_field(w, w->p.frame_instr);
 		__u64 first = code + w->p.code_adaptive;
 		if (instr >= first)
 			index = (instr - first) / 2 + 1;
@@ -218,11 +234,8 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 	counter_inc(&py_counters, PY_C_FRAMES);
 	w->frame = prev;
 	bool last = w->p.style == PY_STYLE_FRAME_OBJECT;
-	if (w->p.style == PY_STYLE_IS_ENTRY) {
-		__u8 entry = 0;
-		bpf_probe_read_user(&entry, 1, (void *)(f + w->p.frame_owner));
-		last = entry != 0;
-	}
+	if (w->p.style == PY_STYLE_IS_ENTRY)
+		last = (__u8)py_field(w, w->p.frame_owner) != 0;
 	if (last)
 		w->done_sp = sp;
 	return true;
