@@ -20,8 +20,13 @@
  * 0..47 the code object's address. */
 #define PY_FRAME_MARK (1ULL << 63)
 #define PY_FRAME_INDEX_SHIFT 48
-#define PY_FRAME_INDEX_MAX 0x3ffe
+#define PY_FRAME_INDEX_MAX 0x3ffd /* index + 1 below PY_PID_INDEX */
 #define PY_FRAME_ADDR_MASK ((1ULL << 48) - 1)
+/* A stack with Python frames ends with one more value: the index field
+ * all ones and the process id below, so user space, which gets stacks
+ * without their process, can name the code objects while the process
+ * still runs (and two processes' equal code addresses hash apart). */
+#define PY_PID_INDEX 0x3fffULL
 
 /* Set before load: no Python frames (--no-interp). */
 const volatile bool python_off = false;
@@ -82,7 +87,7 @@ struct py_walk {
 	__u64 done_sp; /* the eval-loop frame (its sp) whose Python frames are taken */
 	__u8 on;       /* the process is a CPython */
 	__u8 found;    /* the thread state was looked up */
-	__u8 entry;    /* the last frame taken ended its invocation's frames */
+	__u8 took;     /* Python frames were taken in this walk */
 };
 
 /* key: 0 (u32); value: struct py_walk, per CPU. */
@@ -140,6 +145,7 @@ static __always_inline void python_begin(__u32 pid)
 	w->found = 0;
 	w->frame = 0;
 	w->done_sp = 0;
+	w->took = 0;
 }
 
 /* The sampled thread's current interpreter frame, 0 when its thread
@@ -232,6 +238,7 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 	}
 	*out = PY_FRAME_MARK | (index << PY_FRAME_INDEX_SHIFT) | (code & PY_FRAME_ADDR_MASK);
 	counter_inc(&py_counters, PY_C_FRAMES);
+	w->took = 1;
 	w->frame = prev;
 	bool last = w->p.style == PY_STYLE_FRAME_OBJECT;
 	if (w->p.style == PY_STYLE_IS_ENTRY)
@@ -239,6 +246,23 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 	if (last)
 		w->done_sp = sp;
 	return true;
+}
+
+/* End of a walk that took Python frames: the process id as the last
+ * value, when there is room (the stack's hash takes it too). */
+static __always_inline void python_end(struct unwind_state *st, __u32 pid)
+{
+	__u32 zero = 0;
+	struct py_walk *w = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!w || !w->on || !w->took)
+		return;
+	__u32 n = st->out.len;
+	if (n >= UNWIND_MAX_FRAMES)
+		return;
+	__u64 v = PY_FRAME_MARK | (PY_PID_INDEX << PY_FRAME_INDEX_SHIFT) | pid;
+	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = v;
+	st->out.len = n + 1;
+	st->hash = unwind_mix(st->hash, v);
 }
 
 /* exec and exit: the image is gone. */

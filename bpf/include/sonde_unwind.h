@@ -17,9 +17,6 @@
 #include "sonde_maps.h"
 #include "sonde_tp.h"
 #include "sonde_unwind_types.h"
-#ifndef SONDE_NO_PYTHON
-#include "sonde_python.h" /* CPython frames at the eval loop's frames */
-#endif
 
 /* The one task field the walker reads (CO-RE). */
 struct task_struct___unwind {
@@ -573,6 +570,10 @@ static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
 	return h ^ (h >> 29);
 }
 
+#ifndef SONDE_NO_PYTHON
+#include "sonde_python.h" /* CPython frames at the eval loop's frames */
+#endif
+
 /* bpf_loop body: record the current frame, then unwind one. */
 static long unwind_step(__u32 i, void *ctx)
 {
@@ -645,6 +646,9 @@ static __always_inline __u64 unwind_user_stack(void)
 		python_begin(st->pid);
 #endif
 	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
+#ifndef SONDE_NO_PYTHON
+	python_end(st, st->pid);
+#endif
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);
 	switch (st->out.end) {

@@ -21,8 +21,32 @@ const (
 	frameAddrMask   = 1<<48 - 1
 )
 
-// IsFrame says whether a walked pc is a Python frame.
+// pidIndex in the index field marks the value a stack with Python frames
+// ends with: its process id (PY_PID_INDEX).
+const pidIndex = 0x3fff
+
+// IsFrame says whether a walked pc is a Python frame (or the process id
+// that ends a stack holding them: see Pid).
 func IsFrame(v uint64) bool { return v>>62 == 2 }
+
+// Pid is the process id a stack with Python frames ends with, when v is
+// that value.
+func Pid(v uint64) (int, bool) {
+	if IsFrame(v) && v>>frameIndexShift&0x3fff == pidIndex {
+		return int(uint32(v)), true
+	}
+	return 0, false
+}
+
+// StackPid is the process of a walked stack that holds Python frames
+// (its last value), or 0.
+func StackPid(pcs []uint64) int {
+	if len(pcs) == 0 {
+		return 0
+	}
+	pid, _ := Pid(pcs[len(pcs)-1])
+	return pid
+}
 
 // Decode splits a Python frame into its code object's address and its
 // instruction index in code units (-1: unknown).
@@ -77,6 +101,8 @@ type codeEntry struct {
 	err     error
 }
 
+var errGone = errors.New("the process ended before its code object was read")
+
 // recheck is how long a code object's cached reading is trusted before
 // its header is compared again.
 const recheck = 50 * time.Millisecond
@@ -86,18 +112,40 @@ func NewReader() *Reader {
 	return &Reader{procs: map[int]*procEntry{}, codes: map[codeKey]*codeEntry{}}
 }
 
-// Frame names the walked Python frame v of process pid.
+// Observe names the Python frames of a walked stack now, while its
+// process runs (the stack's last value names the process): Frame then
+// finds them after the process is gone.
+func (r *Reader) Observe(pcs []uint64) {
+	pid := StackPid(pcs)
+	if pid == 0 {
+		return
+	}
+	for _, v := range pcs[:len(pcs)-1] {
+		if IsFrame(v) {
+			r.Frame(pid, v)
+		}
+	}
+}
+
+// Frame names the walked Python frame v of process pid: from the cache
+// when its check still holds or the process is gone, else from the
+// process's memory.
 func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pe := r.proc(pid)
-	if pe.err != nil {
-		return Frame{}, pe.err
-	}
 	addr, index := Decode(v)
 	k := codeKey{pid, addr}
 	ce := r.codes[k]
-	if ce == nil || time.Since(ce.checked) > recheck {
+	pe := r.proc(pid)
+	if pe.p == nil {
+		return Frame{}, pe.err
+	}
+	if pe.mem == nil {
+		// Gone: what was read while it ran is all there is.
+		if ce == nil {
+			return Frame{}, errGone
+		}
+	} else if ce == nil || time.Since(ce.checked) > recheck {
 		var head [40]byte
 		ok := pe.check(addr, &head) == nil
 		if ce == nil || (ok && head != ce.check) {
@@ -122,19 +170,16 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 	return fr, nil
 }
 
-// Forget drops what is known of pid (its exec replaced the image).
-func (r *Reader) Forget(pid int) {
+// Execed tells the reader that pid has a new image: it is found again
+// on its next frame. Code objects read from the old image stay, each
+// checked against the new memory before it is used again.
+func (r *Reader) Execed(pid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if pe := r.procs[pid]; pe != nil && pe.mem != nil {
 		pe.mem.Close()
 	}
 	delete(r.procs, pid)
-	for k := range r.codes {
-		if k.pid == pid {
-			delete(r.codes, k)
-		}
-	}
 }
 
 func (r *Reader) proc(pid int) *procEntry {
@@ -156,6 +201,17 @@ func (r *Reader) proc(pid int) *procEntry {
 	}
 	pe.err = err
 	return pe
+}
+
+// Gone tells the reader that pid exited: its cached names stay, its
+// memory is not read again (a new process may get the pid: Forget).
+func (r *Reader) Gone(pid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pe := r.procs[pid]; pe != nil && pe.mem != nil {
+		pe.mem.Close()
+		pe.mem = nil
+	}
 }
 
 // checkWords are the code object's header words compared by the check:

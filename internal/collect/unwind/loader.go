@@ -21,6 +21,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/python"
 	"github.com/sonde-dev/sonde/internal/collect/unwindtable"
 )
 
@@ -72,6 +73,7 @@ type Loader struct {
 	// NoInterp turns off interpreter frames (CPython): set before Start.
 	NoInterp bool
 	py       pyMaps
+	pyNames  *python.Reader // names Python frames as stacks arrive
 	pyKnown  map[uint32]bool
 }
 
@@ -129,7 +131,8 @@ type Stats struct {
 // capacity rows (what Configure set).
 func New(m Maps, capacity uint32) *Loader {
 	return &Loader{m: m, cache: unwindtable.NewCache(), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
-		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
+		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity,
+		pyNames: python.NewReader()}
 }
 
 // Start reads the walker's notices and loads (or drops) the processes
@@ -189,6 +192,7 @@ func (l *Loader) notice(raw []byte) {
 	l.mu.Unlock()
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXIT) {
 		l.Drop(int(n.Pid))
+		l.pyNames.Gone(int(n.Pid))
 		return
 	}
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_MAP) {
@@ -206,6 +210,7 @@ func (l *Loader) notice(raw []byte) {
 		l.execGen[n.Pid]++
 		delete(l.found, n.Pid) // the old image's
 		l.mu.Unlock()
+		l.pyNames.Execed(int(n.Pid))
 	}
 	q := l.pending
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) {

@@ -71,6 +71,12 @@ func (l *Loader) python(pid int, ms []procfs.Mapping) {
 	}
 }
 
+// PythonNames is the reader that names the Python frames of this
+// loader's stacks: it read each code object as its stack arrived, while
+// the process ran, so a builder given it names them after the process
+// has gone.
+func (l *Loader) PythonNames() *python.Reader { return l.pyNames }
+
 // PythonWarning is the one line saying why a CPython's frames were not
 // walked ("" when none was refused).
 func (l *Loader) PythonWarning() string {

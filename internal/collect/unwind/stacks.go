@@ -34,6 +34,7 @@ func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	}
 	n := min(int(v.Len), MaxFrames)
 	copy(buf[:], v.Pcs[:n])
+	l.pyNames.Observe(buf[:n])
 	return Stack{PCs: buf[:n], End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}, true
 }
 
@@ -135,6 +136,10 @@ func (l *Loader) DrainStacks() error {
 				l.kept.m[keys[i]] = Stack{PCs: append([]uint64(nil), v.Pcs[:k]...), End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}
 			}
 			l.kept.Unlock()
+			// Python frames are named now, while their processes run.
+			for i := range n {
+				l.pyNames.Observe(vals[i].Pcs[:min(int(vals[i].Len), MaxFrames)])
+			}
 			if _, derr := l.m.Stacks.BatchDelete(keys[:n], nil); derr != nil {
 				for _, k := range keys[:n] {
 					l.m.Stacks.Delete(k)

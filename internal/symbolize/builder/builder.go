@@ -262,6 +262,9 @@ func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 func (b *Builder) loc(pid uint32, f Frame) int32 {
 	addr := f.Addr
 	if !f.Kernel && python.IsFrame(addr) && b.Python != nil {
+		if _, ok := python.Pid(addr); ok {
+			return -1 // the process id a stack with Python frames ends with
+		}
 		return b.pyLoc(pid, addr)
 	}
 	if !f.Leaf && addr > 0 {

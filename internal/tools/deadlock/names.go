@@ -40,6 +40,10 @@ func resolve(res *Result, cycles []Cycle, ld *unwind.Loader) {
 				}
 				frames := make([]Frame, len(st.PCs))
 				for i, pc := range st.PCs {
+					if _, ok := python.Pid(pc); ok {
+						frames = frames[:i] // the process id that ends a stack with Python frames
+						break
+					}
 					if python.IsFrame(pc) {
 						frames[i] = pyFrame(py, e.Pid, pc)
 						continue

@@ -290,6 +290,9 @@ func (c *collector) collect(final bool) (*Result, error) {
 		Stacks: unwind.Completeness{Unit: "bytes"}}
 	b := builder.New()
 	b.Symbolizer = symbolize.DefaultWith(!c.o.NoLines)
+	if c.ld != nil {
+		b.Python = c.ld.PythonNames()
+	}
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
 	seen := map[uint32]bool{}

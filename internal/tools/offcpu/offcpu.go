@@ -189,6 +189,7 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	res := &Result{Attach: attach, Errors: errs, Stacks: unwind.Completeness{Unit: "ns"}, WakerStacks: unwind.Completeness{Unit: "ns"}}
 	b := builder.New()
 	b.Symbolizer = sym
+	b.Python = ld.PythonNames() // read while the processes ran
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
 	seen := map[uint32]bool{}

@@ -226,6 +226,9 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time, keeper *procfs.MapsKeeper) (*Result, error) {
 	b := builder.New()
 	b.ReadMapsWith(keeper.Read)
+	if ld != nil {
+		b.Python = ld.PythonNames() // read while the processes ran
+	}
 	b.Symbolizer = o.Symbolizer
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq

@@ -235,6 +235,7 @@ func (s *session) startWalker() {
 		return
 	}
 	s.res.CallGraph, s.w = CallGraphAuto, w
+	s.b.Python = w.ld.PythonNames() // named as the stacks arrive
 }
 
 // buildMeta describes the recording and each of its events.
