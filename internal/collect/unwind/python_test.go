@@ -59,7 +59,7 @@ func TestPythonWalkCost(t *testing.T) {
 			s := walked[t.Name()][id]
 			frames += n * uint64(len(s.PCs))
 			for _, pc := range s.PCs {
-				if python.IsFrame(pc) {
+				if _, end := python.Pid(pc); python.IsFrame(pc) && !end {
 					pyFrames += n
 				}
 			}
