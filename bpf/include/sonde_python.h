@@ -127,25 +127,32 @@ static __always_inline __u64 py_field(struct py_walk *w, __u16 off)
 	return v;
 }
 
+/* The walk's three entry points (python_begin, python_step, python_end)
+ * are global functions: the verifier checks each once, on its own, and
+ * the native walk sees only a scalar result. Inlined, the thread search's
+ * exits multiplied the states the rest of the walk was verified with
+ * (the program passed the verifier's 1M-instruction limit). */
+
 /* Start of a walk: is the current process a CPython? */
-static __always_inline void python_begin(__u32 pid)
+__noinline int python_begin(__u32 pid)
 {
 	__u32 zero = 0;
 	struct py_walk *w = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!w)
-		return;
+		return 0;
 	w->on = 0;
 	if (python_off)
-		return;
+		return 0;
 	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
-		return;
+		return 0;
 	w->p = *p;
 	w->on = 1;
 	w->found = 0;
 	w->frame = 0;
 	w->done_sp = 0;
 	w->took = 0;
+	return 1;
 }
 
 /* The sampled thread's current interpreter frame, 0 when its thread
@@ -179,18 +186,18 @@ static __always_inline __u64 python_thread_frame(struct py_proc *p)
 }
 
 /* Called by the walk for each frame before it records the native pc:
- * true when it took a Python frame into *out instead (the native frame
- * stays current for the next step). pc and sp are the native frame's;
- * exact says pc is not a return address. */
-static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *out)
+ * a Python frame to take instead (the native frame stays current for the
+ * next step), 0 for none. pc and sp are the native frame's; exact says pc
+ * is not a return address. */
+__noinline __u64 python_step(__u64 pc, __u64 sp, __u32 exact)
 {
 	__u32 zero = 0;
 	struct py_walk *w = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!w || !w->on)
-		return false;
+		return 0;
 	__u64 at = pc - (exact ? 0 : 1);
 	if (at < w->p.eval_start || at >= w->p.eval_end || w->done_sp == sp)
-		return false;
+		return 0;
 	if (!w->found) {
 		w->found = 1;
 		w->frame = python_thread_frame(&w->p);
@@ -200,14 +207,14 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 	__u64 f = w->frame;
 	if (!f) {
 		w->done_sp = sp;
-		return false;
+		return 0;
 	}
 	/* One read for the whole frame; its fields are picked out below. */
 	if (bpf_probe_read_user(w->buf, PY_FRAME_BYTES, (void *)f)) {
 		counter_inc(&py_counters, PY_C_BAD_READ);
 		w->frame = 0;
 		w->done_sp = sp;
-		return false;
+		return 0;
 	}
 	__u64 code = py_field(w, w->p.frame_code);
 	__u64 prev = py_field(w, w->p.frame_previous);
@@ -215,7 +222,7 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 		/* The shim the invocation pushed on entry ends its frames. */
 		w->frame = prev;
 		w->done_sp = sp;
-		return false;
+		return 0;
 	}
 	__u64 index = 0;
 	if (w->p.style == PY_STYLE_FRAME_OBJECT) {
@@ -234,9 +241,9 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 		counter_inc(&py_counters, PY_C_BAD_READ);
 		w->frame = 0;
 		w->done_sp = sp;
-		return false;
+		return 0;
 	}
-	*out = PY_FRAME_MARK | (index << PY_FRAME_INDEX_SHIFT) | (code & PY_FRAME_ADDR_MASK);
+	__u64 v = PY_FRAME_MARK | (index << PY_FRAME_INDEX_SHIFT) | (code & PY_FRAME_ADDR_MASK);
 	counter_inc(&py_counters, PY_C_FRAMES);
 	w->took = 1;
 	w->frame = prev;
@@ -245,24 +252,26 @@ static __always_inline bool python_step(__u64 pc, __u64 sp, bool exact, __u64 *o
 		last = (__u8)py_field(w, w->p.frame_owner) != 0;
 	if (last)
 		w->done_sp = sp;
-	return true;
+	return v;
 }
 
 /* End of a walk that took Python frames: the process id as the last
  * value, when there is room (the stack's hash takes it too). */
-static __always_inline void python_end(struct unwind_state *st, __u32 pid)
+__noinline int python_end(void)
 {
 	__u32 zero = 0;
 	struct py_walk *w = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!w || !w->on || !w->took)
-		return;
+	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!w || !st || !w->on || !w->took)
+		return 0;
 	__u32 n = st->out.len;
 	if (n >= UNWIND_MAX_FRAMES)
-		return;
-	__u64 v = PY_FRAME_MARK | (PY_PID_INDEX << PY_FRAME_INDEX_SHIFT) | pid;
+		return 0;
+	__u64 v = PY_FRAME_MARK | (PY_PID_INDEX << PY_FRAME_INDEX_SHIFT) | st->pid;
 	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = v;
 	st->out.len = n + 1;
 	st->hash = unwind_mix(st->hash, v);
+	return 1;
 }
 
 /* exec and exit: the image is gone. */

@@ -587,8 +587,8 @@ static long unwind_step(__u32 i, void *ctx)
 		return 1;
 	}
 #ifndef SONDE_NO_PYTHON
-	__u64 py;
-	if (python_step(st->pc, st->sp, st->exact, &py)) {
+	__u64 py = python_step(st->pc, st->sp, st->exact);
+	if (py) {
 		/* A Python frame the eval loop at pc runs: taken first, the
 		 * native frame stays current for the next step. */
 		st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = py;
@@ -647,7 +647,7 @@ static __always_inline __u64 unwind_user_stack(void)
 #endif
 	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
 #ifndef SONDE_NO_PYTHON
-	python_end(st, st->pid);
+	python_end();
 #endif
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);
