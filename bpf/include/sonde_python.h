@@ -87,7 +87,7 @@ struct py_walk {
 	__u64 done_sp; /* the eval-loop frame (its sp) whose Python frames are taken */
 	__u8 on;       /* the process is a CPython */
 	__u8 found;    /* the thread state was looked up */
-	__u8 took;     /* Python frames were taken in this walk */
+	__u32 took;    /* Python frames taken in this walk */
 };
 
 /* key: 0 (u32); value: struct py_walk, per CPU. */
@@ -244,8 +244,7 @@ __noinline __u64 python_step(__u64 pc, __u64 sp, __u32 exact)
 		return 0;
 	}
 	__u64 v = PY_FRAME_MARK | (index << PY_FRAME_INDEX_SHIFT) | (code & PY_FRAME_ADDR_MASK);
-	counter_inc(&py_counters, PY_C_FRAMES);
-	w->took = 1;
+	w->took++;
 	w->frame = prev;
 	bool last = w->p.style == PY_STYLE_FRAME_OBJECT;
 	if (w->p.style == PY_STYLE_IS_ENTRY)
@@ -264,6 +263,10 @@ __noinline int python_end(void)
 	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
 	if (!w || !st || !w->on || !w->took)
 		return 0;
+	__u32 k = PY_C_FRAMES;
+	__u64 *c = bpf_map_lookup_elem(&py_counters, &k);
+	if (c)
+		*c += w->took;
 	__u32 n = st->out.len;
 	if (n >= UNWIND_MAX_FRAMES)
 		return 0;

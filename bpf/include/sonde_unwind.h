@@ -574,7 +574,8 @@ static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
 #include "sonde_python.h" /* CPython frames at the eval loop's frames */
 #endif
 
-/* bpf_loop body: record the current frame, then unwind one. */
+/* bpf_loop body: record the current frame, then unwind one. ctx points
+ * to a byte saying the process is a CPython (sonde_python.h). */
 static long unwind_step(__u32 i, void *ctx)
 {
 	__u32 zero = 0;
@@ -587,7 +588,7 @@ static long unwind_step(__u32 i, void *ctx)
 		return 1;
 	}
 #ifndef SONDE_NO_PYTHON
-	__u64 py = python_step(st->pc, st->sp, st->exact);
+	__u64 py = ctx && *(__u8 *)ctx ? python_step(st->pc, st->sp, st->exact) : 0;
 	if (py) {
 		/* A Python frame the eval loop at pc runs: taken first, the
 		 * native frame stays current for the next step. */
@@ -641,13 +642,15 @@ static __always_inline __u64 unwind_user_stack(void)
 	st->out.fallback_pc = 0;
 	if (unwind_max_frames > 1 && !bpf_map_lookup_elem(&unwind_procs, &st->pid))
 		unwind_notice(st->pid, UNWIND_NOTICE_PID, 0, true);
+	__u8 py_on = 0;
 #ifndef SONDE_NO_PYTHON
 	if (unwind_max_frames > 1)
-		python_begin(st->pid);
+		py_on = python_begin(st->pid);
 #endif
-	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
+	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, &py_on, 0);
 #ifndef SONDE_NO_PYTHON
-	python_end();
+	if (py_on)
+		python_end();
 #endif
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);

@@ -26,6 +26,9 @@ func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Col
 		t.Fatal(err)
 	}
 	spec, err := loadWalker()
+	if testWalkerObject != "" {
+		spec, err = ebpf.LoadCollectionSpec(testWalkerObject)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +133,10 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	walked[t.Name()] = stacks
 	return counts, c, per, l
 }
+
+// testWalkerObject, when set, is the walker object loadTestWalker loads
+// instead of the generated one (a variant compiled by the test).
+var testWalkerObject string
 
 // walkPython has walkTarget's loader tell the walker about CPython
 // processes (a tool's loader always does, unless NoInterp).

@@ -49,10 +49,20 @@ func TestPythonWalkCost(t *testing.T) {
 	}
 	cmd := testutil.Start(t, py, script)
 	time.Sleep(300 * time.Millisecond) // past the interpreter's start
-	for _, on := range []bool{false, true} {
-		walkPython = on
+	noPy := compileWalker(t, true)
+	for _, c := range []struct {
+		name     string
+		object   string
+		on       bool
+		minFrame float64 // Python frames per sample, at least
+	}{
+		{"native walk (compiled without the Python walk)", noPy, false, 0},
+		{"Python walk compiled in, process not told", "", false, 0},
+		{"Python frames taken", "", true, 19},
+	} {
+		testWalkerObject, walkPython = c.object, c.on
 		counts, _, per, _ := walkTarget(t, cmd.Process.Pid, 999, 2*time.Second, walkerProgWalkSample)
-		walkPython = false
+		testWalkerObject, walkPython = "", false
 		var total, frames, pyFrames uint64
 		for id, n := range counts {
 			total += n
@@ -64,29 +74,26 @@ func TestPythonWalkCost(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("python frames %v: %d samples, %.1f frames each (%.1f Python), %v per sample", on, total,
-			float64(frames)/float64(max(total, 1)), float64(pyFrames)/float64(max(total, 1)), per)
-		if on && float64(pyFrames) < 19*float64(total) {
-			t.Errorf("%.1f Python frames per sample, want ≥ 19", float64(pyFrames)/float64(max(total, 1)))
+		each := float64(pyFrames) / float64(max(total, 1))
+		t.Logf("%s: %d samples, %.1f frames each (%.1f Python), %v per sample", c.name, total,
+			float64(frames)/float64(max(total, 1)), each, per)
+		if each < c.minFrame {
+			t.Errorf("%s: %.1f Python frames per sample, want ≥ %.0f", c.name, each, c.minFrame)
 		}
 	}
 	for _, noPy := range []bool{false, true} {
-		load, insns := verifyWalker(t, noPy)
+		load, insns := verifyWalker(t, compileWalker(t, noPy))
 		t.Logf("walker program without the Python walk %v: verified %d instructions, loaded in %v (best of 3)", noPy, insns, load)
 	}
 }
 
-// verifyWalker compiles walker.bpf.c (with -DSONDE_NO_PYTHON when noPy)
-// and loads its walk_sample program three times: the best load time and
-// the instructions the verifier processed.
-func verifyWalker(t *testing.T, noPy bool) (time.Duration, int) {
+// compileWalker compiles walker.bpf.c, with -DSONDE_NO_PYTHON when noPy,
+// as bpfgen does, and returns the object's path.
+func compileWalker(t *testing.T, noPy bool) string {
 	t.Helper()
 	clang, err := exec.LookPath("clang")
 	if err != nil {
 		t.Skip("no clang")
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Fatal(err)
 	}
 	obj := filepath.Join(t.TempDir(), "walker.o")
 	args := []string{"-n", "19", clang, "-O2", "-mcpu=v1", "-g", "-Wall", "-target", "bpfel", "-D__TARGET_ARCH_x86",
@@ -96,6 +103,16 @@ func verifyWalker(t *testing.T, noPy bool) (time.Duration, int) {
 	}
 	if out, err := exec.Command("nice", args...).CombinedOutput(); err != nil {
 		t.Fatalf("clang: %v\n%s", err, out)
+	}
+	return obj
+}
+
+// verifyWalker loads obj's walk_sample program three times: the best
+// load time and the instructions the verifier processed.
+func verifyWalker(t *testing.T, obj string) (time.Duration, int) {
+	t.Helper()
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
 	}
 	best, insns := time.Duration(0), 0
 	for i := 0; i < 3; i++ {
