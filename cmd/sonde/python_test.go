@@ -156,3 +156,33 @@ func TestOffcpuNamesPythonFunction(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileNamesPythonAfterExit: profile of a Python command reports
+// after the command has exited, when its memory is gone: the Python
+// functions are still named (read while it ran, as its stacks were
+// drained), with the 50/30/20 split.
+func TestProfileNamesPythonAfterExit(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
+	r := testutil.MustRun(t, t.TempDir(), "profile", "-F", "999", "--folded", "--", py, script, "2")
+	st := folded(t, r.Stdout)
+	in, _, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
+	var total uint64
+	for _, n := range st {
+		total += n
+	}
+	t.Logf("profile -- python3.11: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%)",
+		total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any))
+	if any < total*9/10 {
+		t.Fatalf("only %d of %d samples name alpha_py, beta_py or gamma_py after the process exited\n%s", any, total, r.Stderr)
+	}
+	for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
+		if got := pct(in[fn], any); got < want-3 || got > want+3 {
+			t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
+		}
+	}
+}

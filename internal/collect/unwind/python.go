@@ -71,6 +71,13 @@ func (l *Loader) python(pid int, ms []procfs.Mapping) {
 	}
 }
 
+// walksPython says whether some process got Python frames.
+func (l *Loader) walksPython() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats.Python.Processes > 0
+}
+
 // PythonNames is the reader that names the Python frames of this
 // loader's stacks: it read each code object as its stack arrived, while
 // the process ran, so a builder given it names them after the process
