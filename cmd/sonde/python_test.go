@@ -186,3 +186,90 @@ func TestProfileNamesPythonAfterExit(t *testing.T) {
 		}
 	}
 }
+
+// startPython runs a testdata script under py and waits for its "ready".
+func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("%s: %q %v", script, line, err)
+	}
+	return cmd
+}
+
+// TestMemleakNamesPythonFunction: memleak -p of testdata/pyleak.py, which
+// keeps the 64 KB buffers leak_py allocates: the outstanding bytes'
+// stacks name leak_py (Debian's 3.11 and pyenv's 3.13).
+func TestMemleakNamesPythonFunction(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	for name, py := range pythons(t) {
+		if name != "debian-3.11" && name != "pyenv-3.13" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			cmd := startPython(t, py, "pyleak.py", "30")
+			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+			var o struct {
+				Stacks []struct {
+					Bytes  uint64 `json:"bytes"`
+					Frames []struct {
+						Sym string `json:"sym"`
+					} `json:"frames"`
+				} `json:"stacks"`
+			}
+			r.JSON(t, &o)
+			var in, total uint64
+			for _, s := range o.Stacks {
+				total += s.Bytes
+				for _, f := range s.Frames {
+					if f.Sym == "leak_py" {
+						in += s.Bytes
+						break
+					}
+				}
+			}
+			t.Logf("%s: %d of %d outstanding bytes allocated under leak_py", name, in, total)
+			if in < 64<<10*20 {
+				t.Errorf("%d bytes under leak_py, want at least 20 of its 64 KB buffers (2 s at one per 30 ms)", in)
+			}
+		})
+	}
+}
+
+// TestRecordAllPythonProcesses: record -a -g names the Python functions
+// of a CPython started before it and of one started during it (its
+// command).
+func TestRecordAllPythonProcesses(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	before := startPython(t, py, "pywork.py", "60")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "all.data")
+	testutil.MustRun(t, dir, "record", "-a", "-g", "-F", "499", "-o", data, "--", py, filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py"), "2")
+	r := testutil.MustRun(t, dir, "report", "-i", data, "--sort", "pid,sym", "--no-children", "-g", "none")
+	for _, c := range []struct {
+		what string
+		pid  int
+	}{{"started before", before.Process.Pid}, {"started during", 0}} {
+		found := false
+		for _, line := range strings.Split(r.Stdout, "\n") {
+			if strings.Contains(line, "step") && (c.pid == 0 && !strings.Contains(line, ":"+strconv.Itoa(before.Process.Pid)) ||
+				c.pid != 0 && strings.Contains(line, ":"+strconv.Itoa(c.pid))) {
+				found = true
+				t.Logf("%s: %s", c.what, strings.TrimSpace(line))
+				break
+			}
+		}
+		if !found {
+			t.Errorf("the Python process %s the recording has no samples in step:\n%s", c.what, r.Stdout)
+		}
+	}
+}
