@@ -255,21 +255,20 @@ func TestRecordAllPythonProcesses(t *testing.T) {
 	data := filepath.Join(dir, "all.data")
 	testutil.MustRun(t, dir, "record", "-a", "-g", "-F", "499", "-o", data, "--", py, filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py"), "2")
 	r := testutil.MustRun(t, dir, "report", "-i", data, "--sort", "pid,sym", "--no-children", "-g", "none")
-	for _, c := range []struct {
-		what string
-		pid  int
-	}{{"started before", before.Process.Pid}, {"started during", 0}} {
-		found := false
-		for _, line := range strings.Split(r.Stdout, "\n") {
-			if strings.Contains(line, "step") && (c.pid == 0 && !strings.Contains(line, ":"+strconv.Itoa(before.Process.Pid)) ||
-				c.pid != 0 && strings.Contains(line, ":"+strconv.Itoa(c.pid))) {
-				found = true
-				t.Logf("%s: %s", c.what, strings.TrimSpace(line))
-				break
-			}
-		}
-		if !found {
-			t.Errorf("the Python process %s the recording has no samples in step:\n%s", c.what, r.Stdout)
+	// Lines read "  21.63%  PID:comm  [.] sym".
+	line := regexp.MustCompile(`\s(\d+):\S+\s+\[\.\]\s+step$`)
+	pids := map[int]string{}
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if m := line.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			p, _ := strconv.Atoi(m[1])
+			pids[p] = strings.TrimSpace(l)
 		}
 	}
+	if _, ok := pids[before.Process.Pid]; !ok {
+		t.Errorf("the Python process started before the recording (%d) has no samples in step; step's lines: %v", before.Process.Pid, pids)
+	}
+	if len(pids) < 2 {
+		t.Errorf("the Python process started during the recording has no samples in step; step's lines: %v", pids)
+	}
+	t.Logf("step by process: %v (started before: %d)", pids, before.Process.Pid)
 }
