@@ -266,3 +266,28 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestEncoding: the walker's Python frame values and the pid that ends
+// a stack holding them (sonde_python.h) decode as encoded, and no native
+// address or perf context mark reads as one.
+func TestEncoding(t *testing.T) {
+	v := Encode(0x7f12_3456_7890, 41)
+	if !IsFrame(v) {
+		t.Fatalf("%#x is not a Python frame", v)
+	}
+	if code, index := Decode(v); code != 0x7f12_3456_7890 || index != 41 {
+		t.Errorf("decoded %#x, %d", code, index)
+	}
+	if _, ok := Pid(v); ok {
+		t.Errorf("a frame reads as the pid value")
+	}
+	end := uint64(1)<<63 | 0x3fff<<48 | 4242
+	if pid, ok := Pid(end); !ok || pid != 4242 || StackPid([]uint64{v, end}) != 4242 {
+		t.Errorf("pid value %#x: %d %v", end, pid, ok)
+	}
+	for _, native := range []uint64{0x401000, 0x7fff_ffff_f000, ^uint64(0) - 4095, ^uint64(0) - 1} {
+		if IsFrame(native) {
+			t.Errorf("%#x reads as a Python frame", native)
+		}
+	}
+}
