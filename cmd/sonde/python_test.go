@@ -272,3 +272,42 @@ func TestRecordAllPythonProcesses(t *testing.T) {
 	}
 	t.Logf("step by process: %v (started before: %d)", pids, before.Process.Pid)
 }
+
+// TestRecordPythonThreads: testdata/pythreads.py runs work() in two
+// threads, under thread_a_py and main_b_py: each thread's samples get
+// its own thread state's frames (no stack holds both functions, each
+// holds at least a quarter of the samples in work), on each CPython here
+// (3.10 finds threads by pthread_self, later versions by native id).
+func TestRecordPythonThreads(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pythreads.py")
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "threads.data")
+			testutil.MustRun(t, dir, "record", "-q", "-o", data, "-g", "-F", "499", "--", py, script, "2")
+			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
+			var a, b, both, work uint64
+			for s, n := range st {
+				frames := strings.Split(s, ";")
+				if !contains(frames, "work") {
+					continue
+				}
+				work += n
+				inA, inB := contains(frames, "thread_a_py"), contains(frames, "main_b_py")
+				switch {
+				case inA && inB:
+					both += n
+				case inA:
+					a += n
+				case inB:
+					b += n
+				}
+			}
+			t.Logf("%s: %d samples in work: %d under thread_a_py, %d under main_b_py, %d under both", name, work, a, b, both)
+			if both > 0 || a < work/4 || b < work/4 {
+				t.Errorf("want each thread's function over a quarter of work's %d samples and none under both: %d, %d, %d", work, a, b, both)
+			}
+		})
+	}
+}
