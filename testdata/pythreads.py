@@ -11,12 +11,18 @@ def work(n):
     for i in range(n):
         s += i * i % 7
     return s
+
+
 def thread_a_py(end):
     while time.time() < end:
         work(10000)
+
+
 def main_b_py(end):
     while time.time() < end:
         work(10000)
+
+
 end = time.time() + float(sys.argv[1])
 t = threading.Thread(target=thread_a_py, args=(end,))
 t.start()
