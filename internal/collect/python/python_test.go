@@ -291,3 +291,22 @@ func TestEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestFindRefusesOldVersions: a CPython older than 3.10 (pyenv's 3.9
+// here) gets one line saying which versions are walked.
+func TestFindRefusesOldVersions(t *testing.T) {
+	bins, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".pyenv", "versions", "3.9.*", "bin", "python3.9"))
+	if len(bins) == 0 {
+		t.Skip("no pyenv 3.9 here")
+	}
+	cmd, _ := running(t, bins[0], "import time; print('ready', flush=True); time.sleep(60)")
+	ms, err := procfs.ReadMaps(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Find(cmd.Process.Pid, ms)
+	if err == nil || !strings.Contains(err.Error(), "CPython 3.9 is not supported (3.10–3.13 are)") {
+		t.Errorf("3.9: %v", err)
+	}
+	t.Log(err)
+}
