@@ -311,3 +311,24 @@ func TestRecordPythonThreads(t *testing.T) {
 		})
 	}
 }
+
+// TestNoInterpLeavesPythonOut: --no-interp gives the interpreter's C
+// frames only, in record and profile.
+func TestNoInterpLeavesPythonOut(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "noint.data")
+	testutil.MustRun(t, dir, "record", "-q", "-o", data, "-g", "-F", "499", "--no-interp", "--", py, script, "1")
+	rec := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+	prof := testutil.MustRun(t, dir, "profile", "-F", "499", "--no-interp", "--folded", "--", py, script, "1").Stdout
+	for tool, out := range map[string]string{"record": rec, "profile": prof} {
+		if strings.Contains(out, "alpha_py") || !strings.Contains(out, "_PyEval_EvalFrameDefault") {
+			t.Errorf("%s --no-interp: want the eval loop and no Python function:\n%.2000s", tool, out)
+		}
+	}
+}
