@@ -570,7 +570,12 @@ static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
 	return h ^ (h >> 29);
 }
 
-/* bpf_loop body: record the current frame, then unwind one. */
+#ifndef SONDE_NO_PYTHON
+#include "sonde_python.h" /* CPython frames at the eval loop's frames */
+#endif
+
+/* bpf_loop body: record the current frame, then unwind one. ctx points
+ * to a byte saying the process is a CPython (sonde_python.h). */
 static long unwind_step(__u32 i, void *ctx)
 {
 	__u32 zero = 0;
@@ -582,6 +587,17 @@ static long unwind_step(__u32 i, void *ctx)
 		st->out.end = UNWIND_END_FRAME_LIMIT;
 		return 1;
 	}
+#ifndef SONDE_NO_PYTHON
+	__u64 py = ctx && *(__u8 *)ctx ? python_step(st->pc, st->sp, st->exact) : 0;
+	if (py) {
+		/* A Python frame the eval loop at pc runs: taken first, the
+		 * native frame stays current for the next step. */
+		st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = py;
+		st->out.len = n + 1;
+		st->hash = unwind_mix(st->hash, py);
+		return 0;
+	}
+#endif
 	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->out.len = n + 1;
 	st->hash = unwind_mix(st->hash, st->pc);
@@ -626,7 +642,16 @@ static __always_inline __u64 unwind_user_stack(void)
 	st->out.fallback_pc = 0;
 	if (unwind_max_frames > 1 && !bpf_map_lookup_elem(&unwind_procs, &st->pid))
 		unwind_notice(st->pid, UNWIND_NOTICE_PID, 0, true);
-	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, NULL, 0);
+	__u8 py_on = 0;
+#ifndef SONDE_NO_PYTHON
+	if (unwind_max_frames > 1)
+		py_on = python_begin(st->pid);
+#endif
+	bpf_loop((unwind_max_frames < UNWIND_MAX_FRAMES ? unwind_max_frames : UNWIND_MAX_FRAMES) + 1, unwind_step, &py_on, 0);
+#ifndef SONDE_NO_PYTHON
+	if (py_on)
+		python_end();
+#endif
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);
 	switch (st->out.end) {
@@ -727,6 +752,9 @@ TP_BTF_OR_RAW(sched_process_exec, unwind_exec)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_map_delete_elem(&unwind_procs, &pid);
 	bpf_map_delete_elem(&unwind_interps, &pid);
+#ifndef SONDE_NO_PYTHON
+	python_forget(pid);
+#endif
 	if (unwind_max_frames > 1)
 		unwind_keep_interp(pid);
 	unwind_notice(pid, UNWIND_NOTICE_EXEC, 0, false);
@@ -744,6 +772,9 @@ TP_BTF_OR_RAW(sched_process_exit, unwind_exit)
 	if (pid != (__u32)id)
 		return 0; /* a thread, not the process */
 	bpf_map_delete_elem(&unwind_interps, &pid);
+#ifndef SONDE_NO_PYTHON
+	python_forget(pid);
+#endif
 	if (bpf_map_delete_elem(&unwind_procs, &pid) == 0)
 		unwind_notice(pid, UNWIND_NOTICE_EXIT, 0, false);
 	bpf_map_delete_elem(&unwind_noticed, &pid);

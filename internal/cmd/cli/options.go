@@ -140,3 +140,10 @@ func Tracepoint(name string) (events.Spec, error) {
 	}
 	return s[0], nil
 }
+
+// AddNoInterpFlag defines --no-interp: interpreter frames (CPython's
+// functions, walked in BPF) are on by default for every process whose
+// executable or libraries are an interpreter sonde knows.
+func AddNoInterpFlag(fs *pflag.FlagSet, off *bool) {
+	fs.BoolVar(off, "no-interp", false, "no interpreter frames: show CPython's own C frames, not the Python functions they run")
+}

@@ -33,6 +33,7 @@ func (v *memleakView) AddFlags(f *pflag.FlagSet, o *memleak.Options) {
 	f.Uint64Var(&o.SampleBytes, "sample-bytes", 0, "track allocations of B bytes or more, smaller ones with probability size/B (estimates scaled)")
 	f.IntVar(&v.Top, "top", 10, "stacks to print")
 	cli.AtLeast(f, 1, "top")
+	cli.AddNoInterpFlag(f, &o.NoInterp)
 	f.BoolVar(&o.Kernel, "kernel", false, "the kernel's allocations (kmem tracepoints): system-wide, or made by -p/the command")
 	f.StringVar(&o.Lib, "lib", "", "the allocator's library or binary (default: libc; with --symbol-prefix, the program)")
 	f.StringVar(&o.Prefix, "symbol-prefix", "", "the allocator's function name prefix (je_, tc_): PREFIXmalloc, PREFIXfree, …")

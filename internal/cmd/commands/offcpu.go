@@ -28,6 +28,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 	f.Uint64VarP(&maxBlock, "max-block", "M", 0, "ignore blocks longer than this many microseconds (0: no limit)")
 	f.StringVar(&state, "state", "", "only blocks in these task states: S (sleeping), D (uninterruptible), R (preempted), T, I")
 	f.IntVar(&vo.Top, "top", 20, "stacks to print")
+	cli.AddNoInterpFlag(f, &o.NoInterp)
 	cli.AtLeast(f, 1, "top")
 	sf.Add(f, "microseconds")
 	l.Check = func(*cobra.Command, []string) (err error) {

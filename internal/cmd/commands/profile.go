@@ -29,6 +29,7 @@ func newProfileCmd() *cobra.Command {
 	f.BoolVarP(&all, "all-cpus", "a", false, "the whole system (the default without -p)")
 	f.StringVarP(&cpus, "cpu", "C", "", "only these CPUs (e.g. 0-1,3)")
 	f.BoolVar(&o.Idle, "idle", false, "include the idle task")
+	cli.AddNoInterpFlag(f, &o.NoInterp)
 	cli.AtLeast(f, 1, "freq")
 	cli.Conflicting(f, "all-cpus", "pid", "choose one target")
 	f.BoolP("callchain", "g", true, "accepted for perf's habit: profile always counts whole stacks")

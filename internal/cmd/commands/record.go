@@ -19,6 +19,7 @@ func newRecordCmd() *cobra.Command {
 	f.StringVarP(&r.Output, "output", "o", "sonde.data", "data file to write")
 	f.IntVarP(&r.Pages, "mmap-pages", "m", 128, "ring buffer pages per CPU (a power of two)")
 	f.BoolVarP(&r.Quiet, "quiet", "q", false, "no progress or summary on stderr")
+	cli.AddNoInterpFlag(f, &r.NoInterp)
 	cli.AtLeast(f, 1, "count", "mmap-pages")
 	cmd.RunE = func(_ *cobra.Command, args []string) error { return r.Run(args) }
 	return cmd

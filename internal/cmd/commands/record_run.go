@@ -17,6 +17,7 @@ type Record struct {
 	CallGraph cli.CallGraph
 	Pages     int
 	Quiet     bool
+	NoInterp  bool   // no interpreter frames (--no-interp)
 	Version   string // written into the data file
 }
 
@@ -35,7 +36,7 @@ func (r *Record) Run(args []string) error {
 		return err
 	}
 	o := record.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Cgroup: t.Cgroup, Command: t.Command,
-		Duration: r.Duration, RingPages: r.Pages, Version: r.Version, Output: r.Output}
+		Duration: r.Duration, RingPages: r.Pages, Version: r.Version, Output: r.Output, NoInterp: r.NoInterp}
 	if o.Events, o.Filters, err = r.Events.Resolve([]string{"cpu-clock"}); err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ var flags = map[string]flagKind{
 	"field-separator": flagValue, "filter": flagValue, "folded": flagValue, "freq": flagValue,
 	"idle": flagValue, "interval": flagValue, "interval-print": flagValue, "json": flagValue,
 	"kernel": flagValue, "key": flagValue, "latency": flagValue, "linear": flagValue,
-	"max-block": flagValue, "min-block": flagValue, "mmap-pages": flagValue, "per": flagValue,
+	"max-block": flagValue, "min-block": flagValue, "mmap-pages": flagValue, "no-interp": flagValue, "per": flagValue,
 	"per-cpu": flagValue, "per-process": flagValue, "per-thread": flagValue, "pid": flagValue,
 	"pids": flagValue, "queued": flagValue, "quiet": flagValue, "repeat": flagValue,
 	"stages": flagValue, "start": flagValue, "state": flagValue, "tid": flagValue, "tids": flagValue,

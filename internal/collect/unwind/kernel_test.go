@@ -26,6 +26,18 @@ func loadTestWalker(t *testing.T, consts map[string]any, prog string) (*ebpf.Col
 		t.Fatal(err)
 	}
 	spec, err := loadWalker()
+	if testWalkerObject != "" {
+		gen := spec
+		if spec, err = ebpf.LoadCollectionSpec(testWalkerObject); err == nil {
+			// A variant without some maps (no Python walk) gets them,
+			// unused, so the maps assign as usual.
+			for name, m := range gen.Maps {
+				if spec.Maps[name] == nil {
+					spec.Maps[name] = m.Copy()
+				}
+			}
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +90,9 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	defer stats.Close()
 	l := New(w, 1<<20)
 	l.Only = pid
+	if walkPython {
+		l.py.Procs = maps.PyProcs
+	}
 	if err := l.Load(pid); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +142,14 @@ func walkTarget(t *testing.T, pid int, hz uint64, d time.Duration, prog string) 
 	walked[t.Name()] = stacks
 	return counts, c, per, l
 }
+
+// testWalkerObject, when set, is the walker object loadTestWalker loads
+// instead of the generated one (a variant compiled by the test).
+var testWalkerObject string
+
+// walkPython has walkTarget's loader tell the walker about CPython
+// processes (a tool's loader always does, unless NoInterp).
+var walkPython bool
 
 // walked holds each test's stacks, read before its maps closed.
 var walked = map[string]map[uint64]Stack{}

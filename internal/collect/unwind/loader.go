@@ -22,6 +22,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/diskcache"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/python"
 	"github.com/sonde-dev/sonde/internal/collect/unwindtable"
 )
 
@@ -69,6 +70,12 @@ type Loader struct {
 	// others (exec and exit are seen system-wide) are ignored.
 	Only int
 	tree int // FollowTree's root
+
+	// NoInterp turns off interpreter frames (CPython): set before Start.
+	NoInterp bool
+	py       pyMaps
+	pyNames  *python.Reader // names Python frames as stacks arrive
+	pyKnown  map[uint32]bool
 }
 
 // FollowTree ignores exec notices of processes that do not descend from
@@ -120,8 +127,9 @@ type Stats struct {
 	LastLoadErr string        `json:"last_load_error,omitempty"`
 	// TablesBuilt were built from their files' .eh_frame; TablesCached
 	// were read from the disk cache (internal/collect/diskcache) instead.
-	TablesBuilt  int `json:"tables_built"`
-	TablesCached int `json:"tables_cached"`
+	TablesBuilt  int         `json:"tables_built"`
+	TablesCached int         `json:"tables_cached"`
+	Python       PythonStats `json:"python"` // CPython processes walked, refused
 }
 
 // New returns a loader for a tool's walker maps, whose rows map holds
@@ -129,7 +137,8 @@ type Stats struct {
 func New(m Maps, capacity uint32) *Loader {
 	disk, _ := diskcache.Default() // off, or unusable: every table is built
 	return &Loader{m: m, cache: unwindtable.NewCache().WithDisk(disk), idle: idleTables{limit: IdleTableBytes}, tables: map[unwindtable.Key]*loaded{},
-		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity}
+		procs: map[uint32]*proc{}, vdsos: map[unwindtable.Key]*unwindtable.Table{}, cap: capacity,
+		pyNames: python.NewReader()}
 }
 
 // Start reads the walker's notices and loads (or drops) the processes
@@ -189,6 +198,7 @@ func (l *Loader) notice(raw []byte) {
 	l.mu.Unlock()
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXIT) {
 		l.Drop(int(n.Pid))
+		l.pyNames.Gone(int(n.Pid))
 		return
 	}
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_MAP) {
@@ -206,6 +216,7 @@ func (l *Loader) notice(raw []byte) {
 		l.execGen[n.Pid]++
 		delete(l.found, n.Pid) // the old image's
 		l.mu.Unlock()
+		l.pyNames.Execed(int(n.Pid))
 	}
 	q := l.pending
 	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_EXEC) {
@@ -283,6 +294,7 @@ func (l *Loader) Load(pid int) error {
 		l.release(p.keys)
 		return fmt.Errorf("loading the mappings of process %d: %w", pid, err)
 	}
+	l.python(pid, ms)
 	// The process may have exited while it was read: the kernel's exit
 	// hook found no entry to delete then, and sent no notice (a zombie or
 	// a missing process is gone), or the notice came (exits counted it).

@@ -34,6 +34,7 @@ func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	}
 	n := min(int(v.Len), MaxFrames)
 	copy(buf[:], v.Pcs[:n])
+	l.pyNames.Observe(buf[:n])
 	return Stack{PCs: buf[:n], End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}, true
 }
 
@@ -135,6 +136,10 @@ func (l *Loader) DrainStacks() error {
 				l.kept.m[keys[i]] = Stack{PCs: append([]uint64(nil), v.Pcs[:k]...), End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}
 			}
 			l.kept.Unlock()
+			// Python frames are named now, while their processes run.
+			for i := range n {
+				l.pyNames.Observe(vals[i].Pcs[:min(int(vals[i].Len), MaxFrames)])
+			}
 			if _, derr := l.m.Stacks.BatchDelete(keys[:n], nil); derr != nil {
 				for _, k := range keys[:n] {
 					l.m.Stacks.Delete(k)
@@ -169,7 +174,10 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 		// Drain once a quarter of the map may have been stored since the
 		// last drain (each walk stores at most one stack): an idle system
 		// costs one counter read per tick, not a walk of the map.
-		if l.m.Counters != nil && l.m.Counters.Map != nil {
+		// With CPython processes walked, every tick: their stacks' code
+		// objects are named as they are drained, and a process that
+		// exits takes its memory with it.
+		if l.m.Counters != nil && l.m.Counters.Map != nil && !l.walksPython() {
 			walks := bpfmaps.SumPerCPU(l.m.Counters.Map, 0) // UNWIND_C_WALKS
 			if walks-lastWalks < UnwindStacksEntries/4 {
 				continue

@@ -133,6 +133,9 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	if leaf {
 		consts["unwind_max_frames"] = uint32(1)
 	}
+	if off, _ := consts[PythonOff].(bool); off {
+		l.NoInterp = true
+	}
 	t.Consts = consts
 	t.Hooks = append(Hooks(), t.Hooks...)
 	if spec := t.Spec; spec != nil {
@@ -150,7 +153,7 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	if maps == nil {
 		t.More = append(t.More, &l.m)
 	}
-	t.More = append(t.More, &l.files)
+	t.More = append(t.More, &l.files, &l.py)
 	prev := t.Loaded
 	t.Loaded = func() error {
 		if prev != nil {

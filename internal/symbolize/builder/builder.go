@@ -14,6 +14,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/host"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/python"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/stackstat"
 	"github.com/sonde-dev/sonde/internal/symbolize"
@@ -41,6 +42,10 @@ type Builder struct {
 	Unwinder Unwinder
 	// Symbolizer names the frames in Finish; nil: symbolize.Default.
 	Symbolizer *symbolize.Symbolizer
+	// Python names walked CPython frames as they arrive; nil: they stay
+	// unnamed ([python]).
+	Python *python.Reader
+	py     pyNames
 	// The running system, read for processes that started before the
 	// recording (tests give a fake one).
 	readMaps func(pid int) ([]procfs.Mapping, error)
@@ -90,6 +95,7 @@ func New() *Builder {
 		kernelDSO:    -1,
 		syntheticDSO: -1,
 		Unwinder:     FramePointer{},
+		Python:       python.NewReader(),
 		readMaps:     procfs.ReadMaps,
 		tids:         procfs.Threads,
 		comm:         procfs.Comm,
@@ -287,6 +293,12 @@ func (b *Builder) SampleEvent(s *perf.Sample, misc uint16, ev uint16) {
 // not an address (0, text, a counter), and every frame after it is junk.
 func (b *Builder) loc(pid uint32, f Frame) int32 {
 	addr := f.Addr
+	if !f.Kernel && python.IsFrame(addr) && b.Python != nil {
+		if _, ok := python.Pid(addr); ok {
+			return -1 // the process id a stack with Python frames ends with
+		}
+		return b.pyLoc(pid, addr)
+	}
 	if !f.Leaf && addr > 0 {
 		// A return address points after the call; the call is what ran.
 		addr--

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/python"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
@@ -24,6 +25,7 @@ func resolve(res *Result, cycles []Cycle, ld *unwind.Loader) {
 		return procfs.ReadMaps(pid)
 	}
 	live := symbolize.NewLiveWith(symbolize.Default(), readMaps)
+	py := python.NewReader()
 	vars := map[uint32]*variables{}
 	var buf [unwind.MaxFrames]uint64
 	for _, c := range cycles {
@@ -38,6 +40,14 @@ func resolve(res *Result, cycles []Cycle, ld *unwind.Loader) {
 				}
 				frames := make([]Frame, len(st.PCs))
 				for i, pc := range st.PCs {
+					if _, ok := python.Pid(pc); ok {
+						frames = frames[:i] // the process id that ends a stack with Python frames
+						break
+					}
+					if python.IsFrame(pc) {
+						frames[i] = pyFrame(py, e.Pid, pc)
+						continue
+					}
 					at := pc
 					if i > 0 {
 						at-- // a return address: name the call, not what follows it
@@ -143,4 +153,17 @@ func (v *variables) name(addr uint64) string {
 		}
 	}
 	return ""
+}
+
+// pyFrame names a walked CPython frame from the process's memory.
+func pyFrame(r *python.Reader, pid uint32, pc uint64) Frame {
+	fr, err := r.Frame(int(pid), pc)
+	if err != nil {
+		return Frame{Sym: "[python]", DSO: "[python]", Addr: pc}
+	}
+	sym := fr.Func
+	if fr.File != "" {
+		sym = fmt.Sprintf("%s (%s:%d)", fr.Func, fr.File, fr.Line)
+	}
+	return Frame{Sym: sym, DSO: "[python]", Addr: pc}
 }

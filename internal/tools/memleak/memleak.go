@@ -33,10 +33,11 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Pid     int      // the process traced (user mode needs it or Command)
-	Command []string // run this and trace it; the final report is what it never freed
-	NoLines bool     // the output shows no source lines (no data file): none are read
-	Kernel  bool     // the kernel's allocations (kmem tracepoints), not an allocator's
+	Pid      int      // the process traced (user mode needs it or Command)
+	NoInterp bool     // no interpreter frames (CPython) in user stacks
+	Command  []string // run this and trace it; the final report is what it never freed
+	NoLines  bool     // the output shows no source lines (no data file): none are read
+	Kernel   bool     // the kernel's allocations (kmem tracepoints), not an allocator's
 	// Lib is the allocator's library or binary ("": libc, or with Prefix
 	// the traced program itself); Prefix goes before every function name
 	// ("je_", "tc_").
@@ -135,6 +136,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return unwind.Maps{Rules: maps.UnwindRules, Rows: maps.UnwindRows, Procs: maps.UnwindProcs,
 				Stacks: maps.UnwindStacks, Counters: maps.UnwindCounters, Notices: maps.UnwindNotices}
 		})
+		ld.NoInterp = o.NoInterp
 	}
 	s, err := bpfskel.Open(t)
 	if err != nil {
@@ -291,6 +293,9 @@ func (c *collector) collect(final bool) (*Result, error) {
 	}
 	b := builder.New()
 	b.Symbolizer = symbolize.DefaultWith(!c.o.NoLines)
+	if c.ld != nil {
+		b.Python = c.ld.PythonNames()
+	}
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
 	seen := map[uint32]bool{}

@@ -27,6 +27,7 @@ import (
 type Options struct {
 	Pid       int
 	Cgroup    *cgroup.Target // only blocks of its tasks (nil: every task)
+	NoInterp  bool           // no interpreter frames (CPython) in user stacks
 	PerThread bool
 	User      bool
 	Kernel    bool
@@ -122,6 +123,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		only = 0
 	}
 	ld := unwind.Wire(&t, o.Pid, nil)
+	ld.NoInterp = o.NoInterp
 	ld.Only = only
 	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
 	s, err := bpfskel.Open(t)
@@ -189,6 +191,7 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	res := &Result{Attach: attach, Errors: errs, Stacks: unwind.Completeness{Unit: "ns"}, WakerStacks: unwind.Completeness{Unit: "ns"}}
 	b := builder.New()
 	b.Symbolizer = sym
+	b.Python = ld.PythonNames() // read while the processes ran
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
 	seen := map[uint32]bool{}
@@ -249,6 +252,9 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
 	res.Stacks.Tables = ld.Sources()
+	if pw := ld.PythonWarning(); pw != "" {
+		warn = append(warn, pw)
+	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	trimBPFFrames(res.Profile)
 	return res, nil

@@ -27,7 +27,8 @@ import (
 // Options configure one profile run.
 type Options struct {
 	Freq      uint64
-	Pid       int // 0: system-wide
+	Pid       int  // 0: system-wide
+	NoInterp  bool // no interpreter frames (CPython) in user stacks
 	PerThread bool
 	User      bool
 	Kernel    bool
@@ -92,6 +93,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, o.Command, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
+		unwind.PythonOff: o.NoInterp,
 	})
 	if err != nil {
 		return nil, err
@@ -224,6 +226,9 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Duration, start time.Time, keeper *procfs.MapsKeeper) (*Result, error) {
 	b := builder.New()
 	b.ReadMapsWith(keeper.Read)
+	if ld != nil {
+		b.Python = ld.PythonNames() // read while the processes ran
+	}
 	b.Symbolizer = o.Symbolizer
 	res := &Result{Attach: string(bpfskel.PerfEvent)}
 	period := uint64(time.Second) / o.Freq
@@ -282,6 +287,9 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	var warn []string
 	if res.Errors.KernelStack > 0 {
 		warn = append(warn, fmt.Sprintf("kernel stacks not stored: %d (stack map full)", res.Errors.KernelStack))
+	}
+	if pw := ld.PythonWarning(); pw != "" {
+		warn = append(warn, pw)
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	return res, nil

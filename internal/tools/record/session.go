@@ -61,6 +61,8 @@ type Options struct {
 	// Progress, when set, is called about once a second.
 	Progress func(samples int, lost uint64, elapsed time.Duration)
 	Version  string
+	// NoInterp leaves interpreter frames (CPython) out of user stacks.
+	NoInterp bool
 }
 
 // Result is a finished recording.
@@ -238,13 +240,14 @@ func (s *session) startWalker() {
 	if len(o.Pids) == 1 && len(o.Command) == 0 {
 		pid = o.Pids[0]
 	}
-	w, err := openWalker(pid, o.Events, !o.All)
+	w, err := openWalker(pid, o.Events, !o.All, o.NoInterp)
 	if err != nil {
 		// perf's fp mode needs no BPF: record still runs, and says so.
 		s.res.CallGraphNote = "the BPF unwinder could not start: " + err.Error()
 		return
 	}
 	s.res.CallGraph, s.w = CallGraphAuto, w
+	s.b.Python = w.ld.PythonNames() // named as the stacks arrive
 }
 
 // buildMeta describes the recording and each of its events.

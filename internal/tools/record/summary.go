@@ -33,6 +33,10 @@ func Summarize(w io.Writer, res *Result, path, size string) {
 				ws.Unpaired+ws.Unreadable, ws.OutputErrors, ws.OutputRingFull, ws.OutputNoEvent, ws.OutputOther, ws.Unreadable, ws.UnpairedNoRecord, ws.UnpairedOtherThread)
 		}
 	}
+	if res.Walk != nil && res.Walk.Loader.Python.Refused > 0 {
+		py := res.Walk.Loader.Python
+		fmt.Fprintf(w, "sonde: warning: Python frames not walked in %d process(es): %s\n", py.Refused, py.LastError)
+	}
 	for _, warn := range p.Meta.Warnings {
 		if res.CallGraphNote != "" && strings.HasPrefix(warn, "call graph:") {
 			continue // just said

@@ -70,7 +70,7 @@ type walked struct {
 // filter, record's events follow some processes only (follow names
 // them): tracepoint and probe programs, which run at every hit
 // system-wide, walk only those and their children.
-func openWalker(pid int, evs []events.Spec, filter bool) (*walker, error) {
+func openWalker(pid int, evs []events.Spec, filter, noInterp bool) (*walker, error) {
 	if !unwind.Supported() {
 		return nil, fmt.Errorf("the BPF unwinder does not run on this architecture")
 	}
@@ -100,6 +100,7 @@ func openWalker(pid int, evs []events.Spec, filter bool) (*walker, error) {
 		return unwind.Maps{Rules: m.UnwindRules, Rows: m.UnwindRows, Procs: m.UnwindProcs,
 			Stacks: m.UnwindStacks, Counters: m.UnwindCounters, Notices: m.UnwindNotices}
 	})
+	w.ld.NoInterp = noInterp
 	s, err := bpfskel.Open(t)
 	if err != nil {
 		w.ld.Stop()

@@ -1,0 +1,334 @@
+package main
+
+// CPython frames in the BPF walk (bpf/include/sonde_python.h): the
+// Python functions of a script are named in the same stacks as the
+// interpreter's native frames.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// pythons are the interpreters the Python tests run: Debian's 3.11 and
+// pyenv's 3.10–3.13, those present.
+func pythons(t *testing.T) map[string]string {
+	t.Helper()
+	root := filepath.Join(os.Getenv("HOME"), ".pyenv")
+	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
+		root = strings.TrimSpace(string(out))
+	}
+	m := map[string]string{}
+	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
+		m["debian-3.11"] = "/usr/bin/python3.11"
+	}
+	for minor := 10; minor <= 13; minor++ {
+		bins, _ := filepath.Glob(filepath.Join(root, "versions", fmt.Sprintf("3.%d.*", minor), "bin", fmt.Sprintf("python3.%d", minor)))
+		for _, b := range bins {
+			if !strings.Contains(b, "t/bin") { // not a free-threaded build
+				m[fmt.Sprintf("pyenv-3.%d", minor)] = b
+				break
+			}
+		}
+	}
+	if len(m) == 0 {
+		t.Skip("no CPython 3.10–3.13 here")
+	}
+	return m
+}
+
+// pyShares are the samples whose stack holds each of fns (inclusive),
+// how many of those also hold native frames of the interpreter (its
+// eval loop and its main), and the samples holding any of fns.
+func pyShares(st map[string]uint64, fns ...string) (in map[string]uint64, native, any uint64) {
+	in = map[string]uint64{}
+	for s, n := range st {
+		frames := strings.Split(s, ";")
+		hit := false
+		for _, fn := range fns {
+			if contains(frames, fn) {
+				in[fn] += n
+				hit = true
+			}
+		}
+		if !hit {
+			continue
+		}
+		any += n
+		if contains(frames, "_PyEval_EvalFrameDefault") && (contains(frames, "main") || contains(frames, "Py_BytesMain")) {
+			native += n
+		}
+	}
+	return in, native, any
+}
+
+// TestRecordNamesPythonFunctions: record -g of testdata/pywork.py, whose
+// alpha_py, beta_py and gamma_py do 50/30/20 of the work, under each
+// CPython here: the three functions' inclusive shares within 3 points,
+// in stacks that also hold the interpreter's native frames (its eval
+// loop, main), and report --sort srcline --no-children puts a line of
+// step() (where the work is) first among the script's lines.
+func TestRecordNamesPythonFunctions(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "py.data")
+			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "3")
+			f := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded")
+			st := folded(t, f.Stdout)
+			in, native, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
+			var total uint64
+			for _, n := range st {
+				total += n
+			}
+			t.Logf("%s: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%), %d of those with the eval loop and main",
+				name, total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any), native)
+			if any < total/2 {
+				t.Fatalf("only %d of %d samples name alpha_py, beta_py or gamma_py\n%s", any, total, r.Stderr)
+			}
+			for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
+				if got := pct(in[fn], any); got < want-3 || got > want+3 {
+					t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
+				}
+			}
+			if pct(native, any) < 95 {
+				t.Errorf("%d of %d samples in the Python functions hold the eval loop and main, want ≥ 95%%", native, any)
+			}
+			rep := testutil.MustRun(t, dir, "report", "-i", data, "--sort", "srcline", "--no-children", "-g", "none")
+			top := regexp.MustCompile(`pywork\.py:(\d+)`).FindStringSubmatch(rep.Stdout)
+			if top == nil {
+				t.Fatalf("report --sort srcline names no line of pywork.py:\n%s", rep.Stdout)
+			}
+			if l, _ := strconv.Atoi(top[1]); l < 10 || l > 13 {
+				t.Errorf("the first pywork.py line in report --sort srcline --no-children is %s, want one of step's (10–13)", top[0])
+			}
+			t.Logf("%s: first Python line by srcline: %s", name, top[0])
+		})
+	}
+}
+
+// evalLoop is the interpreter's eval loop, the native frame Python frames sit on.
+var evalLoop = regexp.MustCompile(`^_PyEval_EvalFrameDefault$`)
+
+// TestOffcpuNamesPythonFunction: offcpu -p of testdata/pysleep.py, which
+// sleeps in time.sleep inside sleepy_py: the blocked time's stacks name
+// sleepy_py under main, on each CPython here.
+func TestOffcpuNamesPythonFunction(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pysleep.py")
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(py, script, "30")
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("pysleep.py: %q %v", line, err)
+			}
+			o := offcpuRun(t, dir, "offcpu", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+			var in, total float64
+			for _, s := range o.Stacks {
+				total += s.BlockedNS
+				for i, f := range s.Frames {
+					if f.Sym == "sleepy_py" && hasFrame(s.Frames[i+1:], evalLoop, false) {
+						in += s.BlockedNS
+						break
+					}
+				}
+			}
+			t.Logf("%s: %.0f of %.0f ns blocked in sleepy_py above the eval loop (%.1f%%)", name, in, total, 100*in/max(total, 1))
+			if total == 0 || in/total < 0.9 {
+				t.Errorf("sleepy_py above the eval loop holds %.1f%% of the blocked time, want ≥ 90%%", 100*in/max(total, 1))
+			}
+		})
+	}
+}
+
+// TestProfileNamesPythonAfterExit: profile of a Python command reports
+// after the command has exited, when its memory is gone: the Python
+// functions are still named (read while it ran, as its stacks were
+// drained), with the 50/30/20 split.
+func TestProfileNamesPythonAfterExit(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
+	r := testutil.MustRun(t, t.TempDir(), "profile", "-F", "999", "--folded", "--", py, script, "2")
+	st := folded(t, r.Stdout)
+	in, _, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
+	var total uint64
+	for _, n := range st {
+		total += n
+	}
+	t.Logf("profile -- python3.11: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%)",
+		total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any))
+	if any < total*9/10 {
+		t.Fatalf("only %d of %d samples name alpha_py, beta_py or gamma_py after the process exited\n%s", any, total, r.Stderr)
+	}
+	for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
+		if got := pct(in[fn], any); got < want-3 || got > want+3 {
+			t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
+		}
+	}
+}
+
+// startPython runs a testdata script under py and waits for its "ready".
+func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("%s: %q %v", script, line, err)
+	}
+	return cmd
+}
+
+// TestMemleakNamesPythonFunction: memleak -p of testdata/pyleak.py, which
+// keeps the 64 KB buffers leak_py allocates: the outstanding bytes'
+// stacks name leak_py (Debian's 3.11 and pyenv's 3.13).
+func TestMemleakNamesPythonFunction(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	for name, py := range pythons(t) {
+		if name != "debian-3.11" && name != "pyenv-3.13" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			cmd := startPython(t, py, "pyleak.py", "30")
+			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+			var o struct {
+				Stacks []struct {
+					Bytes  uint64 `json:"bytes"`
+					Frames []struct {
+						Sym string `json:"sym"`
+					} `json:"frames"`
+				} `json:"stacks"`
+			}
+			r.JSON(t, &o)
+			var in, total uint64
+			for _, s := range o.Stacks {
+				total += s.Bytes
+				for _, f := range s.Frames {
+					if f.Sym == "leak_py" {
+						in += s.Bytes
+						break
+					}
+				}
+			}
+			t.Logf("%s: %d of %d outstanding bytes allocated under leak_py", name, in, total)
+			if in < 64<<10*20 {
+				t.Errorf("%d bytes under leak_py, want at least 20 of its 64 KB buffers (2 s at one per 30 ms)", in)
+			}
+		})
+	}
+}
+
+// TestRecordAllPythonProcesses: record -a -g names the Python functions
+// of a CPython started before it and of one started during it (its
+// command).
+func TestRecordAllPythonProcesses(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	before := startPython(t, py, "pywork.py", "60")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "all.data")
+	testutil.MustRun(t, dir, "record", "-a", "-g", "-F", "499", "-o", data, "--", py, filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py"), "2")
+	r := testutil.MustRun(t, dir, "report", "-i", data, "--sort", "pid,sym", "--no-children", "-g", "none")
+	// Lines read "  21.63%  PID:comm  [.] sym".
+	line := regexp.MustCompile(`\s(\d+):\S+\s+\[\.\]\s+step$`)
+	pids := map[int]string{}
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if m := line.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			p, _ := strconv.Atoi(m[1])
+			pids[p] = strings.TrimSpace(l)
+		}
+	}
+	if _, ok := pids[before.Process.Pid]; !ok {
+		t.Errorf("the Python process started before the recording (%d) has no samples in step; step's lines: %v", before.Process.Pid, pids)
+	}
+	if len(pids) < 2 {
+		t.Errorf("the Python process started during the recording has no samples in step; step's lines: %v", pids)
+	}
+	t.Logf("step by process: %v (started before: %d)", pids, before.Process.Pid)
+}
+
+// TestRecordPythonThreads: testdata/pythreads.py runs work() in two
+// threads, under thread_a_py and main_b_py: each thread's samples get
+// its own thread state's frames (no stack holds both functions, each
+// holds at least a quarter of the samples in work), on each CPython here
+// (3.10 finds threads by pthread_self, later versions by native id).
+func TestRecordPythonThreads(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pythreads.py")
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "threads.data")
+			testutil.MustRun(t, dir, "record", "-q", "-o", data, "-g", "-F", "499", "--", py, script, "2")
+			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
+			var a, b, both, work uint64
+			for s, n := range st {
+				frames := strings.Split(s, ";")
+				if !contains(frames, "work") {
+					continue
+				}
+				work += n
+				inA, inB := contains(frames, "thread_a_py"), contains(frames, "main_b_py")
+				switch {
+				case inA && inB:
+					both += n
+				case inA:
+					a += n
+				case inB:
+					b += n
+				}
+			}
+			t.Logf("%s: %d samples in work: %d under thread_a_py, %d under main_b_py, %d under both", name, work, a, b, both)
+			if both > 0 || a < work/4 || b < work/4 {
+				t.Errorf("want each thread's function over a quarter of work's %d samples and none under both: %d, %d, %d", work, a, b, both)
+			}
+		})
+	}
+}
+
+// TestNoInterpLeavesPythonOut: --no-interp gives the interpreter's C
+// frames only, in record and profile.
+func TestNoInterpLeavesPythonOut(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "noint.data")
+	testutil.MustRun(t, dir, "record", "-q", "-o", data, "-g", "-F", "499", "--no-interp", "--", py, script, "1")
+	rec := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+	prof := testutil.MustRun(t, dir, "profile", "-F", "499", "--no-interp", "--folded", "--", py, script, "1").Stdout
+	for tool, out := range map[string]string{"record": rec, "profile": prof} {
+		if strings.Contains(out, "alpha_py") || !strings.Contains(out, "_PyEval_EvalFrameDefault") {
+			t.Errorf("%s --no-interp: want the eval loop and no Python function:\n%.2000s", tool, out)
+		}
+	}
+}
