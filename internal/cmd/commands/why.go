@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/remote"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/tools/why"
 )
@@ -22,6 +23,7 @@ func newWhyCmd() *cobra.Command {
 	f.IntVar(&o.Depth, "depth", 4, "follow wakers this many hops from the target's threads")
 	cli.Between(f, "depth", 1, 8)
 	f.BoolVarP(&kernelOnly, "kernel", "K", false, "kernel stacks only (no user stacks walked)")
+	remote.MarkValues(f, "depth")
 	cmd.RunE = l.RunE("finding where the time goes", func(ctx context.Context, tgt string, _ []string) error {
 		o.Pid, o.Command, o.Duration = l.Pid, l.Argv, l.Duration
 		o.User = !kernelOnly

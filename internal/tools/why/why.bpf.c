@@ -97,13 +97,13 @@ static __always_inline bool is_target(__u32 pid, __u32 tid)
 	return tid && (!target_pid || pid == target_pid);
 }
 
-/* Start following tid from begin in state; NULL when the table is full. */
-static __always_inline struct why_thread *follow(__u32 tid, __u32 pid, __u64 begin, __u32 state, __u32 depth, struct task_struct *t, const bool btf)
+/* Start following tid from begin in state (counted when the table is full). */
+static __always_inline void follow(__u32 tid, __u32 pid, __u64 begin, __u32 state, __u32 depth, struct task_struct *t, const bool btf)
 {
 	__u32 zero = 0;
 	struct why_thread *n = bpf_map_lookup_elem(&scratch, &zero);
 	if (!n)
-		return 0;
+		return;
 	__builtin_memset(n, 0, sizeof(*n));
 	n->begin = begin;
 	n->ts = begin;
@@ -124,7 +124,6 @@ static __always_inline struct why_thread *follow(__u32 tid, __u32 pid, __u64 beg
 	}
 	if (bpf_map_update_elem(&threads, &tid, n, BPF_NOEXIST) && !bpf_map_lookup_elem(&threads, &tid))
 		counter_inc(&errors, WHY_ERR_THREADS);
-	return bpf_map_lookup_elem(&threads, &tid);
 }
 
 /* The thread's entry; a target thread met for the first time gets one
@@ -134,7 +133,10 @@ static __always_inline struct why_thread *thread_of(__u32 tid, __u32 pid, struct
 	struct why_thread *th = bpf_map_lookup_elem(&threads, &tid);
 	if (th || !is_target(pid, tid))
 		return th;
-	return follow(tid, pid, ctl_get(WHY_CTL_START), WHY_UNSEEN, 0, t, btf);
+	follow(tid, pid, ctl_get(WHY_CTL_START), WHY_UNSEEN, 0, t, btf);
+	/* Looked up again, so every way here leaves the same state for the
+	 * verifier (the stack walk after it is verified once, not per way). */
+	return bpf_map_lookup_elem(&threads, &tid);
 }
 
 static __always_inline void add_wait(struct why_key *k, __u64 d, __u64 ran, __u64 last_ns)
@@ -241,14 +243,26 @@ static __always_inline void switch_in(__u64 now, struct task_struct *next, const
 	th->ts = now;
 }
 
-/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
-TP_BTF_OR_RAW(sched_switch, sched_switch)
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...):
+ * two programs, one per task. In one program the verifier walks the
+ * arriving task's branches once per way out of the leaving task's stack
+ * walk, and gave up at a million instructions. prev and next are two
+ * tasks, so the order the programs run in does not matter. */
+TP_BTF_OR_RAW(sched_switch, sched_switch_out)
 {
 	__u64 now = bpf_ktime_get_ns();
 	if (!in_window(now))
 		return 0;
 	/* ctx is prev's context: the stack walks see prev's stacks. */
 	switch_out(ctx, now, ctx[0], (struct task_struct *)ctx[1], btf);
+	return 0;
+}
+
+TP_BTF_OR_RAW(sched_switch, sched_switch_in)
+{
+	__u64 now = bpf_ktime_get_ns();
+	if (!in_window(now))
+		return 0;
 	switch_in(now, (struct task_struct *)ctx[2], btf);
 	return 0;
 }

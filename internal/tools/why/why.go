@@ -75,7 +75,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			bpfskel.BTFTracepoint("sys_exit", whyProgTpBtfSysExit, whyProgRawSysExit),
 			bpfskel.BTFTracepoint("sched_wakeup_new", whyProgTpBtfSchedWakeupNew, whyProgRawSchedWakeupNew),
 			bpfskel.BTFTracepoint("sched_waking", whyProgTpBtfSchedWaking, whyProgRawSchedWaking),
-			bpfskel.BTFTracepoint("sched_switch", whyProgTpBtfSchedSwitch, whyProgRawSchedSwitch),
+			bpfskel.BTFTracepoint("sched_switch", whyProgTpBtfSchedSwitchIn, whyProgRawSchedSwitchIn),
+			bpfskel.BTFTracepoint("sched_switch", whyProgTpBtfSchedSwitchOut, whyProgRawSchedSwitchOut),
 		},
 	}
 	// Wakers are often other processes: their tables load on demand.
@@ -218,6 +219,6 @@ func parseState(s string) byte {
 // not the #defines and enums).
 const (
 	whyUnseen, whyOn, whyRunq, whyBlocked, whyDead = 0, 1, 2, 3, 4
-	whyNoSyscall, whyBefore                       = -1, -2
-	whyCtlStart, whyCtlStop                       = 0, 1
+	whyNoSyscall, whyBefore                        = -1, -2
+	whyCtlStart, whyCtlStop                        = 0, 1
 )
