@@ -63,6 +63,7 @@ type Report struct {
 	Budget   Budget    `json:"budget"`
 	Threads  []Thread  `json:"threads"`  // the target's, by wall time lost to blocks
 	Findings []Finding `json:"findings"` // by share, largest first
+	Cgroup   *Cgroup   `json:"cgroup,omitempty"`
 	Errors   Errors    `json:"bpf_errors"`
 	Attach   string    `json:"attach"`
 	Warnings []string  `json:"warnings,omitempty"`
@@ -108,6 +109,8 @@ func Analyze(d *Data, top int) *Report {
 		}
 		g.add(w)
 	}
+	r.Cgroup = d.Cgroup
+	apportionThrottling(d.Cgroup, targets)
 	for _, t := range targets {
 		r.Threads = append(r.Threads, *t)
 		b := &r.Budget
@@ -132,6 +135,33 @@ func Analyze(d *Data, top int) *Report {
 	r.Findings = append(r.Findings, queueFindings(r, wall)...)
 	sort.SliceStable(r.Findings, func(i, j int) bool { return r.Findings[i].Share > r.Findings[j].Share })
 	return r
+}
+
+// apportionThrottling: when the kernel gave the program no way to see a
+// throttled runqueue (no CONFIG_CFS_BANDWIDTH fields, or a kernel that
+// throttles tasks as they return to user space) but cpu.stat counted
+// throttled time, the runnable time of the cgroup's threads is split in
+// the same proportion: throttled_time over their summed runnable time.
+func apportionThrottling(cg *Cgroup, targets map[int]*Thread) {
+	if cg == nil || cg.ThrottledNS == 0 {
+		return
+	}
+	var runq uint64
+	for _, t := range targets {
+		if t.ThrottledNS > 0 {
+			return // the program saw it
+		}
+		runq += t.RunnableNS
+	}
+	if runq == 0 {
+		return
+	}
+	frac := min(1, float64(cg.ThrottledNS)/float64(runq))
+	for _, t := range targets {
+		th := uint64(frac * float64(t.RunnableNS))
+		t.ThrottledNS += th
+		t.RunnableNS -= th
+	}
 }
 
 func (w *Wait) groupKey(reason string) string {
@@ -263,5 +293,8 @@ var Vocabulary = map[string]string{
 	"wait_frames":          "a waker's stack in its own last block before the wake",
 	"wait_ns":              "the mean length of that block",
 	"interrupt":            "the wake came from an interrupt: timer, device, network, irq",
+	"cgroup":               "the target's CPU cgroup: path, and its throttling while traced from cpu.stat",
+	"nr_periods":           "CFS bandwidth periods that elapsed (cpu.stat)",
+	"nr_throttled":         "periods in which the cgroup was throttled (cpu.stat)",
 	"lost_threads":         "threads not followed because the thread table was full",
 }

@@ -75,6 +75,7 @@ type Data struct {
 	Threads         []Thread
 	Waits           []Wait
 	CPU             []CPU
+	Cgroup          *Cgroup // the target's CPU cgroup, when it has one
 }
 
 const whySlots = 32

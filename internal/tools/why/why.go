@@ -94,6 +94,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Pid = s.Pid()
 	}
 	before := snapshot(o.Pid)
+	cg := ""
+	if o.Pid != 0 {
+		cg = cgroupDir(o.Pid)
+	}
+	cs0, cgOK := readCPUStat(cg)
 	start := now()
 	if err := maps.Ctl.Update(uint32(whyCtlStart), start, 0); err != nil {
 		return nil, fmt.Errorf("opening the window: %w", err)
@@ -132,6 +137,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err := maps.Errors.Read(&r.Errors); err != nil {
 		return nil, fmt.Errorf("reading the error counters: %w", err)
+	}
+	if cs1, ok := readCPUStat(cg); ok && cgOK {
+		r.Cgroup = &Cgroup{Path: cg, NrPeriods: cs1.periods - cs0.periods, NrThrottled: cs1.throttled - cs0.throttled, ThrottledNS: cs1.throttledNS - cs0.throttledNS}
 	}
 	rd := &reader{maps: &maps, ld: ld, pid: o.Pid, start: start, stop: stop, before: before, user: o.User}
 	if err := rd.read(&r.Data); err != nil {
