@@ -230,3 +230,84 @@ func TestCPUBound(t *testing.T) {
 		}
 	}
 }
+
+// cpuCgroup makes a CPU cgroup capped at pct% of one CPU (v2 cpu.max, or
+// v1 cpu.cfs_quota_us) and returns a function that moves a process in.
+func cpuCgroup(t *testing.T, pct int) func(pid int) {
+	t.Helper()
+	name := fmt.Sprintf("sonde-why-%d", os.Getpid())
+	var dir string
+	var limit map[string]string
+	if b, err := os.ReadFile("/sys/fs/cgroup/cgroup.subtree_control"); err == nil && strings.Contains(string(b), "cpu") {
+		dir = "/sys/fs/cgroup/" + name
+		limit = map[string]string{"cpu.max": fmt.Sprintf("%d 100000", pct*1000)}
+	} else if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err == nil {
+		dir = "/sys/fs/cgroup/cpu/" + name
+		limit = map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": strconv.Itoa(pct * 1000)}
+	} else {
+		t.Skip("no CPU controller: neither cgroup v2 with cpu in subtree_control nor v1's cpu hierarchy")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// After the test's processes are killed (cleanups run last first).
+		for range 100 {
+			if os.Remove(dir) == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Errorf("cgroup %s left behind", dir)
+	})
+	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.max"} {
+		if v, ok := limit[f]; ok {
+			if err := os.WriteFile(dir+"/"+f, []byte(v), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return func(pid int) {
+		if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A CPU hog capped at 20% by its cgroup: a throttled finding with at
+// least 60% of its time.
+func TestThrottled(t *testing.T) {
+	_, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
+	join := cpuCgroup(t, 20)
+	hog(t)
+	cmd := testutil.Start(t, bin, "hog")
+	join(cmd.Process.Pid)
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	t.Logf("cgroup %+v", m.rep.Cgroup)
+	for _, f := range m.rep.Findings {
+		if f.Kind == "throttled" {
+			t.Logf("throttled share %.3f", f.Share)
+			if f.Share < 0.6 {
+				t.Errorf("throttled share %.3f, want at least 0.6", f.Share)
+			}
+			return
+		}
+	}
+	t.Errorf("no throttled finding")
+}
+
+// A disk-bound reader (O_DIRECT): the disk finding comes first, under
+// read_block, and a device is its root.
+func TestDiskReader(t *testing.T) {
+	dir, bin := testutil.Workload(t, "diskread", []string{"diskread.c"})
+	hog(t)
+	cmd := startReady(t, bin, dir+"/diskread.dat")
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	f := m.rep.Findings[0]
+	t.Logf("finding 1 stack: %s; latency %+v", frameNames(f.Frames), f.Latency)
+	if f.Kind != ReasonDisk || f.Function != "read_block" || f.Root != "device" {
+		t.Errorf("finding 1 is %s under %s (root %s), want disk under read_block (root device)", f.Kind, f.Function, f.Root)
+	}
+}
