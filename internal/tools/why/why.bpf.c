@@ -305,6 +305,10 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p, const boo
 			ran = now - w->last_end;
 			last_ns = w->last_ns;
 		}
+	} else if (is_target(id >> 32, wtid)) {
+		/* A target thread met first as a waker: its time since the
+		 * start is settled by its next event, like any other's. */
+		follow(wtid, id >> 32, ctl_get(WHY_CTL_START), WHY_UNSEEN, 0, 0, btf);
 	} else if (wtid && th->depth < max_depth) {
 		/* Follow the waker from now on: it is on this CPU. */
 		follow(wtid, id >> 32, now, WHY_ON, th->depth + 1, 0, btf);
