@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -109,14 +110,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The window closes when the duration ends, before the programs are
 	// detached (a detach takes milliseconds, and events are lost meanwhile).
 	var stop uint64
+	var once sync.Once
 	closeWindow := func() {
-		if stop == 0 {
+		once.Do(func() {
 			stop = now()
 			maps.Ctl.Update(uint32(whyCtlStop), stop, 0)
 			if o.OnStop != nil {
 				o.OnStop(stop)
 			}
-		}
+		})
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -128,9 +130,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if stop == 0 {
-		closeWindow()
-	}
+	closeWindow() // a signal or the command's exit ended the run (no-op after the duration)
 	r := &Result{Attach: s.Mode()}
 	if len(o.Command) > 0 && run.Reason == runctl.Done {
 		r.Exited, r.ExitCode = true, run.ExitCode
