@@ -61,7 +61,10 @@ func waitText(f *Finding, g *group) string {
 	if f.Function != "" && f.Function != in {
 		s += " under " + f.Function
 	}
-	s += fmt.Sprintf(", %d waits, median %s", f.Count, median(f.Latency))
+	s += fmt.Sprintf(", %d waits", f.Count)
+	if len(f.Latency) > 0 {
+		s += ", median " + median(f.Latency)
+	}
 	for i, l := range f.Chain {
 		if i == 0 {
 			s += "; woken by "
@@ -95,7 +98,7 @@ func linkWords(l Link) string {
 	default:
 		in := leafUser(l.WaitFrames)
 		if in == "" {
-			in = l.Syscall
+			in = Anchor(l.WaitFrames, l.Syscall)
 		}
 		s += fmt.Sprintf(", which had waited %s in %s (%s)", time.Duration(l.WaitNS).Round(10*time.Microsecond), in, reasonWords[l.Reason])
 		if a := Anchor(l.WaitFrames, l.Syscall); a != in {

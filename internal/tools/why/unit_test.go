@@ -1,6 +1,7 @@
 package why
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -158,4 +159,45 @@ func TestCgroupFiles(t *testing.T) {
 	if m := cgroupMount(strings.NewReader(mi), true); m != "/sys/fs/cgroup/unified" {
 		t.Errorf("v2 mount %q", m)
 	}
+}
+
+// The JSON has what scripts read: findings by share, each with kind,
+// share, frames and a chain whose links have comm, tid and frames.
+func TestJSONShape(t *testing.T) {
+	d := &Data{Threads: []Thread{{WallNS: 100, OnCPUNS: 10, BlockedNS: 90}}}
+	d.Threads[0].TID, d.Threads[0].Comm = 7, "w"
+	d.Waits = []Wait{{Tid: 7, Comm: "w", NS: 90, Count: 3, Syscall: "futex", Frames: kframes("futex_wait"),
+		WakerTid: 8, WakerComm: "holder", WakerFrames: ufr("/x", "release_lock"), WakerLastKnown: true, WakerLast: kframes("do_nanosleep"),
+		WakerLastNS: 50, stack: "a", wakerLast: "b"}}
+	d.CPU = []CPU{{Tid: 7, NS: 10, Frames: ufr("/x", "spin")}}
+	r := Analyze(d, 5)
+	var doc struct {
+		Findings []struct {
+			Kind   string  `json:"kind"`
+			Share  float64 `json:"share"`
+			Frames []Frame `json:"frames"`
+			Chain  []struct {
+				Comm   string  `json:"comm"`
+				TID    int     `json:"tid"`
+				Frames []Frame `json:"frames"`
+			} `json:"chain"`
+		} `json:"findings"`
+	}
+	var b strings.Builder
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Findings) != 2 || doc.Findings[0].Kind != ReasonLock || doc.Findings[0].Share != 0.9 || doc.Findings[1].Kind != "cpu" {
+		t.Fatalf("findings: %+v", doc.Findings)
+	}
+	c := doc.Findings[0].Chain
+	if len(c) != 1 || c[0].Comm != "holder" || c[0].TID != 8 || len(c[0].Frames) != 1 || len(doc.Findings[0].Frames) != 1 {
+		t.Errorf("chain: %+v", c)
+	}
+	var text strings.Builder
+	r.WriteText(&text)
+	t.Log("\n" + text.String())
 }
