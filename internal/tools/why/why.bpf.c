@@ -13,7 +13,6 @@
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "sonde_bits.h"
 #include "sonde_maps.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
@@ -139,6 +138,30 @@ static __always_inline struct why_thread *thread_of(__u32 tid, __u32 pid, struct
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
+/* floor(log2(v)) without a branch: (x + 2^k - 1) >> k is 1 for any
+ * 0 < x < 2^k and 0 for x = 0. log2_u64's six branches, after the stack
+ * walk's many ways out, made the verifier walk this 64 times per way. */
+static __always_inline __u32 log2_flat(__u64 v)
+{
+	__u64 r, s;
+	r = (((v >> 32) + 0xffffffffULL) >> 32) << 5;
+	v >>= r;
+	s = (((v >> 16) + 0xffffULL) >> 16) << 4;
+	v >>= s;
+	r |= s;
+	s = (((v >> 8) + 0xffULL) >> 8) << 3;
+	v >>= s;
+	r |= s;
+	s = (((v >> 4) + 0xfULL) >> 4) << 2;
+	v >>= s;
+	r |= s;
+	s = (((v >> 2) + 0x3ULL) >> 2) << 1;
+	v >>= s;
+	r |= s;
+	r |= ((v >> 1) + 0x1ULL) >> 1;
+	return (__u32)r;
+}
+
 static __always_inline void add_wait(struct why_key *k, __u64 d, __u64 ran, __u64 last_ns)
 {
 	struct why_wait *w = lookup_or_init(&waits, k, &zero_wait);
@@ -150,7 +173,7 @@ static __always_inline void add_wait(struct why_key *k, __u64 d, __u64 ran, __u6
 	__sync_fetch_and_add(&w->count, 1);
 	__sync_fetch_and_add(&w->waker_ran_ns, ran);
 	__sync_fetch_and_add(&w->waker_last_ns, last_ns);
-	__u32 slot = log2_u64(d / 1000);
+	__u32 slot = log2_flat(d / 1000);
 	if (slot >= WHY_SLOTS)
 		slot = WHY_SLOTS - 1;
 	__sync_fetch_and_add(&w->slots[slot], 1);
