@@ -201,3 +201,19 @@ func TestJSONShape(t *testing.T) {
 	r.WriteText(&text)
 	t.Log("\n" + text.String())
 }
+
+// The folded wall-clock stacks hold every target thread's time once.
+func TestFolded(t *testing.T) {
+	d := &Data{Threads: []Thread{{WallNS: 100, OnCPUNS: 30, RunnableNS: 10, BlockedNS: 60}}}
+	d.Threads[0].TID, d.Threads[0].Comm = 7, "w"
+	d.Waits = []Wait{{Tid: 7, NS: 60, Syscall: "futex", Frames: append(kframes("futex_wait"), ufr("/x", "take", "main")...)}}
+	d.CPU = []CPU{{Tid: 7, NS: 25, Frames: ufr("/x", "spin", "main")}}
+	var b strings.Builder
+	if err := WriteFolded(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	want := "w;blocked: lock;main;take;futex_wait_[k] 60\nw;on-CPU 5\nw;on-CPU;main;spin 25\nw;runnable 10\n"
+	if b.String() != want {
+		t.Errorf("folded:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
