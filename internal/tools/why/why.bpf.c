@@ -290,15 +290,33 @@ TP_BTF_OR_RAW(sched_switch, sched_switch_in)
 	return 0;
 }
 
-static __always_inline int on_waking(void *ctx, struct task_struct *p, const bool btf)
+/* A wake being accounted: everything but the waker's stacks is settled
+ * here before the stack walk, in map memory, whose values the verifier
+ * does not track: the walk then starts from one state however the thread
+ * and its waker were found, and the verifier walks it once (with the
+ * settling in registers it gave up at a million instructions). */
+struct wake {
+	struct why_key key;
+	__u64 d;       /* blocked ns */
+	__u64 ran;     /* the waker's time awake since its last block */
+	__u64 last_ns; /* that block's length */
+};
+
+/* key: 0; value: the wake being accounted on this CPU. */
+PERCPU_ARRAY(wakes, struct wake, 1);
+
+/* settle_wake fills the wake's entry; false when there is nothing to
+ * account. A function of its own (not inlined): its many ways out all
+ * return to one caller state, so the stack walk's loop after it is
+ * verified once instead of once per way. */
+static __noinline bool settle_wake(struct task_struct *p, __u64 now, const bool btf)
 {
-	__u64 now = bpf_ktime_get_ns();
-	if (!in_window(now))
-		return 0;
+	__u32 zero = 0;
 	__u32 tid = TASK_FIELD(btf, p, pid), pid = TASK_FIELD(btf, p, tgid);
 	struct why_thread *th = thread_of(tid, pid, p, btf);
-	if (!th)
-		return 0;
+	struct wake *wk = bpf_map_lookup_elem(&wakes, &zero);
+	if (!th || !wk)
+		return false;
 	if (th->state == WHY_UNSEEN) {
 		/* Blocked since before the start: where is read from /proc. */
 		th->state = WHY_BLOCKED;
@@ -307,39 +325,53 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p, const boo
 		th->block_syscall = WHY_BEFORE;
 	}
 	if (th->state != WHY_BLOCKED)
-		return 0;
+		return false;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 wtid = (__u32)id;
-	struct why_key k;
-	block_key(&k, tid, th);
-	k.waker_pid = id >> 32;
-	k.waker_tid = wtid;
-	bpf_get_current_comm(&k.waker_comm, sizeof(k.waker_comm));
-	if (take_stacks_unwind(ctx, &stacks, user_stacks, true, &k.waker_user_stack, &k.waker_kernel_stack))
-		counter_inc(&errors, WHY_ERR_STACK);
-	__u64 ran = 0, last_ns = 0;
+	block_key(&wk->key, tid, th);
+	wk->key.waker_pid = id >> 32;
+	wk->key.waker_tid = wtid;
+	bpf_get_current_comm(&wk->key.waker_comm, sizeof(wk->key.waker_comm));
+	wk->d = now - th->ts;
+	wk->ran = 0;
+	wk->last_ns = 0;
+	__u32 depth = th->depth;
+	end_block(th, now, wtid);
+	th->state = WHY_RUNQ;
+	th->throttled = 0;
 	struct why_thread *w = wtid ? bpf_map_lookup_elem(&threads, &wtid) : 0;
 	if (w) {
 		if (w->last_end) {
-			k.waker_last_user_stack = w->last_ustack;
-			k.waker_last_kernel_stack = w->last_kstack;
-			k.waker_last_syscall = w->last_syscall;
-			k.waker_last_waker = w->last_waker;
-			ran = now - w->last_end;
-			last_ns = w->last_ns;
+			wk->key.waker_last_user_stack = w->last_ustack;
+			wk->key.waker_last_kernel_stack = w->last_kstack;
+			wk->key.waker_last_syscall = w->last_syscall;
+			wk->key.waker_last_waker = w->last_waker;
+			wk->ran = now - w->last_end;
+			wk->last_ns = w->last_ns;
 		}
 	} else if (is_target(id >> 32, wtid)) {
 		/* A target thread met first as a waker: its time since the
 		 * start is settled by its next event, like any other's. */
 		follow(wtid, id >> 32, ctl_get(WHY_CTL_START), WHY_UNSEEN, 0, 0, btf);
-	} else if (wtid && th->depth < max_depth) {
+	} else if (wtid && depth < max_depth) {
 		/* Follow the waker from now on: it is on this CPU. */
-		follow(wtid, id >> 32, now, WHY_ON, th->depth + 1, 0, btf);
+		follow(wtid, id >> 32, now, WHY_ON, depth + 1, 0, btf);
 	}
-	add_wait(&k, now - th->ts, ran, last_ns);
-	end_block(th, now, wtid);
-	th->state = WHY_RUNQ;
-	th->throttled = 0;
+	return true;
+}
+
+static __always_inline int on_waking(void *ctx, struct task_struct *p, const bool btf)
+{
+	__u64 now = bpf_ktime_get_ns();
+	if (!in_window(now) || !settle_wake(p, now, btf))
+		return 0;
+	__u32 zero = 0;
+	struct wake *wk = bpf_map_lookup_elem(&wakes, &zero);
+	if (!wk)
+		return 0;
+	if (take_stacks_unwind(ctx, &stacks, user_stacks, true, &wk->key.waker_user_stack, &wk->key.waker_kernel_stack))
+		counter_inc(&errors, WHY_ERR_STACK);
+	add_wait(&wk->key, wk->d, wk->ran, wk->last_ns);
 	return 0;
 }
 
