@@ -51,6 +51,7 @@ type Bucket struct {
 type Budget struct {
 	WallNS      uint64            `json:"wall_ns"`
 	OnCPUNS     uint64            `json:"on_cpu_ns"`
+	IRQNS       uint64            `json:"irq_ns"`
 	RunnableNS  uint64            `json:"runnable_ns"`
 	ThrottledNS uint64            `json:"throttled_ns"`
 	BlockedNS   uint64            `json:"blocked_ns"`
@@ -116,6 +117,7 @@ func Analyze(d *Data, top int) *Report {
 		b := &r.Budget
 		b.WallNS += t.WallNS
 		b.OnCPUNS += t.OnCPUNS
+		b.IRQNS += t.IRQNS
 		b.RunnableNS += t.RunnableNS
 		b.ThrottledNS += t.ThrottledNS
 		b.BlockedNS += t.BlockedNS
@@ -278,6 +280,7 @@ var Vocabulary = map[string]string{
 	"budget":               "why: the target threads' wall time, summed and split",
 	"wall_ns":              "wall-clock time a thread existed while traced (summed over threads in budget)",
 	"on_cpu_ns":            "time on a CPU",
+	"irq_ns":               "time on a CPU in interrupts, softirqs (a loopback send's delivery) or stolen by the hypervisor: in the thread's slices, but charged to no task by the kernel",
 	"runnable_ns":          "time runnable, waiting for a CPU",
 	"throttled_ns":         "time runnable while the cgroup had used its CPU quota",
 	"blocked_by_reason_ns": "blocked_ns split by reason: disk, net, lock, sleep, fault, pipe, other",

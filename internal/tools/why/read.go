@@ -18,13 +18,14 @@ import (
 // Frame is one stack frame; stacks are leaf first, kernel frames first.
 type Frame = jsonout.Frame
 
-// Thread is one thread's wall time, split. OnCPU + Runnable + Throttled +
-// Blocked is Wall.
+// Thread is one thread's wall time, split. OnCPU + IRQ + Runnable +
+// Throttled + Blocked is Wall.
 type Thread struct {
 	jsonout.Task
 	Depth       int    `json:"-"` // 0: a target thread; n: a waker n hops away
 	WallNS      uint64 `json:"wall_ns"`
 	OnCPUNS     uint64 `json:"on_cpu_ns"`
+	IRQNS       uint64 `json:"irq_ns"` // on a CPU in interrupts, softirqs or stolen: the kernel charges it to no task
 	RunnableNS  uint64 `json:"runnable_ns"`
 	ThrottledNS uint64 `json:"throttled_ns"`
 	BlockedNS   uint64 `json:"blocked_ns"`
@@ -131,7 +132,7 @@ func (r *reader) read(d *Data) error {
 			pend = append(pend, pending{w: w, blocked: r.n.want(t.Pid, t.BlockUstack, t.BlockKstack), waker: noRef, last: noRef})
 		}
 		th := Thread{Task: jsonout.Task{PID: int(t.Pid), TID: int(tid), Comm: bpfmaps.CString(t.Comm[:])}, Depth: int(t.Depth),
-			OnCPUNS: t.OnCpuNs, RunnableNS: t.RunqNs, ThrottledNS: t.ThrottledNs, BlockedNS: t.BlockedNs, Exited: t.State == whyDead}
+			OnCPUNS: t.OnCpuNs, IRQNS: t.IrqNs, RunnableNS: t.RunqNs, ThrottledNS: t.ThrottledNs, BlockedNS: t.BlockedNs, Exited: t.State == whyDead}
 		end := r.stop
 		if t.End != 0 {
 			end = t.End

@@ -119,7 +119,7 @@ func (r *Report) WriteText(w io.Writer) {
 		return pct(float64(ns) / wall)
 	}
 	fmt.Fprintf(w, "sonde why: %s, %s, %d threads, %s of thread time\n", r.Target, time.Duration(r.DurationNS).Round(time.Millisecond), len(r.Threads), time.Duration(b.WallNS).Round(time.Millisecond))
-	fmt.Fprintf(w, "  on CPU %s, runnable %s, throttled %s, blocked %s", share(b.OnCPUNS), share(b.RunnableNS), share(b.ThrottledNS), share(b.BlockedNS))
+	fmt.Fprintf(w, "  on CPU %s (+ %s in interrupts), runnable %s, throttled %s, blocked %s", share(b.OnCPUNS), share(b.IRQNS), share(b.RunnableNS), share(b.ThrottledNS), share(b.BlockedNS))
 	var parts []string
 	for _, k := range Reasons {
 		if ns := b.ByReason[k]; ns > 0 {

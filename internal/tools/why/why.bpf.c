@@ -208,25 +208,51 @@ static __always_inline void end_block(struct why_thread *th, __u64 now, __u32 wa
 	th->ts = now;
 }
 
-static __always_inline void switch_out(void *ctx, __u64 now, bool preempt, struct task_struct *prev, const bool btf)
+/* A switch-out being accounted: settled before the stack walk, in map
+ * memory, as a wake is (see struct wake). */
+struct out {
+	struct why_cpu_key ck; /* the leaving thread, and its stacks once walked */
+	__u64 slice;           /* ns it was on the CPU */
+	__u32 cpu;             /* add the slice to cpu (a target thread) */
+	__u32 block;           /* it blocked: the stacks are its block's */
+};
+
+/* key: 0; value: the switch-out being accounted on this CPU. */
+PERCPU_ARRAY(outs, struct out, 1);
+
+/* settle_out accounts the leaving thread's slice and new state; true when
+ * its stacks are wanted (a target's slice, or a block). Not inlined, for
+ * the verifier (see settle_wake). */
+static __noinline bool settle_out(bool preempt, struct task_struct *prev, __u64 now, const bool btf)
 {
+	__u32 zero = 0;
 	__u32 ptid = TASK_FIELD(btf, prev, pid), ppid = TASK_FIELD(btf, prev, tgid);
 	struct why_thread *th = thread_of(ptid, ppid, prev, btf);
-	if (!th || th->state == WHY_DEAD)
-		return;
-	th->on_cpu_ns += now - th->ts;
+	struct out *o = bpf_map_lookup_elem(&outs, &zero);
+	if (!th || !o || th->state == WHY_DEAD)
+		return false;
+	__u64 slice = now - th->ts;
+	__u64 run = slice;
+	if (th->state == WHY_ON && th->exec_base) {
+		__u64 sum = TASK_FIELD(btf, prev, se.sum_exec_runtime);
+		run = sum > th->exec_base ? sum - th->exec_base : 0;
+		if (run > slice)
+			run = slice;
+	}
+	th->on_cpu_ns += run;
+	th->irq_ns += slice - run;
+	th->exec_base = 0;
+	th->ts = now;
 	long st = task_state_btf(prev, btf);
 	bool dead = st & 0x80; /* TASK_DEAD: its last switch */
 	bool runnable = !dead && (preempt || st == 0);
-	struct why_cpu_key ck = {.pid = ppid, .tid = ptid};
-	__u64 slice = now - th->ts;
-	if (th->depth == 0 || (!runnable && !dead)) {
-		if (take_stacks_unwind(ctx, &stacks, user_stacks, true, &ck.user_stack, &ck.kernel_stack))
-			counter_inc(&errors, WHY_ERR_STACK);
-		if (th->depth == 0 && !map_add(&cpu, &ck, slice))
-			counter_inc(&errors, WHY_ERR_FULL);
-	}
-	th->ts = now;
+	o->ck.pid = ppid;
+	o->ck.tid = ptid;
+	o->ck.user_stack = 0;
+	o->ck.kernel_stack = STACK_NONE;
+	o->slice = slice;
+	o->cpu = th->depth == 0;
+	o->block = 0;
 	if (dead) {
 		th->state = WHY_DEAD;
 		th->end = now;
@@ -235,9 +261,32 @@ static __always_inline void switch_out(void *ctx, __u64 now, bool preempt, struc
 		th->throttled = cfs_throttled(prev);
 	} else {
 		th->state = WHY_BLOCKED;
-		th->block_ustack = ck.user_stack;
-		th->block_kstack = ck.kernel_stack;
+		th->block_ustack = 0;
+		th->block_kstack = STACK_NONE;
 		th->block_syscall = th->syscall;
+		o->block = 1;
+	}
+	return o->cpu || o->block;
+}
+
+static __always_inline void switch_out(void *ctx, __u64 now, bool preempt, struct task_struct *prev, const bool btf)
+{
+	__u32 zero = 0;
+	if (!settle_out(preempt, prev, now, btf))
+		return;
+	struct out *o = bpf_map_lookup_elem(&outs, &zero);
+	if (!o)
+		return;
+	if (take_stacks_unwind(ctx, &stacks, user_stacks, true, &o->ck.user_stack, &o->ck.kernel_stack))
+		counter_inc(&errors, WHY_ERR_STACK);
+	if (o->cpu && !map_add(&cpu, &o->ck, o->slice))
+		counter_inc(&errors, WHY_ERR_FULL);
+	if (o->block) {
+		struct why_thread *th = bpf_map_lookup_elem(&threads, &o->ck.tid);
+		if (th) {
+			th->block_ustack = o->ck.user_stack;
+			th->block_kstack = o->ck.kernel_stack;
+		}
 	}
 }
 
@@ -264,6 +313,7 @@ static __always_inline void switch_in(__u64 now, struct task_struct *next, const
 	}
 	th->state = WHY_ON;
 	th->ts = now;
+	th->exec_base = TASK_FIELD(btf, next, se.sum_exec_runtime);
 }
 
 /* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...):

@@ -18,7 +18,11 @@ enum why_state {
 
 /* One thread's accounts, all in ns, from begin (the start of tracing or
  * its creation) to end (its exit or the end of tracing). Every interval
- * lands in exactly one of on_cpu, runq, throttled, blocked. */
+ * lands in exactly one of on_cpu (+ irq), runq, throttled, blocked. A
+ * slice on a CPU is split by the kernel's own runtime counter
+ * (se.sum_exec_runtime, what /proc/TID/schedstat shows): on_cpu is the
+ * task's, irq the rest (interrupt and softirq time the kernel accounts
+ * apart, and time the hypervisor stole). */
 struct why_thread {
 	__u64 begin;
 	__u64 end;          /* 0 while alive */
@@ -27,6 +31,8 @@ struct why_thread {
 	__u64 runq_ns;
 	__u64 throttled_ns; /* runnable while its cgroup was out of CPU quota */
 	__u64 blocked_ns;
+	__u64 irq_ns;       /* on a CPU but not the task's by the kernel: interrupts, softirqs, steal */
+	__u64 exec_base;    /* se.sum_exec_runtime at its switch-in (0: not seen) */
 	__u32 pid;
 	__u32 state;        /* enum why_state */
 	__s32 syscall;      /* the syscall it is in, WHY_NO_SYSCALL outside */

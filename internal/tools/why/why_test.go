@@ -97,9 +97,9 @@ func measure(t *testing.T, pid int, d time.Duration) measured {
 func (m measured) checkBudgets(t *testing.T) {
 	t.Helper()
 	for _, th := range m.rep.Threads {
-		sum := th.OnCPUNS + th.RunnableNS + th.ThrottledNS + th.BlockedNS
+		sum := th.OnCPUNS + th.IRQNS + th.RunnableNS + th.ThrottledNS + th.BlockedNS
 		if d := math.Abs(float64(sum) - float64(th.WallNS)); d > 0.01*float64(th.WallNS) {
-			t.Errorf("tid %d (%s): on %d + runq %d + throttled %d + blocked %d = %d, wall %d", th.TID, th.Comm, th.OnCPUNS, th.RunnableNS, th.ThrottledNS, th.BlockedNS, sum, th.WallNS)
+			t.Errorf("tid %d (%s): on %d + irq %d + runq %d + throttled %d + blocked %d = %d, wall %d", th.TID, th.Comm, th.OnCPUNS, th.IRQNS, th.RunnableNS, th.ThrottledNS, th.BlockedNS, sum, th.WallNS)
 		}
 		a, ok1 := m.start[th.TID]
 		b, ok2 := m.stop[th.TID]
@@ -108,8 +108,8 @@ func (m measured) checkBudgets(t *testing.T) {
 		}
 		ref := b.onCPU - a.onCPU
 		diff := math.Abs(float64(th.OnCPUNS) - float64(ref))
-		t.Logf("tid %d (%s): wall %v, on CPU %v (schedstat %v, diff %.3f%% of wall), runnable %v (schedstat %v), blocked %v",
-			th.TID, th.Comm, time.Duration(th.WallNS), time.Duration(th.OnCPUNS), time.Duration(ref), 100*diff/float64(th.WallNS),
+		t.Logf("tid %d (%s): wall %v, on CPU %v (schedstat %v, diff %.3f%% of wall, %.2f%% of schedstat), irq %v, runnable %v (schedstat %v), blocked %v",
+			th.TID, th.Comm, time.Duration(th.WallNS), time.Duration(th.OnCPUNS), time.Duration(ref), 100*diff/float64(th.WallNS), 100*diff/max(1, float64(ref)), time.Duration(th.IRQNS),
 			time.Duration(th.RunnableNS+th.ThrottledNS), time.Duration(b.runDelay-a.runDelay), time.Duration(th.BlockedNS))
 		if diff > 0.01*float64(th.WallNS) {
 			t.Errorf("tid %d (%s): on CPU %v, schedstat %v", th.TID, th.Comm, time.Duration(th.OnCPUNS), time.Duration(ref))
