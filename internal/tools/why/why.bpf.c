@@ -233,6 +233,8 @@ static __noinline bool settle_out(bool preempt, struct task_struct *prev, __u64 
 		return false;
 	__u64 slice = now - th->ts;
 	__u64 run = slice;
+	if (th->state != WHY_ON && th->state != WHY_UNSEEN)
+		counter_inc(&errors, WHY_ERR_UNSEEN);
 	if (th->state == WHY_ON && th->exec_base) {
 		__u64 sum = TASK_FIELD(btf, prev, se.sum_exec_runtime);
 		run = sum > th->exec_base ? sum - th->exec_base : 0;
@@ -421,6 +423,17 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p, const boo
 		return 0;
 	if (take_stacks_unwind(ctx, &stacks, user_stacks, true, &wk->key.waker_user_stack, &wk->key.waker_kernel_stack))
 		counter_inc(&errors, WHY_ERR_STACK);
+	/* The kernel queues the thread once this program returns: the walk
+	 * just done is still part of its block, as schedstat counts it. */
+	__u64 later = bpf_ktime_get_ns();
+	struct why_thread *th = bpf_map_lookup_elem(&threads, &wk->key.tid);
+	if (th && th->state == WHY_RUNQ && th->ts == now && later > now) {
+		wk->d += later - now;
+		th->blocked_ns += later - now;
+		th->last_ns += later - now;
+		th->last_end = later;
+		th->ts = later;
+	}
 	add_wait(&wk->key, wk->d, wk->ran, wk->last_ns);
 	return 0;
 }

@@ -48,6 +48,7 @@ type Errors struct {
 	StackFailures uint64 `json:"stack_failures" counter:"WHY_ERR_STACK"`
 	MapFull       uint64 `json:"lost_map_full" counter:"WHY_ERR_FULL"`
 	ThreadsFull   uint64 `json:"lost_threads" counter:"WHY_ERR_THREADS"`
+	Unseen        uint64 `json:"unseen_switches" counter:"WHY_ERR_UNSEEN"`
 }
 
 // Result of a run: the data, named, before the analysis.

@@ -103,7 +103,8 @@ enum why_error {
 	WHY_ERR_STACK = 0,   /* a stack walk failed */
 	WHY_ERR_FULL = 1,    /* a map was full: time lost */
 	WHY_ERR_THREADS = 2, /* the thread table was full: a thread not followed */
-	WHY_ERR_MAX = 3,
+	WHY_ERR_UNSEEN = 3,  /* a switch-out with no switch-in seen before it: the slice is clocked */
+	WHY_ERR_MAX = 4,
 };
 
 #endif
