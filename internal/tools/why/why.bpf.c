@@ -238,11 +238,25 @@ static __noinline bool settle_out(bool preempt, struct task_struct *prev, __u64 
 	if (th->state == WHY_ON && th->exec_base) {
 		__u64 sum = TASK_FIELD(btf, prev, se.sum_exec_runtime);
 		run = sum > th->exec_base ? sum - th->exec_base : 0;
-		if (run > slice)
-			run = slice;
 	}
-	th->on_cpu_ns += run;
-	th->irq_ns += slice - run;
+	if (run > slice) {
+		/* The kernel's clock for the slice starts as it picks the
+		 * task, before this program's switch-in (and the switch-out
+		 * program of the task leaving) ran: that part was counted as
+		 * runnable here; it moves to on CPU. */
+		__u64 more = run - slice;
+		if (more > th->last_runq)
+			more = th->last_runq;
+		if (th->last_runq_throttled)
+			th->throttled_ns -= more;
+		else
+			th->runq_ns -= more;
+		th->on_cpu_ns += slice + more;
+	} else {
+		th->on_cpu_ns += run;
+		th->irq_ns += slice - run;
+	}
+	th->last_runq = 0;
 	th->exec_base = 0;
 	th->ts = now;
 	long st = task_state_btf(prev, btf);
@@ -310,8 +324,12 @@ static __always_inline void switch_in(__u64 now, struct task_struct *next, const
 		th->on_cpu_ns += d; /* a switch-out not seen */
 	} else if (th->throttled) {
 		th->throttled_ns += d; /* WHY_RUNQ, or WHY_UNSEEN: runnable since the start */
+		th->last_runq = d;
+		th->last_runq_throttled = 1;
 	} else {
 		th->runq_ns += d;
+		th->last_runq = d;
+		th->last_runq_throttled = 0;
 	}
 	th->state = WHY_ON;
 	th->ts = now;
