@@ -6,6 +6,7 @@
  * QUERY_MS in usleep(): the workers' time is the responder's sleep. The main
  * thread waits in pthread_join.
  * Usage: whyserver WORKERS QUERY_MS */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
