@@ -299,6 +299,5 @@ var Vocabulary = map[string]string{
 	"cgroup":               "the target's CPU cgroup: path, and its throttling while traced from cpu.stat",
 	"nr_periods":           "CFS bandwidth periods that elapsed (cpu.stat)",
 	"nr_throttled":         "periods in which the cgroup was throttled (cpu.stat)",
-	"unseen_switches":      "switch-outs with no switch-in seen before them (their slice is clocked, not split by the kernel's counter)",
 	"lost_threads":         "threads not followed because the thread table was full",
 }
