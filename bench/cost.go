@@ -155,6 +155,10 @@ func costCases(dir, spin string) []costCase {
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
 			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: w.spin},
 		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: w.switches},
+		// why runs what offcpu, wakeup and runqlat do at once (and follows
+		// wakers): no one peer does all of it; compare with their rows.
+		{tool: "why", sonde: []string{"why"}, work: w.switches},
+		{tool: "why -K", sonde: []string{"why", "-K"}, work: w.switches},
 		lockCostCase(build),
 	}
 	return append(cases, fileCostCases(dir, build)...)

@@ -1,0 +1,91 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/cmd/remote"
+	"github.com/sonde-dev/sonde/internal/format/outfile"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/tools/why"
+	"github.com/sonde-dev/sonde/internal/view/flamegraph"
+)
+
+func newWhyCmd() *cobra.Command {
+	l := &cli.Live{DurationArg: true, TakesCommand: true}
+	o := why.Options{User: true}
+	var top int
+	var kernelOnly bool
+	var flame string
+	cmd := l.Command(cli.Doc("why", &cobra.Command{}), "explain this process's threads")
+	f := cmd.Flags()
+	f.IntVar(&top, "top", 10, "findings to print")
+	cli.AtLeast(f, 1, "top")
+	f.IntVar(&o.Depth, "depth", 4, "follow wakers this many hops from the target's threads")
+	cli.Between(f, "depth", 1, 8)
+	f.BoolVarP(&kernelOnly, "kernel", "K", false, "kernel stacks only (no user stacks walked)")
+	f.StringVar(&flame, "flamegraph", "", "also write a wall-clock flame graph: every thread's time under on-CPU, runnable, throttled or blocked: REASON (.html, .svg or .folded)")
+	remote.MarkValues(f, "depth")
+	l.Check = func(*cobra.Command, []string) error {
+		if flame == "" {
+			return nil
+		}
+		if _, err := flamegraph.FormatOf("", flame); err != nil {
+			return cli.Usagef("--flamegraph %s: %v", flame, err)
+		}
+		return outfile.Check(flame)
+	}
+	cmd.RunE = l.RunE("finding where the time goes", func(ctx context.Context, tgt string, _ []string) error {
+		o.Pid, o.Command, o.Duration = l.Pid, l.Argv, l.Duration
+		o.User = !kernelOnly
+		res, err := why.Run(ctx, o)
+		if err != nil {
+			return err
+		}
+		rep := why.Analyze(&res.Data, top)
+		rep.Run = jsonout.Run{Command: "why", Target: tgt, DurationNS: jsonout.Nanos(res.StopNS - res.StartNS)}
+		rep.Errors, rep.Attach = res.Errors, res.Attach
+		if res.Exited {
+			code := res.ExitCode
+			rep.Run.ExitCode = &code
+		}
+		if err := l.W.Final(rep); err != nil {
+			return err
+		}
+		if flame != "" {
+			if err := writeWallFlame(flame, &res.Data, tgt); err != nil {
+				return err
+			}
+		}
+		if res.Exited {
+			return cli.ExitWith(res.ExitCode)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// writeWallFlame writes why's wall-clock stacks as a flame graph.
+func writeWallFlame(path string, d *why.Data, target string) error {
+	var folded bytes.Buffer
+	if err := why.WriteFolded(&folded, d); err != nil {
+		return err
+	}
+	root, err := flamegraph.ParseFolded(&folded, func(string) {})
+	if err != nil {
+		return fmt.Errorf("building the flame graph: %w", err)
+	}
+	format, _ := flamegraph.FormatOf("", path)
+	return outfile.Write(path, func(w io.Writer) error {
+		return flamegraph.Write(w, root, format, flamegraph.Options{Title: "sonde why: wall-clock time of " + target, Unit: "ns"})
+	})
+}
+
+var _ = Register(Spec{Name: "why", Group: BPF, New: newWhyCmd, JSON: []any{why.Report{}}, Keys: why.Vocabulary, Remote: true, RunsCommand: true,
+	Smoke:    []string{"why", "-d", "1"},
+	BadInput: []BadInput{{Name: "why_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s`}}})

@@ -1,0 +1,205 @@
+package why
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+)
+
+func pct(share float64) string { return fmt.Sprintf("%.1f%%", 100*share) }
+
+// threadsWords: "thread worker (42)" or "4 threads (worker)".
+func threadsWords(ts []jsonout.Task) string {
+	if len(ts) == 1 {
+		return fmt.Sprintf("thread %s (%d)", ts[0].Comm, ts[0].TID)
+	}
+	var comms []string
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if !seen[t.Comm] {
+			seen[t.Comm] = true
+			comms = append(comms, t.Comm)
+		}
+	}
+	return fmt.Sprintf("%d threads (%s)", len(ts), strings.Join(comms, ", "))
+}
+
+// median is the slot holding the middle wait, as "16-32ms".
+func median(bs []Bucket) string {
+	var n, half uint64
+	for _, b := range bs {
+		n += b.Count
+	}
+	for _, b := range bs {
+		half += b.Count
+		if 2*half >= n {
+			return time.Duration(b.LowNS).String() + "-" + time.Duration(b.HighNS).String()
+		}
+	}
+	return "?"
+}
+
+// rootWords says a chain's root in words.
+var rootWords = map[string]string{
+	"cpu": "CPU work", "sleep": "a sleep", "device": "a device", "peer": "an external peer (the network)",
+	"cycle": "a cycle of threads waking each other", "unknown": "unknown",
+}
+
+// waitText is a wait finding in one line.
+func waitText(f *Finding, g *group) string {
+	in := f.Call
+	if in == "" {
+		in = g.syscall
+	}
+	if in == "" {
+		in = "the kernel"
+	}
+	s := fmt.Sprintf("%s spent %s of the target's time blocked in %s (%s)", threadsWords(f.Threads), pct(f.Share), in, reasonWords[f.Kind])
+	if f.Function != "" && f.Function != in {
+		s += " under " + f.Function
+	}
+	s += fmt.Sprintf(", %d waits", f.Count)
+	if len(f.Latency) > 0 {
+		s += ", median " + median(f.Latency)
+	}
+	for i, l := range f.Chain {
+		if i == 0 {
+			s += "; woken by "
+		} else {
+			s += ", which was woken by "
+		}
+		s += linkWords(l)
+	}
+	switch {
+	case len(f.Chain) == 0 && f.Root == "":
+		s += "; nothing woke it while traced"
+	case f.Root != "":
+		s += "; root: " + rootWords[f.Root]
+	}
+	return s
+}
+
+func linkWords(l Link) string {
+	if l.Reason == "interrupt" {
+		return "an interrupt (" + l.Interrupt + ")"
+	}
+	s := fmt.Sprintf("%s (tid %d)", l.Comm, l.TID)
+	if a := Anchor(l.Frames, ""); a != "[unknown]" {
+		s += " in " + a
+	}
+	switch l.Reason {
+	case "cpu":
+		s += ", which had been running"
+	case "cycle":
+		s += " again"
+	default:
+		in := leafUser(l.WaitFrames)
+		if in == "" {
+			in = Anchor(l.WaitFrames, l.Syscall)
+		}
+		s += fmt.Sprintf(", which had waited %s in %s (%s)", time.Duration(l.WaitNS).Round(10*time.Microsecond), in, reasonWords[l.Reason])
+		if a := Anchor(l.WaitFrames, l.Syscall); a != in {
+			s += " under " + a
+		}
+	}
+	return s
+}
+
+// WriteText prints the budget, the findings and the per-thread table.
+func (r *Report) WriteText(w io.Writer) {
+	b := r.Budget
+	wall := float64(b.WallNS)
+	share := func(ns uint64) string {
+		if wall == 0 {
+			return "-"
+		}
+		return pct(float64(ns) / wall)
+	}
+	fmt.Fprintf(w, "sonde why: %s, %s, %d threads, %s of thread time\n", r.Target, time.Duration(r.DurationNS).Round(time.Millisecond), len(r.Threads), time.Duration(b.WallNS).Round(time.Millisecond))
+	fmt.Fprintf(w, "  on CPU %s (+ %s in interrupts), runnable %s, throttled %s, blocked %s", share(b.OnCPUNS), share(b.IRQNS), share(b.RunnableNS), share(b.ThrottledNS), share(b.BlockedNS))
+	var parts []string
+	for _, k := range Reasons {
+		if ns := b.ByReason[k]; ns > 0 {
+			parts = append(parts, reasonWords[k]+" "+share(ns))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "\n\nFindings, by share of the target's wall time:\n")
+	for i, f := range r.Findings {
+		if i >= r.top {
+			fmt.Fprintf(w, "  (%d more in --json)\n", len(r.Findings)-i)
+			break
+		}
+		fmt.Fprintf(w, "%2d. %5s  %s\n", i+1, pct(f.Share), f.Text)
+		writeFrames(w, "        ", f.Frames, 8)
+		for _, l := range f.Chain {
+			if l.Reason == "interrupt" {
+				continue
+			}
+			fmt.Fprintf(w, "      <- %s (tid %d, pid %d), %s of these waits, woke it from:\n", l.Comm, l.TID, l.PID, pct(l.Share))
+			writeFrames(w, "           ", l.Frames, 6)
+			if len(l.WaitFrames) > 0 {
+				fmt.Fprintf(w, "         having waited (%s) in:\n", reasonWords[l.Reason])
+				writeFrames(w, "           ", l.WaitFrames, 6)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%7s %-16s %10s %8s %8s %8s %8s  %s\n", "TID", "COMM", "WALL", "ONCPU", "RUNQ", "THROTTL", "BLOCKED", "BLOCKED BY REASON")
+	for _, t := range r.Threads {
+		tw := float64(t.WallNS)
+		p := func(ns uint64) string {
+			if tw == 0 {
+				return "-"
+			}
+			return pct(float64(ns) / tw)
+		}
+		var rs []string
+		for _, k := range Reasons {
+			if ns := t.ByReason[k]; ns > 0 {
+				rs = append(rs, fmt.Sprintf("%s %s", k, p(ns)))
+			}
+		}
+		fmt.Fprintf(w, "%7d %-16s %10s %8s %8s %8s %8s  %s\n", t.TID, t.Comm, time.Duration(t.WallNS).Round(time.Millisecond), p(t.OnCPUNS), p(t.RunnableNS), p(t.ThrottledNS), p(t.BlockedNS), strings.Join(rs, ", "))
+	}
+	fmt.Fprintf(w, "\n# why: %d findings (%s); %d stack walks failed, %d blocks lost to full maps, %d threads not followed\n",
+		len(r.Findings), r.Attach, r.Errors.StackFailures, r.Errors.MapFull, r.Errors.ThreadsFull)
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "# warning: %s\n", s)
+	}
+}
+
+// writeFrames prints up to n frames of a stack, user frames first (the
+// kernel's are the scheduler's, the same in every wait), leaf first.
+func writeFrames(w io.Writer, indent string, fs []Frame, n int) {
+	shown := 0
+	var kernel []Frame
+	for _, f := range fs {
+		if f.Kernel {
+			kernel = append(kernel, f)
+			continue
+		}
+		if shown < n {
+			fmt.Fprintf(w, "%s%s\n", indent, f.Sym)
+		}
+		shown++
+	}
+	if shown == 0 {
+		for i, f := range kernel {
+			if i >= n {
+				break
+			}
+			fmt.Fprintf(w, "%s%s [k]\n", indent, f.Sym)
+		}
+	}
+	if shown > n {
+		fmt.Fprintf(w, "%s... %d more\n", indent, shown-n)
+	}
+}
+
+// WriteJSON writes the report as one document.
+func (r *Report) WriteJSON(w io.Writer) error { return jsonout.Write(w, r) }

@@ -1,0 +1,313 @@
+package why
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// schedstat is a thread's /proc/TID/schedstat: ns on CPU and ns waiting
+// on a run queue.
+type schedstat struct{ onCPU, runDelay uint64 }
+
+func readSchedstats(pid int) map[int]schedstat {
+	out := map[int]schedstat{}
+	tids, _ := procfs.Threads(pid)
+	for _, tid := range tids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		on, _ := strconv.ParseUint(f[0], 10, 64)
+		rd, _ := strconv.ParseUint(f[1], 10, 64)
+		out[tid] = schedstat{on, rd}
+	}
+	return out
+}
+
+// startReady starts a workload and waits for its "ready" line.
+func startReady(t *testing.T, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("%s: %q, %v", bin, line, err)
+	}
+	return cmd
+}
+
+// hog keeps a CPU busy for the test: the results must hold on a loaded machine.
+func hog(t *testing.T) {
+	testutil.Start(t, "sh", "-c", "while :; do :; done")
+}
+
+// measured is a run of why with schedstat read at the window's edges.
+type measured struct {
+	rep         *Report
+	res         *Result
+	start, stop map[int]schedstat
+	wall        uint64
+}
+
+func measure(t *testing.T, pid int, d time.Duration) measured {
+	t.Helper()
+	var m measured
+	res, err := Run(context.Background(), Options{Pid: pid, Duration: d, User: true,
+		OnStart: func(uint64) { m.start = readSchedstats(pid) },
+		OnStop:  func(uint64) { m.stop = readSchedstats(pid) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.res = res
+	m.wall = res.StopNS - res.StartNS
+	m.rep = Analyze(&res.Data, 10)
+	t.Logf("window %v, attach %s, errors %+v", time.Duration(m.wall), res.Attach, res.Errors)
+	for i, f := range m.rep.Findings {
+		if i < 6 {
+			t.Logf("finding %d: %s", i+1, f.Text)
+		}
+	}
+	return m
+}
+
+// checkBudgets: every thread's parts add up to its wall time within 1%,
+// and its on-CPU time is schedstat's within 1% of its wall time.
+func (m measured) checkBudgets(t *testing.T) {
+	t.Helper()
+	for _, th := range m.rep.Threads {
+		sum := th.OnCPUNS + th.IRQNS + th.RunnableNS + th.ThrottledNS + th.BlockedNS
+		if d := math.Abs(float64(sum) - float64(th.WallNS)); d > 0.01*float64(th.WallNS) {
+			t.Errorf("tid %d (%s): on %d + irq %d + runq %d + throttled %d + blocked %d = %d, wall %d", th.TID, th.Comm, th.OnCPUNS, th.IRQNS, th.RunnableNS, th.ThrottledNS, th.BlockedNS, sum, th.WallNS)
+		}
+		a, ok1 := m.start[th.TID]
+		b, ok2 := m.stop[th.TID]
+		if !ok1 || !ok2 {
+			continue
+		}
+		ref := b.onCPU - a.onCPU
+		diff := math.Abs(float64(th.OnCPUNS) - float64(ref))
+		t.Logf("tid %d (%s): wall %v, on CPU %v (schedstat %v, diff %.3f%% of wall, %.2f%% of schedstat), irq %v, runnable %v (schedstat %v), blocked %v",
+			th.TID, th.Comm, time.Duration(th.WallNS), time.Duration(th.OnCPUNS), time.Duration(ref), 100*diff/float64(th.WallNS), 100*diff/max(1, float64(ref)), time.Duration(th.IRQNS),
+			time.Duration(th.RunnableNS+th.ThrottledNS), time.Duration(b.runDelay-a.runDelay), time.Duration(th.BlockedNS))
+		if diff > 0.01*float64(th.WallNS) {
+			t.Errorf("tid %d (%s): on CPU %v, schedstat %v", th.TID, th.Comm, time.Duration(th.OnCPUNS), time.Duration(ref))
+		}
+	}
+}
+
+// schedBlocked is the blocked time schedstat gives the threads keep picks:
+// wall minus on CPU minus run-queue wait.
+func (m measured) schedBlocked(keep func(Thread) bool) (blocked, wall uint64) {
+	for _, th := range m.rep.Threads {
+		a, ok1 := m.start[th.TID]
+		b, ok2 := m.stop[th.TID]
+		if !ok1 || !ok2 {
+			continue
+		}
+		wall += m.wall
+		if keep(th) {
+			blocked += m.wall - (b.onCPU - a.onCPU) - (b.runDelay - a.runDelay)
+		}
+	}
+	return blocked, wall
+}
+
+func frameNames(fs []Frame) string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Sym)
+	}
+	return strings.Join(s, " <- ")
+}
+
+func hasFrame(fs []Frame, name string) bool {
+	for _, f := range fs {
+		if f.Sym == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Seed 004: the workers' wait in poll under resolve_peer comes first, its
+// chain ends at the responder's sleep, and its share is the workers'
+// blocked time by schedstat within 2 points.
+func TestSeed004Resolver(t *testing.T) {
+	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
+	hog(t)
+	cmd := startReady(t, bin, "4", "20")
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	f := m.rep.Findings[0]
+	t.Logf("finding 1 stack: %s", frameNames(f.Frames))
+	for _, l := range f.Chain {
+		t.Logf("chain: %s (%d) %s share %.2f woke from %s; waited %s", l.Comm, l.TID, l.Reason, l.Share, frameNames(l.Frames), frameNames(l.WaitFrames))
+	}
+	if f.Kind != ReasonNet || f.Function != "resolve_peer" || !strings.Contains(f.Call, "poll") {
+		t.Fatalf("finding 1 is %s in %s under %s, want net in poll under resolve_peer", f.Kind, f.Call, f.Function)
+	}
+	if len(f.Chain) == 0 || f.Root != "sleep" {
+		t.Fatalf("chain %+v, root %q: want it to end at the responder's sleep", f.Chain, f.Root)
+	}
+	last := f.Chain[len(f.Chain)-1]
+	if last.Comm != "responder" || last.Reason != ReasonSleep || !hasFrame(last.WaitFrames, "answer_query") {
+		t.Errorf("last link %s (%s) waited in %s: want responder asleep in answer_query", last.Comm, last.Reason, frameNames(last.WaitFrames))
+	}
+	blocked, wall := m.schedBlocked(func(th Thread) bool { return th.Comm == "worker" })
+	want := float64(blocked) / float64(wall)
+	t.Logf("finding 1 share %.4f; workers' blocked share by schedstat %.4f", f.Share, want)
+	if math.Abs(f.Share-want) > 0.02 {
+		t.Errorf("finding 1 share %.4f, schedstat's workers' blocked share %.4f: more than 2 points apart", f.Share, want)
+	}
+}
+
+// A lock convoy: the waiters' futex wait under take_lock comes first, and
+// its chain names the holder inside the lock (asleep in critical_section).
+func TestLockConvoy(t *testing.T) {
+	_, bin := testutil.Workload(t, "convoy", []string{"convoy.c"}, "-pthread")
+	hog(t)
+	cmd := startReady(t, bin, "4", "10")
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	f := m.rep.Findings[0]
+	t.Logf("finding 1 stack: %s", frameNames(f.Frames))
+	for _, l := range f.Chain {
+		t.Logf("chain: %s (%d) %s share %.2f woke from %s; waited %s", l.Comm, l.TID, l.Reason, l.Share, frameNames(l.Frames), frameNames(l.WaitFrames))
+	}
+	if f.Kind != ReasonLock || f.Function != "take_lock" {
+		t.Fatalf("finding 1 is %s in %s under %s, want lock under take_lock", f.Kind, f.Call, f.Function)
+	}
+	if len(f.Chain) == 0 {
+		t.Fatal("no chain")
+	}
+	h := f.Chain[0]
+	if !hasFrame(h.Frames, "release_lock") || !hasFrame(h.WaitFrames, "critical_section") || h.Reason != ReasonSleep {
+		t.Errorf("holder woke from %s having waited (%s) in %s: want release_lock, asleep in critical_section", frameNames(h.Frames), h.Reason, frameNames(h.WaitFrames))
+	}
+}
+
+// A CPU-bound program: on CPU dominates its budget (beside the hog, the
+// rest is run-queue wait), and the top CPU finding is its hot function.
+func TestCPUBound(t *testing.T) {
+	_, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
+	hog(t)
+	cmd := testutil.Start(t, bin, "hog")
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	b := m.rep.Budget
+	t.Logf("budget: on CPU %.1f%%, runnable %.1f%%, blocked %.1f%%", 100*float64(b.OnCPUNS)/float64(b.WallNS), 100*float64(b.RunnableNS)/float64(b.WallNS), 100*float64(b.BlockedNS)/float64(b.WallNS))
+	if b.OnCPUNS < b.BlockedNS || b.OnCPUNS < b.RunnableNS {
+		t.Errorf("on CPU %d is not the largest part (runnable %d, blocked %d)", b.OnCPUNS, b.RunnableNS, b.BlockedNS)
+	}
+	for _, f := range m.rep.Findings {
+		if f.Kind == "cpu" {
+			if f.Function != "spin_for" && f.Function != "now_ns" && f.Function != "main" {
+				t.Errorf("top CPU finding in %s (%s)", f.Function, frameNames(f.Frames))
+			}
+			break
+		}
+	}
+}
+
+// cpuCgroup makes a CPU cgroup capped at pct% of one CPU (v2 cpu.max, or
+// v1 cpu.cfs_quota_us) and returns a function that moves a process in.
+func cpuCgroup(t *testing.T, pct int) func(pid int) {
+	t.Helper()
+	name := fmt.Sprintf("sonde-why-%d", os.Getpid())
+	var dir string
+	var limit map[string]string
+	if b, err := os.ReadFile("/sys/fs/cgroup/cgroup.subtree_control"); err == nil && strings.Contains(string(b), "cpu") {
+		dir = "/sys/fs/cgroup/" + name
+		limit = map[string]string{"cpu.max": fmt.Sprintf("%d 100000", pct*1000)}
+	} else if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err == nil {
+		dir = "/sys/fs/cgroup/cpu/" + name
+		limit = map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": strconv.Itoa(pct * 1000)}
+	} else {
+		t.Skip("no CPU controller: neither cgroup v2 with cpu in subtree_control nor v1's cpu hierarchy")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// After the test's processes are killed (cleanups run last first).
+		for range 100 {
+			if os.Remove(dir) == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Errorf("cgroup %s left behind", dir)
+	})
+	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.max"} {
+		if v, ok := limit[f]; ok {
+			if err := os.WriteFile(dir+"/"+f, []byte(v), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return func(pid int) {
+		if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A CPU hog capped at 20% by its cgroup: a throttled finding with at
+// least 60% of its time.
+func TestThrottled(t *testing.T) {
+	_, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
+	join := cpuCgroup(t, 20)
+	hog(t)
+	cmd := testutil.Start(t, bin, "hog")
+	join(cmd.Process.Pid)
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	t.Logf("cgroup %+v", m.rep.Cgroup)
+	for _, f := range m.rep.Findings {
+		if f.Kind == "throttled" {
+			t.Logf("throttled share %.3f", f.Share)
+			if f.Share < 0.6 {
+				t.Errorf("throttled share %.3f, want at least 0.6", f.Share)
+			}
+			return
+		}
+	}
+	t.Errorf("no throttled finding")
+}
+
+// A disk-bound reader (O_DIRECT): the disk finding comes first, under
+// read_block, and a device is its root.
+func TestDiskReader(t *testing.T) {
+	dir, bin := testutil.Workload(t, "diskread", []string{"diskread.c"})
+	hog(t)
+	cmd := startReady(t, bin, dir+"/diskread.dat")
+	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	m.checkBudgets(t)
+	f := m.rep.Findings[0]
+	t.Logf("finding 1 stack: %s; latency %+v", frameNames(f.Frames), f.Latency)
+	if f.Kind != ReasonDisk || f.Function != "read_block" || f.Root != "device" {
+		t.Errorf("finding 1 is %s under %s (root %s), want disk under read_block (root device)", f.Kind, f.Function, f.Root)
+	}
+}
