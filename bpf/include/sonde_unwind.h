@@ -241,8 +241,10 @@ static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_
 }
 
 /* The rule index of the last row at or below rel in rows [first,
- * first+count); -1 when rel lies before the first row. */
-static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel)
+ * first+count); -1 when rel lies before the first row. A global function
+ * of scalars: the verifier checks its 25-step search once per program,
+ * not again on every path of the frame step that reaches it. */
+__noinline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel)
 {
 	__u32 lo = first, hi = first + count;
 	for (int k = 0; k < UNWIND_ROW_STEPS; k++) {
@@ -570,8 +572,12 @@ static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
 	return h ^ (h >> 29);
 }
 
-/* bpf_loop body: record the current frame, then unwind one. */
-static long unwind_step(__u32 i, void *ctx)
+/* Record the current frame of this CPU's walk, then unwind one: 0 to go
+ * on, 1 when the walk ended. A global function: the verifier checks it
+ * once per program, from no caller's state. Inlined in bpf_loop's
+ * callback, the whole frame step was verified again for every state the
+ * loop's convergence check tried (most of a tool's load time). */
+__noinline int unwind_walk_frame(void)
 {
 	__u32 zero = 0;
 	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
@@ -586,6 +592,12 @@ static long unwind_step(__u32 i, void *ctx)
 	st->out.len = n + 1;
 	st->hash = unwind_mix(st->hash, st->pc);
 	return unwind_frame(st) ? 0 : 1;
+}
+
+/* bpf_loop body: one frame. */
+static long unwind_step(__u32 i, void *ctx)
+{
+	return unwind_walk_frame();
 }
 
 /* Walk the current task's user stack into unwind_stacks. Returns the

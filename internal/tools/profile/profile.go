@@ -206,9 +206,13 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 		Command: command, PidConst: profileVarTargetPid,
 	}
 	var ld *unwind.Loader
-	if leaf {
+	switch {
+	case leaf:
 		ld = unwind.WireLeaf(&t, nil)
-	} else {
+	case consts[profileVarUserStacks] == false:
+		// Kernel stacks only (-K): the walker is not loaded at all.
+		ld = unwind.WireOff(&t, nil)
+	default:
 		ld = unwind.Wire(&t, pid, nil)
 		// Keys are read at the end: the stacks map must not fill meanwhile.
 		ld.KeepStacks()
