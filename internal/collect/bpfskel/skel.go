@@ -134,7 +134,7 @@ func Open(t Tool) (s *Session, err error) {
 	if s.Choices, err = plan(spec, t.Hooks, f); err != nil {
 		return s, err
 	}
-	if s.coll, err = ebpf.NewCollection(spec); err != nil {
+	if s.coll, err = loadCollection(spec); err != nil {
 		return s, loadError(t.Name, s.Choices, err)
 	}
 	if t.Maps != nil {

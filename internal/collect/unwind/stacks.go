@@ -160,6 +160,7 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 	tk := time.NewTicker(DrainEvery)
 	defer tk.Stop()
 	var lastWalks uint64
+	var walks bpfmaps.PerCPUSum
 	for {
 		select {
 		case <-done:
@@ -170,11 +171,11 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 		// last drain (each walk stores at most one stack): an idle system
 		// costs one counter read per tick, not a walk of the map.
 		if l.m.Counters != nil && l.m.Counters.Map != nil {
-			walks := bpfmaps.SumPerCPU(l.m.Counters.Map, 0) // UNWIND_C_WALKS
-			if walks-lastWalks < UnwindStacksEntries/4 {
+			n := walks.Read(l.m.Counters.Map, 0) // UNWIND_C_WALKS
+			if n-lastWalks < UnwindStacksEntries/4 {
 				continue
 			}
-			lastWalks = walks
+			lastWalks = n
 		}
 		if err := l.DrainStacks(); err != nil {
 			l.loadError(err)

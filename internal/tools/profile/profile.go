@@ -133,7 +133,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // watchPids keeps the mappings of every process the program sampled, on
 // first sight in the counts map (checked every "every"), and those of
 // target (0: none) again each time, for what it maps later: stacks are
-// read at the end, when a process may be gone. It returns a stop function.
+// read at the end, when a process may be gone. A tick in which the
+// program made no new key (a new process, or a new stack of one already
+// seen, as a new mapping brings) reads one per-CPU counter and nothing
+// else. It returns a stop function.
 func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
 	if every <= 0 {
 		every = 100 * time.Millisecond
@@ -144,11 +147,18 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every t
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		var counts bpfmaps.Reader[profileProfileKey, uint64]
+		var newKeys bpfmaps.PerCPUSum
+		seen := ^uint64(0)
 		for {
 			select {
 			case <-done:
 				return
 			case <-tk.C:
+			}
+			if n := newKeys.Read(maps.NewKeys, 0); n == seen {
+				continue
+			} else {
+				seen = n
 			}
 			if target != 0 {
 				keeper.Keep(target)

@@ -1,0 +1,79 @@
+package bpfskel
+
+import (
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+)
+
+// loadCollection loads spec's maps, then its programs side by side, one
+// goroutine each up to the number of CPUs: each program's load is the
+// kernel verifying it in the bpf() call, single-threaded, and a tool with
+// a stack walk in two programs (offcpu's switch and wake-up) waited for
+// one verification after the other. The maps are created once and shared;
+// kernel types are read once (one btf.Cache).
+func loadCollection(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	if len(spec.Programs) < 2 || runtime.NumCPU() < 2 {
+		return ebpf.NewCollection(spec)
+	}
+	cache := btf.NewCache()
+	mapsOnly := spec.Copy()
+	mapsOnly.Programs = map[string]*ebpf.ProgramSpec{}
+	coll, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{Cache: cache})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(spec.Programs))
+	for name := range spec.Programs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	progs := make([]*ebpf.Program, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			progs[i], errs[i] = loadProgram(spec, name, coll.Maps, cache)
+		}()
+	}
+	wg.Wait()
+	coll.Programs = map[string]*ebpf.Program{}
+	var first error
+	for i, name := range names {
+		if errs[i] != nil && first == nil {
+			first = errs[i]
+		}
+		if progs[i] != nil {
+			coll.Programs[name] = progs[i]
+		}
+	}
+	if first != nil {
+		coll.Close()
+		return nil, first
+	}
+	return coll, nil
+}
+
+// loadProgram loads program name of spec against the maps already
+// created: a collection of that one program whose maps are replaced by
+// maps (their clones are closed here; the program holds the maps).
+func loadProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map, cache *btf.Cache) (*ebpf.Program, error) {
+	one := spec.Copy()
+	one.Programs = map[string]*ebpf.ProgramSpec{name: one.Programs[name]}
+	c, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: maps, Cache: cache})
+	if err != nil {
+		return nil, err // cilium/ebpf names the program
+	}
+	p := c.Programs[name]
+	delete(c.Programs, name)
+	c.Close()
+	return p, nil
+}
