@@ -594,10 +594,11 @@ __noinline int unwind_walk_frame(void)
 	return unwind_frame(st) ? 0 : 1;
 }
 
-/* bpf_loop body: one frame. */
+/* bpf_loop body: one frame. The verifier wants 0 or 1 back, and knows
+ * nothing of a global function's result but its type. */
 static long unwind_step(__u32 i, void *ctx)
 {
-	return unwind_walk_frame();
+	return unwind_walk_frame() ? 1 : 0;
 }
 
 /* Walk the current task's user stack into unwind_stacks. Returns the
