@@ -9,17 +9,38 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
+// kernelTypes is the kernel's BTF, read once per process: cilium/ebpf
+// otherwise indexes /sys/kernel/btf/vmlinux (40 to 120 ms here) for
+// every collection and every attach-mode probe. WarmKernelTypes starts
+// reading it early, so the read overlaps what comes before the load.
+var kernelTypes = btf.NewCache()
+
+// WarmKernelTypes reads the kernel's BTF on a goroutine of its own, for
+// a program load soon after.
+func WarmKernelTypes() {
+	go kernelTypes.Kernel()
+}
+
+// newProgram loads one program with the process's kernel types.
+func newProgram(ps *ebpf.ProgramSpec) (*ebpf.Program, error) {
+	c, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"p": ps}},
+		ebpf.CollectionOptions{Cache: kernelTypes})
+	if err != nil {
+		return nil, err
+	}
+	return c.Programs["p"], nil
+}
+
 // loadCollection loads spec's maps, then its programs side by side, one
 // goroutine each up to the number of CPUs: each program's load is the
 // kernel verifying it in the bpf() call, single-threaded, and a tool with
 // a stack walk in two programs (offcpu's switch and wake-up) waited for
-// one verification after the other. The maps are created once and shared;
-// kernel types are read once (one btf.Cache).
+// one verification after the other. The maps are created once and shared.
 func loadCollection(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	cache := kernelTypes
 	if len(spec.Programs) < 2 || runtime.NumCPU() < 2 {
-		return ebpf.NewCollection(spec)
+		return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
 	}
-	cache := btf.NewCache()
 	mapsOnly := spec.Copy()
 	mapsOnly.Programs = map[string]*ebpf.ProgramSpec{}
 	coll, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{Cache: cache})

@@ -87,6 +87,7 @@ func Open(t Tool) (s *Session, err error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
+	WarmKernelTypes() // read while the spec is read, the command started and the modes probed
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
 	}
