@@ -391,49 +391,65 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 	return true;
 }
 
-/* Unwind one frame of st; false ends the walk (st->out.end says why). */
-static __always_inline bool unwind_frame(struct unwind_state *st)
+static __always_inline struct unwind_state *unwind_scratch_state(void)
 {
-	__u64 bias;
-	__u32 row_first, row_count;
-	if (st->m_ok && st->m_start <= st->pc && st->pc < st->m_end) {
-		bias = st->m_bias;
-		row_first = st->m_first;
-		row_count = st->m_count;
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&unwind_scratch, &zero);
+}
+
+/* Find the table of this CPU's walk's pc and keep it as the walk's
+ * current mapping (st->m_*): 0 when found, 1 when the walk goes on by
+ * frame pointers here (the flags say why), -1 without the walk's state.
+ * A global function: the verifier checks the search once per program,
+ * not once for every way the frame step below goes on. */
+__noinline int unwind_locate(void)
+{
+	struct unwind_state *st = unwind_scratch_state();
+	if (!st)
+		return -1;
+	struct unwind_vma found;
+	struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
+	struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
+	if (m) {
+		st->m_start = m->start;
+		st->m_end = m->end;
+		st->m_bias = m->bias;
+		st->m_first = m->row_first;
+		st->m_count = m->row_count;
+	} else if (unwind_by_vma(st, &found)) {
+		if (p && unwind_max_frames > 1)
+			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+		st->m_start = found.start;
+		st->m_end = found.end;
+		st->m_bias = found.bias;
+		st->m_first = found.row_first;
+		st->m_count = found.row_count;
+	} else if (!p) {
+		st->out.flags |= UNWIND_F_PROC_UNKNOWN;
+		return 1;
 	} else {
-		struct unwind_vma found;
-		struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
-		struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
-		if (m) {
-			st->m_start = m->start;
-			st->m_end = m->end;
-			bias = m->bias;
-			row_first = m->row_first;
-			row_count = m->row_count;
-		} else if (unwind_by_vma(st, &found)) {
-			if (p && unwind_max_frames > 1)
-				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-			st->m_start = found.start;
-			st->m_end = found.end;
-			bias = found.bias;
-			row_first = found.row_first;
-			row_count = found.row_count;
-		} else if (!p) {
-			st->out.flags |= UNWIND_F_PROC_UNKNOWN;
-			return unwind_fp_step(st);
-		} else {
-			if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
-				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-			st->out.flags |= UNWIND_F_NO_MAPPING;
-			if (!st->out.fallback_pc)
-				st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
-			return unwind_fp_step(st);
-		}
-		st->m_bias = bias;
-		st->m_first = row_first;
-		st->m_count = row_count;
-		st->m_ok = true;
+		if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
+			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+		st->out.flags |= UNWIND_F_NO_MAPPING;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+		return 1;
 	}
+	st->m_ok = true;
+	return 0;
+}
+
+/* Unwind one frame of this CPU's walk by the table of its current
+ * mapping (unwind_locate); false ends the walk (st->out.end says why). A
+ * global function, like unwind_locate: each is verified once, instead of
+ * every path of one through every path of the other. */
+__noinline int unwind_apply(void)
+{
+	struct unwind_state *st = unwind_scratch_state();
+	if (!st)
+		return 0;
+	__u64 bias = st->m_bias;
+	__u32 row_first = st->m_first, row_count = st->m_count;
 	if (row_count == 0) {
 		st->out.flags |= UNWIND_F_FALLBACK;
 		if (!st->out.fallback_pc)
@@ -579,8 +595,7 @@ static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
  * loop's convergence check tried (most of a tool's load time). */
 __noinline int unwind_walk_frame(void)
 {
-	__u32 zero = 0;
-	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	struct unwind_state *st = unwind_scratch_state();
 	if (!st)
 		return 1;
 	__u32 n = st->out.len;
@@ -591,7 +606,16 @@ __noinline int unwind_walk_frame(void)
 	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->out.len = n + 1;
 	st->hash = unwind_mix(st->hash, st->pc);
-	return unwind_frame(st) ? 0 : 1;
+	/* Frames of one walk mostly stay in one file: the last frame's
+	 * mapping first. */
+	if (!(st->m_ok && st->m_start <= st->pc && st->pc < st->m_end)) {
+		int r = unwind_locate();
+		if (r < 0)
+			return 1;
+		if (r > 0)
+			return unwind_fp_step(st) ? 0 : 1;
+	}
+	return unwind_apply() ? 0 : 1;
 }
 
 /* bpf_loop body: one frame. The verifier wants 0 or 1 back, and knows
