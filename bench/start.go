@@ -144,7 +144,11 @@ func startTable(dir string) {
 		}
 		if c.peer != nil {
 			p := medianStart(peer)
-			line += fmt.Sprintf(" | %-18s %s %8s", c.peerName, p.cells(), peerIdle)
+			if p.failure != "" {
+				line += fmt.Sprintf(" | %-18s failed: %s", c.peerName, trunc(p.failure, 60))
+			} else {
+				line += fmt.Sprintf(" | %-18s %s %8s", c.peerName, p.cells(), peerIdle)
+			}
 		}
 		fmt.Println(line)
 	}
