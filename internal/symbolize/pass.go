@@ -61,6 +61,10 @@ func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
 			r.done()
 			continue
 		}
+		if lp, ok := o.Symbols.(linePreparer); ok && !r.cached {
+			// Named once and dropped: only the units of its addresses.
+			lp.PrepareLines(objectAddrs(p, o, byDSO[d]))
+		}
 		ps.object(d, obj, o, byDSO[d], func(addr uint64) Resolved { return resolveIn(obj, o, nil, addr) })
 		if cs, ok := o.Symbols.(CodeSource); ok {
 			ps.keepCode(cs)
@@ -69,10 +73,29 @@ func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
 	}
 }
 
+// linePreparer is an object that can read the lines of some addresses
+// only (ELF.PrepareLines).
+type linePreparer interface{ PrepareLines(addrs []uint64) }
+
+// objectAddrs are the object addresses of locations locs of p, whose
+// addresses are still recorded ones.
+func objectAddrs(p *model.Profile, o *Opened, locs []int32) []uint64 {
+	out := make([]uint64, 0, len(locs))
+	for _, li := range locs {
+		a := p.Locs[li].Addr
+		if o.ToAddr != nil {
+			a = o.ToAddr(a)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // ahead is an object opened by openAhead; done lets the next one open.
 type ahead struct {
 	openResult
-	done func()
+	cached bool // from the symbolizer's cache: others may use it after this pass
+	done   func()
 }
 
 // openAhead opens the objects ids of objs on goroutines, as many at a
@@ -99,7 +122,7 @@ func (s *Symbolizer) openAhead(objs []Object, ids []int32) []chan ahead {
 				if !cached {
 					c.o, c.err = s.open(obj)
 				}
-				out[i] <- ahead{c, func() { <-slots }}
+				out[i] <- ahead{c, cached, func() { <-slots }}
 			}()
 		}
 	}()
