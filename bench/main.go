@@ -21,9 +21,11 @@
 //     uprobes (-memleak runs only this);
 //  11. per-call cost of function-graph tracing: uftrace, sonde ftrace
 //     in-process and through uprobes, and the bare uprobe floor (-ftrace
-//     runs only this).
+//     runs only this);
 //  12. start-up with the unwind-table cache empty, filled and off
-//     (-tablecache runs only this; see tablecache.go).
+//     (-tablecache runs only this; see tablecache.go);
+//  13. start-up and idle cost of every BPF tool and record beside
+//     libbpf-tools and perf (-start runs only this; see start.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -76,6 +78,7 @@ var sections = []section{
 	{"unwind", "run only the unwinder section", true, func(dir, _ string) bool { unwindBench(dir); return true }},
 	{"tablecache", "run only the unwind-table cache's cold vs warm start", true, func(dir, _ string) bool { tableCacheBench(dir); return true }},
 	{"web", "run only the web view's scale case (needs no root)", false, func(string, string) bool { return webScale() }},
+	{"start", "run only the start-up and idle table (first event, wall, CPU, idle CPU; sonde vs libbpf-tools)", true, func(dir, _ string) bool { startTable(dir); return true }},
 }
 
 func main() {

@@ -217,32 +217,42 @@ static __always_inline bool unwind_switch_step(struct unwind_state *st)
 	return unwind_to_caller(st, sp, pair[1]);
 }
 
-/* The mapping of pc in p, or NULL: binary search over the sorted starts. */
-static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_proc *p, __u64 pc)
+/* The mapping of pc in p, or NULL: binary search over the sorted starts.
+ * The search's bounds live in the walk's state (st->s_lo, st->s_hi) and
+ * are read back at every step: a value loaded from a map is one the
+ * verifier knows nothing of, so every step starts from the same state and
+ * the loop is checked once. Kept in registers, each step's bounds were a
+ * new state (the index into p->m makes them precise): 315,000 of the
+ * 322,000 instructions the verifier went through for a walk. */
+static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_state *st, struct unwind_proc *p, __u64 pc)
 {
-	__u32 lo = 0, hi = p->count;
-	if (hi > UNWIND_MAX_MAPPINGS)
-		hi = UNWIND_MAX_MAPPINGS;
+	volatile __u32 *lo = &st->s_lo, *hi = &st->s_hi;
+	*lo = 0;
+	*hi = p->count < UNWIND_MAX_MAPPINGS ? p->count : UNWIND_MAX_MAPPINGS;
 	for (int k = 0; k < UNWIND_MAPPING_STEPS; k++) {
-		if (lo >= hi)
+		__u32 l = *lo, h = *hi;
+		if (l >= h)
 			break;
-		__u32 mid = (lo + hi) / 2;
+		__u32 mid = (l + h) / 2;
 		if (p->m[mid & (UNWIND_MAX_MAPPINGS - 1)].start <= pc)
-			lo = mid + 1;
+			*lo = mid + 1;
 		else
-			hi = mid;
+			*hi = mid;
 	}
-	if (lo == 0)
+	__u32 l = *lo;
+	if (l == 0)
 		return NULL;
-	struct unwind_mapping *m = &p->m[(lo - 1) & (UNWIND_MAX_MAPPINGS - 1)];
+	struct unwind_mapping *m = &p->m[(l - 1) & (UNWIND_MAX_MAPPINGS - 1)];
 	if (pc >= m->end)
 		return NULL;
 	return m;
 }
 
 /* The rule index of the last row at or below rel in rows [first,
- * first+count); -1 when rel lies before the first row. */
-static __always_inline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel)
+ * first+count); -1 when rel lies before the first row. A global function
+ * of scalars: the verifier checks its 25-step search once per program,
+ * not again on every path of the frame step that reaches it. */
+__noinline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel)
 {
 	__u32 lo = first, hi = first + count;
 	for (int k = 0; k < UNWIND_ROW_STEPS; k++) {
@@ -389,49 +399,65 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 	return true;
 }
 
-/* Unwind one frame of st; false ends the walk (st->out.end says why). */
-static __always_inline bool unwind_frame(struct unwind_state *st)
+static __always_inline struct unwind_state *unwind_scratch_state(void)
 {
-	__u64 bias;
-	__u32 row_first, row_count;
-	if (st->m_ok && st->m_start <= st->pc && st->pc < st->m_end) {
-		bias = st->m_bias;
-		row_first = st->m_first;
-		row_count = st->m_count;
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&unwind_scratch, &zero);
+}
+
+/* Find the table of this CPU's walk's pc and keep it as the walk's
+ * current mapping (st->m_*): 0 when found, 1 when the walk goes on by
+ * frame pointers here (the flags say why), -1 without the walk's state.
+ * A global function: the verifier checks the search once per program,
+ * not once for every way the frame step below goes on. */
+__noinline int unwind_locate(void)
+{
+	struct unwind_state *st = unwind_scratch_state();
+	if (!st)
+		return -1;
+	struct unwind_vma found;
+	struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
+	struct unwind_mapping *m = p ? unwind_find_mapping(st, p, st->pc) : NULL;
+	if (m) {
+		st->m_start = m->start;
+		st->m_end = m->end;
+		st->m_bias = m->bias;
+		st->m_first = m->row_first;
+		st->m_count = m->row_count;
+	} else if (unwind_by_vma(st, &found)) {
+		if (p && unwind_max_frames > 1)
+			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+		st->m_start = found.start;
+		st->m_end = found.end;
+		st->m_bias = found.bias;
+		st->m_first = found.row_first;
+		st->m_count = found.row_count;
+	} else if (!p) {
+		st->out.flags |= UNWIND_F_PROC_UNKNOWN;
+		return 1;
 	} else {
-		struct unwind_vma found;
-		struct unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &st->pid);
-		struct unwind_mapping *m = p ? unwind_find_mapping(p, st->pc) : NULL;
-		if (m) {
-			st->m_start = m->start;
-			st->m_end = m->end;
-			bias = m->bias;
-			row_first = m->row_first;
-			row_count = m->row_count;
-		} else if (unwind_by_vma(st, &found)) {
-			if (p && unwind_max_frames > 1)
-				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-			st->m_start = found.start;
-			st->m_end = found.end;
-			bias = found.bias;
-			row_first = found.row_first;
-			row_count = found.row_count;
-		} else if (!p) {
-			st->out.flags |= UNWIND_F_PROC_UNKNOWN;
-			return unwind_fp_step(st);
-		} else {
-			if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
-				unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
-			st->out.flags |= UNWIND_F_NO_MAPPING;
-			if (!st->out.fallback_pc)
-				st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
-			return unwind_fp_step(st);
-		}
-		st->m_bias = bias;
-		st->m_first = row_first;
-		st->m_count = row_count;
-		st->m_ok = true;
+		if (!(st->out.flags & UNWIND_F_NO_MAPPING) && unwind_max_frames > 1)
+			unwind_notice(st->pid, UNWIND_NOTICE_PC, st->pc, true);
+		st->out.flags |= UNWIND_F_NO_MAPPING;
+		if (!st->out.fallback_pc)
+			st->out.fallback_pc = st->pc; /* the first: where the tables ran out */
+		return 1;
 	}
+	st->m_ok = true;
+	return 0;
+}
+
+/* Unwind one frame of this CPU's walk by the table of its current
+ * mapping (unwind_locate); false ends the walk (st->out.end says why). A
+ * global function, like unwind_locate: each is verified once, instead of
+ * every path of one through every path of the other. */
+__noinline int unwind_apply(void)
+{
+	struct unwind_state *st = unwind_scratch_state();
+	if (!st)
+		return 0;
+	__u64 bias = st->m_bias;
+	__u32 row_first = st->m_first, row_count = st->m_count;
 	if (row_count == 0) {
 		st->out.flags |= UNWIND_F_FALLBACK;
 		if (!st->out.fallback_pc)
@@ -574,12 +600,15 @@ static __always_inline __u64 unwind_mix(__u64 h, __u64 v)
 #include "sonde_python.h" /* CPython frames at the eval loop's frames */
 #endif
 
-/* bpf_loop body: record the current frame, then unwind one. ctx points
- * to a byte saying the process is a CPython (sonde_python.h). */
-static long unwind_step(__u32 i, void *ctx)
+/* Record the current frame of this CPU's walk, then unwind one: 0 to go
+ * on, 1 when the walk ended. py_on: the process is a CPython
+ * (sonde_python.h). A global function: the verifier checks it once per
+ * program, from no caller's state. Inlined in bpf_loop's callback, the
+ * whole frame step was verified again for every state the loop's
+ * convergence check tried (most of a tool's load time). */
+__noinline int unwind_walk_frame(int py_on)
 {
-	__u32 zero = 0;
-	struct unwind_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	struct unwind_state *st = unwind_scratch_state();
 	if (!st)
 		return 1;
 	__u32 n = st->out.len;
@@ -588,7 +617,7 @@ static long unwind_step(__u32 i, void *ctx)
 		return 1;
 	}
 #ifndef SONDE_NO_PYTHON
-	__u64 py = ctx && *(__u8 *)ctx ? python_step(st->pc, st->sp, st->exact) : 0;
+	__u64 py = py_on ? python_step(st->pc, st->sp, st->exact) : 0;
 	if (py) {
 		/* A Python frame the eval loop at pc runs: taken first, the
 		 * native frame stays current for the next step. */
@@ -601,7 +630,24 @@ static long unwind_step(__u32 i, void *ctx)
 	st->out.pcs[n & (UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->out.len = n + 1;
 	st->hash = unwind_mix(st->hash, st->pc);
-	return unwind_frame(st) ? 0 : 1;
+	/* Frames of one walk mostly stay in one file: the last frame's
+	 * mapping first. */
+	if (!(st->m_ok && st->m_start <= st->pc && st->pc < st->m_end)) {
+		int r = unwind_locate();
+		if (r < 0)
+			return 1;
+		if (r > 0)
+			return unwind_fp_step(st) ? 0 : 1;
+	}
+	return unwind_apply() ? 0 : 1;
+}
+
+/* bpf_loop body: one frame. The verifier wants 0 or 1 back, and knows
+ * nothing of a global function's result but its type. ctx points to a
+ * byte saying the process is a CPython. */
+static long unwind_step(__u32 i, void *ctx)
+{
+	return unwind_walk_frame(ctx && *(__u8 *)ctx) ? 1 : 0;
 }
 
 /* Walk the current task's user stack into unwind_stacks. Returns the

@@ -159,6 +159,7 @@ struct unwind_state {
 	bool m_ok;
 	__u32 vma_next;
 	__u32 pid;
+	__u32 s_lo, s_hi; /* a mapping search's bounds (unwind_find_mapping) */
 	__u64 vdso_told; /* the address space whose vDSO was last told to user space */
 	bool fp_valid; /* fp holds the caller's frame pointer */
 	bool exact;    /* pc is exact (innermost or signal-interrupted), not a return address */

@@ -402,7 +402,48 @@ type lineTable struct {
 	files []string
 }
 
-func buildLineTable(d *dwarf.Data) *lineTable {
+// PrepareLines builds the line table of a one-time use from the compile
+// units that cover addrs (object addresses) only, and lets the DWARF data
+// go: a process's symbols named once at the end of a run ask for the
+// lines of a few units of a large binary (a Go program is a unit per
+// package), where reading every unit's line program was most of the time
+// a recording took to finish. Line and Lines then know only those units
+// (and the functions in them), so it is for an object named once and
+// dropped, never for one kept to name later addresses.
+func (e *ELF) PrepareLines(addrs []uint64) {
+	if e.lines != nil || e.dwarf == nil {
+		return
+	}
+	e.lines = buildLineTableFor(e.dwarf, addrs)
+	e.dwarf = nil
+}
+
+func buildLineTable(d *dwarf.Data) *lineTable { return buildLineTableFor(d, nil) }
+
+// buildLineTableFor reads the line programs of the units covering addrs
+// (sorted or not); nil reads every unit. A unit whose ranges cannot be
+// read is read whatever the addresses.
+func buildLineTableFor(d *dwarf.Data, addrs []uint64) *lineTable {
+	if addrs != nil {
+		addrs = slices.Clone(addrs)
+		slices.Sort(addrs)
+	}
+	covers := func(cu *dwarf.Entry) bool {
+		if addrs == nil {
+			return true
+		}
+		rs, err := d.Ranges(cu)
+		if err != nil || len(rs) == 0 {
+			return true
+		}
+		for _, r := range rs {
+			i, _ := slices.BinarySearch(addrs, r[0])
+			if i < len(addrs) && addrs[i] < r[1] {
+				return true
+			}
+		}
+		return false
+	}
 	t := &lineTable{}
 	fileIdx := map[string]int32{}
 	r := d.Reader()
@@ -411,7 +452,7 @@ func buildLineTable(d *dwarf.Data) *lineTable {
 		if err != nil || cu == nil {
 			break
 		}
-		if cu.Tag != dwarf.TagCompileUnit {
+		if cu.Tag != dwarf.TagCompileUnit || !covers(cu) {
 			r.SkipChildren()
 			continue
 		}

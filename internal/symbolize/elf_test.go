@@ -190,3 +190,41 @@ func TestStrippedGoBinary(t *testing.T) {
 		t.Errorf("only %d functions compared", n)
 	}
 }
+
+// TestPrepareLinesReadsOnlyTheUnitsAsked names a few functions of a Go
+// program (a unit per package) from the units that hold them only, and
+// must name them as the whole line table does.
+func TestPrepareLinesReadsOnlyTheUnitsAsked(t *testing.T) {
+	exe := testutil.BuildGo(t, t.TempDir(), "goprog", "goprog")
+	whole, err := OpenELF(exe, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !whole.HasDWARF() {
+		t.Skip("the test binary has no DWARF (built with -w)")
+	}
+	var addrs []uint64
+	for _, s := range whole.Symbols() {
+		if s.Name == "main.main" || s.Name == "strconv.ParseUint" || s.Name == "sort.Search" || s.Name == "fmt.Fprintf" {
+			addrs = append(addrs, s.Start+1)
+		}
+	}
+	if len(addrs) < 2 {
+		t.Fatalf("found %d of the functions to name", len(addrs))
+	}
+	part, err := OpenELF(exe, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part.PrepareLines(addrs)
+	for _, a := range addrs {
+		wf, wl, wok := whole.Line(a)
+		pf, pl, pok := part.Line(a)
+		if !wok || wf != pf || wl != pl || wok != pok {
+			t.Errorf("0x%x: whole table %s:%d (%v), units asked %s:%d (%v)", a, wf, wl, wok, pf, pl, pok)
+		}
+	}
+	if p, w := len(part.lines.rows), len(whole.lines.rows); p >= w/4 {
+		t.Errorf("the units asked hold %d rows of the whole table's %d: want far fewer", p, w)
+	}
+}

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 
 	"github.com/sonde-dev/sonde/internal/model"
@@ -50,26 +51,82 @@ func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
 		}
 		return
 	}
-	for _, d := range ids {
+	opened := s.openAhead(objs, ids)
+	for i, d := range ids {
 		obj := objs[d]
-		// Each object comes up once in a pass: it is opened without being
-		// cached, so its symbols and line tables are freed once named.
-		s.mu.Lock()
-		c, cached := s.cache[obj.key()]
-		s.mu.Unlock()
-		o, err := c.o, c.err
-		if !cached {
-			o, err = s.open(obj)
-		}
+		r := <-opened[i]
+		o, err := r.o, r.err
 		if err != nil {
 			ps.warn(d, err)
+			r.done()
 			continue
+		}
+		if lp, ok := o.Symbols.(linePreparer); ok && !r.cached {
+			// Named once and dropped: only the units of its addresses.
+			lp.PrepareLines(objectAddrs(p, o, byDSO[d]))
 		}
 		ps.object(d, obj, o, byDSO[d], func(addr uint64) Resolved { return resolveIn(obj, o, nil, addr) })
 		if cs, ok := o.Symbols.(CodeSource); ok {
 			ps.keepCode(cs)
 		}
+		r.done()
 	}
+}
+
+// linePreparer is an object that can read the lines of some addresses
+// only (ELF.PrepareLines).
+type linePreparer interface{ PrepareLines(addrs []uint64) }
+
+// objectAddrs are the object addresses of locations locs of p, whose
+// addresses are still recorded ones.
+func objectAddrs(p *model.Profile, o *Opened, locs []int32) []uint64 {
+	out := make([]uint64, 0, len(locs))
+	for _, li := range locs {
+		a := p.Locs[li].Addr
+		if o.ToAddr != nil {
+			a = o.ToAddr(a)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// ahead is an object opened by openAhead; done lets the next one open.
+type ahead struct {
+	openResult
+	cached bool // from the symbolizer's cache: others may use it after this pass
+	done   func()
+}
+
+// openAhead opens the objects ids of objs on goroutines, as many at a
+// time as there are CPUs, while the pass names the ones before: reading
+// symbol tables is most of a pass, and the objects are independent. Each
+// object comes up once in a pass: it is opened without being cached, so
+// its symbols and line tables are freed once named; an object counts
+// against the limit until the pass is done with it (done), so no more
+// than that many are in memory at once.
+func (s *Symbolizer) openAhead(objs []Object, ids []int32) []chan ahead {
+	out := make([]chan ahead, len(ids))
+	for i := range out {
+		out[i] = make(chan ahead, 1)
+	}
+	slots := make(chan struct{}, runtime.NumCPU())
+	go func() {
+		for i, d := range ids {
+			slots <- struct{}{}
+			go func() {
+				obj := objs[d]
+				s.mu.Lock()
+				c, cached := s.cache[obj.key()]
+				s.mu.Unlock()
+				if !cached {
+					c.o, c.err = s.open(obj)
+				}
+				out[i] <- ahead{c, cached, func() { <-slots }}
+			}()
+		}
+	}()
+	return out
 }
 
 // warn notes an object whose frames stay unnamed.

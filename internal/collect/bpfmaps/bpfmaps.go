@@ -22,6 +22,29 @@ func SumPerCPU(m *ebpf.Map, key uint32) uint64 {
 	return n
 }
 
+// PerCPUSum reads a per-CPU u64 value again and again into one buffer:
+// a poll of a counter allocates nothing per read but the lookup's own.
+type PerCPUSum struct{ per []uint64 }
+
+// Read adds up key's per-CPU values in m (0 when the key is missing).
+func (s *PerCPUSum) Read(m *ebpf.Map, key uint32) uint64 {
+	if s.per == nil {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return 0
+		}
+		s.per = make([]uint64, n)
+	}
+	if err := m.Lookup(key, s.per); err != nil {
+		return 0
+	}
+	var n uint64
+	for _, v := range s.per {
+		n += v
+	}
+	return n
+}
+
 // Stack returns the instruction pointers of stack id (leaf first, without
 // the zero padding), read into buf; nil for a failed walk (negative id) or a
 // missing entry.

@@ -114,7 +114,7 @@ var retZero = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 // for a moment: the load needs the kernel's BTF and the target's type,
 // the attach needs the kernel to permit the link (trampolines for fentry).
 func tracing(at ebpf.AttachType, target string) error {
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+	p, err := newProgram(&ebpf.ProgramSpec{
 		Name: "sonde_probe", Type: ebpf.Tracing, AttachType: at, AttachTo: target,
 		Instructions: retZero, License: "GPL",
 	})

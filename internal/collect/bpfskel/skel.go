@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -104,6 +105,7 @@ func Open(t Tool) (s *Session, err error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
+	WarmKernelTypes() // read while the spec is read, the command started and the modes probed
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raising the locked-memory limit for BPF maps: %w", err)
 	}
@@ -156,7 +158,7 @@ func Open(t Tool) (s *Session, err error) {
 	if s.Choices, err = plan(spec, t.Hooks, f); err != nil {
 		return s, err
 	}
-	if s.coll, err = ebpf.NewCollection(spec); err != nil {
+	if s.coll, err = loadCollection(spec); err != nil {
 		return s, loadError(t.Name, s.Choices, err)
 	}
 	if t.Maps != nil {
@@ -404,10 +406,25 @@ func (s *Session) Detach() {
 		s.gate.Set(uint32(0))
 		s.gate = nil
 	}
-	for i := len(s.links) - 1; i >= 0; i-- {
-		s.links[i].Close()
-	}
+	closeAll(s.links)
 	s.links = nil
+}
+
+// closeAll closes the links side by side and returns once all are
+// closed. Closing a tracepoint's link waits for an RCU grace period in
+// the kernel (15–45 ms each here): one after the other, six links were
+// 200 ms at the end of every syscount run; closed together they wait
+// for about one.
+func closeAll(links []io.Closer) {
+	var wg sync.WaitGroup
+	for _, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Close()
+		}()
+	}
+	wg.Wait()
 }
 
 // Close detaches and frees everything; a command never released is killed.

@@ -165,6 +165,7 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 	tk := time.NewTicker(DrainEvery)
 	defer tk.Stop()
 	var lastWalks uint64
+	var walks bpfmaps.PerCPUSum
 	for {
 		select {
 		case <-done:
@@ -178,11 +179,11 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 		// objects are named as they are drained, and a process that
 		// exits takes its memory with it.
 		if l.m.Counters != nil && l.m.Counters.Map != nil && !l.walksPython() {
-			walks := bpfmaps.SumPerCPU(l.m.Counters.Map, 0) // UNWIND_C_WALKS
-			if walks-lastWalks < UnwindStacksEntries/4 {
+			n := walks.Read(l.m.Counters.Map, 0) // UNWIND_C_WALKS
+			if n-lastWalks < UnwindStacksEntries/4 {
 				continue
 			}
-			lastWalks = walks
+			lastWalks = n
 		}
 		if err := l.DrainStacks(); err != nil {
 			l.loadError(err)

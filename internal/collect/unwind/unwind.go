@@ -104,16 +104,34 @@ func Hooks() []bpfskel.Hook {
 // nil takes them from the object by name (Tool.More).
 // The caller stops the returned loader after the session's Run (or Close).
 func Wire(t *bpfskel.Tool, pid int, maps func() Maps) *Loader {
-	return wire(t, pid, maps, false)
+	return wire(t, pid, maps, full)
 }
 
 // WireLeaf adds the walker to a tool that needs only each stack's leaf
 // (sonde top): one frame, no tables loaded, no notices.
 func WireLeaf(t *bpfskel.Tool, maps func() Maps) *Loader {
-	return wire(t, 0, maps, true)
+	return wire(t, 0, maps, leafOnly)
 }
 
-func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
+// WireOff wires the walker of a tool's object turned off, for a run that
+// asks for no user stacks (-K): the walk is dead code the verifier skips,
+// its exec and exit programs are not loaded, no table is built and no
+// notice read. The loader answers as for a run that walked nothing.
+func WireOff(t *bpfskel.Tool, maps func() Maps) *Loader {
+	return wire(t, 0, maps, off)
+}
+
+// How much of the walker a tool wires.
+type wireMode int
+
+const (
+	full     wireMode = iota
+	leafOnly          // the leaf frame only, no tables
+	off               // no walk at all
+)
+
+func wire(t *bpfskel.Tool, pid int, maps func() Maps, mode wireMode) *Loader {
+	leaf := mode != full
 	rows := uint32(DefaultRows)
 	if pid != 0 {
 		rows = 1 << 20 // python3 and its libraries take about 120,000
@@ -136,10 +154,17 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 	if off, _ := consts[PythonOff].(bool); off {
 		l.NoInterp = true
 	}
+	if mode == off {
+		consts["unwind_arch"] = uint32(0)
+	} else {
+		t.Hooks = append(Hooks(), t.Hooks...)
+	}
 	t.Consts = consts
-	t.Hooks = append(Hooks(), t.Hooks...)
 	if spec := t.Spec; spec != nil {
 		t.Spec = func() (*ebpf.CollectionSpec, error) {
+			if mode == off {
+				return spec() // no walk: its helpers need no probe, its rows no room
+			}
 			if err := Probe(); err != nil {
 				return nil, err
 			}
@@ -164,7 +189,7 @@ func wire(t *bpfskel.Tool, pid int, maps func() Maps, leaf bool) *Loader {
 		if maps != nil {
 			l.m = maps()
 		}
-		if leaf {
+		if mode != full {
 			return nil
 		}
 		if pid != 0 {

@@ -265,7 +265,13 @@ __attribute__((noinline)) int send_path(__u64 file, __u64 inode, __u32 dev, __u6
 	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
 	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
 	struct mount *m = (void *)vm - bpf_core_field_offset(struct mount, mnt);
-	__u32 n = 0;
+	/* The count of names lives in the record and is read back at each
+	 * step: a value read from a map is unknown to the verifier, so the
+	 * steps share one state and the loop is checked once. Kept in a
+	 * register, every count at every step was a state of its own
+	 * (775,000 instructions verified: most of filetop's start). */
+	volatile __u32 *depth = &p->depth;
+	*depth = 0;
 	for (int i = 0; i < FILES_PATH_DEPTH + 8; i++) {
 		if (d == BPF_CORE_READ(vm, mnt_root)) {
 			struct mount *parent = BPF_CORE_READ(m, mnt_parent);
@@ -283,13 +289,13 @@ __attribute__((noinline)) int send_path(__u64 file, __u64 inode, __u32 dev, __u6
 			p->truncated = 0;
 			break;
 		}
+		__u32 n = *depth;
 		if (n >= FILES_PATH_DEPTH)
 			break;
-		bpf_probe_read_kernel_str(p->names[n], FILES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
-		n++;
+		bpf_probe_read_kernel_str(p->names[n & (FILES_PATH_DEPTH - 1)], FILES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+		*depth = n + 1;
 		d = up;
 	}
-	p->depth = n;
 	/* No wakeup: the reader polls, and the slow record that follows (or
 	 * the end of the run) brings the path along. */
 	if (bpf_ringbuf_output(&events, p, sizeof(*p), SONDE_RB_NO_WAKEUP)) {

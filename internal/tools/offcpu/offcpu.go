@@ -122,7 +122,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Wakers {
 		only = 0
 	}
-	ld := unwind.Wire(&t, o.Pid, nil)
+	var ld *unwind.Loader
+	if o.User {
+		ld = unwind.Wire(&t, o.Pid, nil)
+	} else {
+		ld = unwind.WireOff(&t, nil) // kernel stacks only (-K): no walker
+	}
 	ld.NoInterp = o.NoInterp
 	ld.Only = only
 	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile

@@ -53,6 +53,31 @@ HASH_MAP(counts, struct profile_key, __u64, 65536);
 /* key: enum profile_error; value: occurrences (u64), per CPU. */
 ENUM_COUNTERS(errors, enum profile_error, ERR_MAX);
 
+/* key: 0 (u32); value: keys created in counts (u64), per CPU. User space
+ * looks through counts for processes it has not seen only when this
+ * moved: on an idle machine a tick costs this read, not a walk of the
+ * 65,536 buckets of counts. */
+PERCPU_COUNTERS(new_keys, 1);
+
+/* Add one sample to key in counts, counting the keys it creates; false
+ * when counts is full. */
+static __always_inline bool count_sample(struct profile_key *key)
+{
+	__u64 *v = bpf_map_lookup_elem(&counts, key);
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		return true;
+	}
+	__u64 one = 1;
+	long err = bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST);
+	if (err == 0) {
+		counter_inc(&new_keys, 0);
+		return true;
+	}
+	/* -EEXIST: another CPU created it first. */
+	return map_add(&counts, key, 1);
+}
+
 /* Store this CPU's kernel stack (kscratch) in kstacks when new and return
  * its key (a hash of its frames), or 0 when it could not be stored
  * (counted). A global function: the verifier checks it once, not once for
@@ -116,7 +141,7 @@ int do_sample(void *ctx)
 	take_stacks_unwind(ctx, &stacks, user_stacks, false, &key.user_stack, &unused);
 	if (kernel_stacks)
 		key.kernel_stack = kernel_stack(ctx);
-	if (!map_add(&counts, &key, 1))
+	if (!count_sample(&key))
 		counter_inc(&errors, ERR_COUNTS_FULL);
 	return 0;
 }

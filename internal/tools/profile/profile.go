@@ -135,7 +135,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // watchPids keeps the mappings of every process the program sampled, on
 // first sight in the counts map (checked every "every"), and those of
 // target (0: none) again each time, for what it maps later: stacks are
-// read at the end, when a process may be gone. It returns a stop function.
+// read at the end, when a process may be gone. A tick in which the
+// program made no new key (a new process, or a new stack of one already
+// seen, as a new mapping brings) reads one per-CPU counter and nothing
+// else. It returns a stop function.
 func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
 	if every <= 0 {
 		every = 100 * time.Millisecond
@@ -146,11 +149,18 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every t
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		var counts bpfmaps.Reader[profileProfileKey, uint64]
+		var newKeys bpfmaps.PerCPUSum
+		seen := ^uint64(0)
 		for {
 			select {
 			case <-done:
 				return
 			case <-tk.C:
+			}
+			if n := newKeys.Read(maps.NewKeys, 0); n == seen {
+				continue
+			} else {
+				seen = n
 			}
 			if target != 0 {
 				keeper.Keep(target)
@@ -208,9 +218,13 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 		Command: command, PidConst: profileVarTargetPid,
 	}
 	var ld *unwind.Loader
-	if leaf {
+	switch {
+	case leaf:
 		ld = unwind.WireLeaf(&t, nil)
-	} else {
+	case consts[profileVarUserStacks] == false:
+		// Kernel stacks only (-K): the walker is not loaded at all.
+		ld = unwind.WireOff(&t, nil)
+	default:
 		ld = unwind.Wire(&t, pid, nil)
 		// Keys are read at the end: the stacks map must not fill meanwhile.
 		ld.KeepStacks()
