@@ -12,49 +12,10 @@
 #include "sonde_maps.h"
 #include "sonde_target.h"
 #include "sonde_tp.h"
+#include "sonde_sock.h"
 #include "tcplife.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_TCP 6
-
-enum {
-	TCP_ESTABLISHED = 1,
-	TCP_SYN_SENT = 2,
-	TCP_SYN_RECV = 3,
-	TCP_FIN_WAIT1 = 4,
-	TCP_CLOSE = 7,
-	TCP_LAST_ACK = 9,
-	TCP_LISTEN = 10,
-};
-
-/* Only the fields read here, relocated by CO-RE (the address and port
- * pairs sit in anonymous unions, which CO-RE looks through). */
-struct in6_addr {
-	__u8 s6_addr[16];
-};
-
-struct sock_common {
-	__be32 skc_daddr;
-	__be32 skc_rcv_saddr;
-	__be16 skc_dport;
-	__u16 skc_num;
-	unsigned short skc_family;
-	struct in6_addr skc_v6_daddr;
-	struct in6_addr skc_v6_rcv_saddr;
-} __attribute__((preserve_access_index));
-
-struct sock {
-	struct sock_common __sk_common;
-	__u16 sk_protocol; /* a bit-field before 5.6: read with BPF_CORE_READ_BITFIELD_PROBED */
-} __attribute__((preserve_access_index));
-
-struct tcp_sock {
-	__u64 bytes_received;
-	__u64 bytes_acked;
-} __attribute__((preserve_access_index));
 
 /* A session between its start and its close. */
 struct session {
@@ -97,19 +58,7 @@ static __always_inline void emit(struct sock *sk, struct session *s, __u64 now)
 	e->rx_bytes = BPF_CORE_READ((struct tcp_sock *)sk, bytes_received);
 	e->pid = s->pid;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
-	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	e->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	e->pad = 0;
-	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
-	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
-	if (e->family == AF_INET6) {
-		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr);
-		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr);
-	} else {
-		BPF_CORE_READ_INTO((__be32 *)e->laddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO((__be32 *)e->raddr, sk, __sk_common.skc_daddr);
-	}
+	sock_conn(sk, &e->conn);
 	ring_submit(&events, e);
 }
 
@@ -118,7 +67,7 @@ TP_BTF_OR_RAW(inet_sock_set_state, set_state)
 	struct sock *sk = (struct sock *)ctx[0];
 	int oldstate = (int)ctx[1], newstate = (int)ctx[2];
 	/* A listener opening or closing is no session. */
-	if (oldstate == TCP_LISTEN || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
+	if (oldstate == TCP_LISTEN || !sock_is_tcp(sk))
 		return 0;
 	__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
 	struct session *s = bpf_map_lookup_elem(&sessions, &key);

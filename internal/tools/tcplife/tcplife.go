@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -109,22 +108,11 @@ func Run(ctx context.Context, o Options, out func(Session)) (*Result, error) {
 	return res, nil
 }
 
-const afInet6 = 10
-
-// Addr is an address of a connection as the kernel keeps it: 4 bytes for
-// IPv4, 16 for IPv6; family 4 or 6.
-func Addr(ipv6 bool, b [16]uint8) (netip.Addr, int) {
-	if ipv6 {
-		return netip.AddrFrom16(b), 6
-	}
-	return netip.AddrFrom4([4]byte(b[:4])), 4
-}
-
 func sessionOf(e *tcplifeTcplifeEvent) Session {
-	l, fam := Addr(e.Family == afInet6, e.Laddr)
-	r, _ := Addr(e.Family == afInet6, e.Raddr)
+	l, fam := bpfmaps.IP(e.Conn.Family, e.Conn.Laddr)
+	r, _ := bpfmaps.IP(e.Conn.Family, e.Conn.Raddr)
 	return Session{TimeNS: e.TimeNs, Pid: e.Pid, Comm: bpfmaps.CString(e.Comm[:]), Family: fam,
-		LAddr: l.String(), LPort: e.Lport, RAddr: r.String(), RPort: e.Rport,
+		LAddr: l.String(), LPort: e.Conn.Lport, RAddr: r.String(), RPort: e.Conn.Rport,
 		TxBytes: e.TxBytes, RxBytes: e.RxBytes, DurationNS: e.DurationNs}
 }
 

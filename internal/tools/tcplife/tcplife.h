@@ -10,13 +10,8 @@ struct tcplife_event {
 	__u64 tx_bytes;    /* bytes sent and acknowledged by the peer (tcp_sock.bytes_acked) */
 	__u64 rx_bytes;    /* bytes received (tcp_sock.bytes_received) */
 	__u32 pid;         /* the process that opened or closed it (0: not seen) */
-	__u16 family;      /* AF_INET or AF_INET6 */
-	__u16 lport;       /* local port, host order */
-	__u16 rport;       /* remote port, host order */
-	__u16 pad;
-	__u8 laddr[16];    /* local address: 4 bytes for AF_INET, 16 for AF_INET6 */
-	__u8 raddr[16];    /* remote address */
 	char comm[16];     /* that process's name */
+	struct sonde_conn conn; /* its ends (sonde_sock.h) */
 };
 
 enum tcplife_counter {
