@@ -32,6 +32,7 @@ type snoopFlags struct {
 	pid       string // what -p does ("" for no -p)
 	timeShort string // the short form of --timestamp
 	cgroup    bool   // -G/--cgroup
+	noComm    bool   // no --comm: the events happen outside any process
 }
 
 // command builds the tool's command with the shared flags.
@@ -39,7 +40,9 @@ func (s *snoop) command(name string, fl snoopFlags) *cobra.Command {
 	cmd := s.live.Command(cli.Doc(name, &cobra.Command{Args: cobra.NoArgs}), fl.pid)
 	f := cmd.Flags()
 	f.BoolVarP(&s.timestamps, "timestamp", fl.timeShort, false, "print the time (seconds since boot) first")
-	f.StringSliceVar(&s.comms, "comm", nil, "only events of these command names (comma-separated)")
+	if !fl.noComm {
+		f.StringSliceVar(&s.comms, "comm", nil, "only events of these command names (comma-separated)")
+	}
 	marks := []string{"timestamp"}
 	if fl.cgroup {
 		f.StringVarP(&s.cgroup, "cgroup", "G", "", "only tasks of this cgroup v2 directory (a path, or one under /sys/fs/cgroup)")
