@@ -59,7 +59,7 @@ func runsOf(g map[uint32]*cpudist.Group) map[uint32]dist.Runs {
 var _ = Register(Spec{Name: "cpudist", Group: BPF, New: newCpudistCmd, JSON: []any{dist.CPURuns{}}, Remote: true,
 	Keys: map[string]string{
 		"offcpu":               "cpudist: the distributions are of time off the CPU between runs, not on it",
-		"begun_before_tracing": "cpudist: runs (or waits) under way when tracing began, not counted",
+		"begun_before_tracing": "runs under way when tracing began, not counted (cpudist: runs or waits; hardirqs, softirqs: handler runs)",
 	},
 	Smoke: []string{"cpudist", "-d", "1"},
 	BadInput: []BadInput{
