@@ -157,7 +157,8 @@ func costCases(dir, spin string) []costCase {
 		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: w.switches},
 		lockCostCase(build),
 	}
-	return append(cases, fileCostCases(dir, build)...)
+	cases = append(cases, fileCostCases(dir, build)...)
+	return append(cases, bccCostCases(dir, w)...)
 }
 
 // selectCostCases keeps the rows -cost-tools names, all without it.
