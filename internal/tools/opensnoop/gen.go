@@ -5,4 +5,3 @@ package opensnoop
 // bpfgen (internal/collect/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
 //go:generate go tool bpfgen -type opensnoop_event -type opensnoop_call opensnoop opensnoop.bpf.c
-

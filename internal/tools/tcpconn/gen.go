@@ -5,4 +5,3 @@ package tcpconn
 // bpfgen (internal/collect/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
 //go:generate go tool bpfgen -type tcpconn_event tcpconn tcpconn.bpf.c
-
