@@ -54,5 +54,9 @@ func bccCostCases(dir string, w costWorkloads) []costCase {
 		{tool: "cpudist", sonde: []string{"cpudist"}, peerName: "cpudist", peer: []string{"cpudist"}, work: w.switches},
 		{tool: "softirqs", sonde: []string{"softirqs"}, peerName: "softirqs", peer: []string{"softirqs"}, work: w.io},
 		{tool: "hardirqs", sonde: []string{"hardirqs"}, peerName: "hardirqs", peer: []string{"hardirqs"}, work: w.io},
+		// libbpf-tools' stackcount needs kprobes: bpftrace counts the same
+		// stacks (its user stacks by frame pointers, sonde's by .eh_frame).
+		{tool: "stackcount", sonde: []string{"stackcount", "sched:sched_switch"}, peerName: "bpftrace stacks",
+			peer: []string{"bpftrace", "-e", "tracepoint:sched:sched_switch { @[kstack, ustack, pid, comm] = count(); }"}, work: w.switches},
 	}
 }
