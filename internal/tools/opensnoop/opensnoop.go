@@ -146,7 +146,8 @@ func openOf(e *opensnoopOpensnoopEvent) Open {
 	path := bpfmaps.CString(e.Path[:])
 	x := Open{TimeNS: e.TimeNs, Pid: e.Pid, Tid: e.Tid, UID: e.Uid, Comm: bpfmaps.CString(e.Comm[:]),
 		Syscall: callNames[opensnoopOpensnoopCall(e.Call)], Path: path, Flags: e.Flags, Ret: e.Ret, Cut: len(path) == PathMax}
-	if e.Flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+	// O_TMPFILE carries O_DIRECTORY's bit: all of it, not any bit, marks it.
+	if e.Flags&unix.O_CREAT != 0 || e.Flags&unix.O_TMPFILE == unix.O_TMPFILE {
 		x.Mode = e.Mode
 	}
 	if e.Ret < 0 {
