@@ -37,6 +37,7 @@ struct sock_common {
 	__u16 skc_num;
 	unsigned short skc_family;
 	volatile unsigned char skc_state;
+	unsigned long skc_flags; /* bits of enum sock_flags (the kernel's sk_flags) */
 	struct in6_addr skc_v6_daddr;
 	struct in6_addr skc_v6_rcv_saddr;
 } __attribute__((preserve_access_index));
@@ -47,10 +48,26 @@ struct sock {
 	int sk_err;        /* the error a failed connection ended with */
 } __attribute__((preserve_access_index));
 
-struct tcp_sock {
-	__u64 bytes_received; /* bytes received */
-	__u64 bytes_acked;    /* bytes sent and acknowledged by the peer */
+/* The local port as the packets carry it: skc_num is already 0 when a
+ * socket reaches CLOSE (its port is released first). */
+struct inet_sock {
+	__be16 inet_sport;
 } __attribute__((preserve_access_index));
+
+/* bytes_received and bytes_acked count sequence numbers, not only data: a
+ * received FIN adds 1, an acknowledged SYN (the connecting side's) and
+ * FIN 1 each (tcplife takes them off). */
+struct tcp_sock {
+	__u64 bytes_received; /* sequence numbers received in order */
+	__u64 bytes_acked;    /* sequence numbers sent and acknowledged by the peer */
+	__u32 snd_una;        /* first sequence number not yet acknowledged */
+	__u32 write_seq;      /* one past the last queued to send (a FIN included) */
+} __attribute__((preserve_access_index));
+
+/* sk_flags bits (enum sock_flags, relocated by CO-RE). */
+enum sock_flags {
+	SOCK_DONE = 1, /* the peer's FIN was received */
+};
 
 /* The ends of a connection as the tools send them: addresses 4 bytes for
  * AF_INET, 16 for AF_INET6 (the rest zero), ports in host order. */
@@ -73,7 +90,7 @@ static __always_inline bool sock_is_tcp(struct sock *sk)
 static __always_inline void sock_conn(struct sock *sk, struct sonde_conn *c)
 {
 	c->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	c->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	c->lport = __builtin_bswap16(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 	c->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	c->pad = 0;
 	__builtin_memset(c->laddr, 0, sizeof(c->laddr));

@@ -32,6 +32,24 @@ func onCPU(t *testing.T, pid int) uint64 {
 	return v
 }
 
+// switches is how many times the process left its CPU so far, voluntarily
+// or not (/proc/PID/status: the scheduler's own counts).
+func switches(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+			c, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			n += c
+		}
+	}
+	return n
+}
+
 // waitBlocked waits until pid is off its CPU, asleep in the kernel (a
 // wait channel is shown only then).
 func waitBlocked(t *testing.T, pid int) {
@@ -49,8 +67,9 @@ func waitBlocked(t *testing.T, pid int) {
 
 // TestCpudistAgainstSchedstat: the total of the runs cpudist measures for
 // a process equals the scheduler's own account of its CPU time
-// (/proc/PID/schedstat) over the same span within 1%; it counts as many
-// runs as libbpf-tools' cpudist on the same process; --offcpu counts a
+// (/proc/PID/schedstat) over the same span within 1%, and the runs its
+// count of switches out (/proc/PID/status); libbpf-tools' cpudist on the
+// same process counts the preempted runs among them; --offcpu counts a
 // wait per sleep.
 func TestCpudistAgainstSchedstat(t *testing.T) {
 	testutil.RequirePrivileged(t)
@@ -94,13 +113,13 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	testutil.WaitBPFLinks(t, os.Getpid(), 2, 30*time.Second)
 	testutil.WaitBPFLinks(t, peer.Process.Pid, 1, 30*time.Second)
 
-	before := onCPU(t, pid)
+	before, switched := onCPU(t, pid), switches(t, pid)
 	fmt.Fprintln(in, "go")
 	if l, err := bufio.NewReader(out).ReadString('\n'); l != "done\n" {
 		t.Fatalf("cpuwork printed %q (%v)", l, err)
 	}
 	waitBlocked(t, pid)
-	want := onCPU(t, pid) - before
+	want, runs := onCPU(t, pid)-before, switches(t, pid)-switched
 	cancel()
 	peer.Process.Signal(os.Interrupt)
 	peer.Wait()
@@ -115,19 +134,21 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	if diff := float64(g.SumNS) - float64(want); diff > 0.01*float64(want) || -diff > 0.01*float64(want) {
 		t.Errorf("cpudist's total %v, schedstat's %v: more than 1%% apart", time.Duration(g.SumNS), time.Duration(want))
 	}
-	if g.Runs < n || g.Hist.Count() != g.Runs {
-		t.Errorf("%d runs (%d in the histogram), want at least %d (one per sleep)", g.Runs, g.Hist.Count(), n)
+	if g.Runs != runs || g.Runs < n || g.Hist.Count() != g.Runs {
+		t.Errorf("%d runs (%d in the histogram), the kernel counted %d switches out (at least %d: one per sleep)", g.Runs, g.Hist.Count(), runs, n)
 	}
+	// libbpf-tools' cpudist (as bcc's) counts only the runs that ended with
+	// the task still runnable (preempted), not those that ended in a sleep.
 	peerRuns := sumCounts(t, peerOut.String())
-	if peerRuns != g.Runs {
-		t.Errorf("libbpf-tools' cpudist counted %d runs, sonde %d:\n%s", peerRuns, g.Runs, peerOut.String())
+	if peerRuns == 0 || peerRuns > g.Runs-n {
+		t.Errorf("libbpf-tools' cpudist counted %d runs, sonde %d of which %d ended in a sleep:\n%s", peerRuns, g.Runs, n, peerOut.String())
 	}
 	w := offR.r.Groups[uint32(pid)]
 	if w == nil || w.Runs < n || w.SumNS < n*uint64(time.Millisecond) {
 		t.Errorf("--offcpu: %+v, want at least %d waits of at least 1 ms", w, n)
 	}
-	t.Logf("on-CPU total %v in %d runs (schedstat %v; libbpf-tools %d runs); off-CPU %v in %d waits",
-		time.Duration(g.SumNS), g.Runs, time.Duration(want), peerRuns, time.Duration(w.SumNS), w.Runs)
+	t.Logf("on-CPU total %v in %d runs (schedstat %v, %d switches out; libbpf-tools %d preempted runs); off-CPU %v in %d waits",
+		time.Duration(g.SumNS), g.Runs, time.Duration(want), runs, peerRuns, time.Duration(w.SumNS), w.Runs)
 }
 
 // sumCounts adds up the count column of a bcc-style histogram.

@@ -169,14 +169,14 @@ static __always_inline int accepted(long fd)
 	if (!sk || !sock_is_tcp(sk))
 		return 0;
 	__u64 key = (__u64)sk;
-	struct pending none = {}, *p = bpf_map_lookup_elem(&pending, &key);
-	if (!p) {
+	struct pending p = {}, *found = bpf_map_lookup_elem(&pending, &key);
+	if (found)
+		p.start_ns = found->start_ns;
+	else
 		counter_inc(&counts, TCPCONN_UNTIMED);
-		p = &none;
-	}
-	owner(p, id);
-	emit(sk, p, bpf_ktime_get_ns(), 0);
-	if (p != &none)
+	owner(&p, id);
+	emit(sk, &p, bpf_ktime_get_ns(), 0);
+	if (found)
 		bpf_map_delete_elem(&pending, &key);
 	return 0;
 }

@@ -21,6 +21,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 struct session {
 	__u64 start_ns; /* when it was established (bcc's start), CLOCK_MONOTONIC ns */
 	__u32 pid;      /* the process last seen acting on it in its own context (0: none) */
+	__u8 connected; /* it was opened by connect() and established: its SYN was acknowledged */
+	__u8 fin_sent;  /* it queued a FIN (FIN_WAIT1 or LAST_ACK) */
+	__u8 pad[2];
 	char comm[16];
 };
 
@@ -54,8 +57,17 @@ static __always_inline void emit(struct sock *sk, struct session *s, __u64 now)
 	}
 	e->time_ns = now;
 	e->duration_ns = now - s->start_ns;
-	e->tx_bytes = BPF_CORE_READ((struct tcp_sock *)sk, bytes_acked);
-	e->rx_bytes = BPF_CORE_READ((struct tcp_sock *)sk, bytes_received);
+	/* The counters count sequence numbers: data bytes are what is left
+	 * without the SYN and FIN among them. */
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	__u64 acked = BPF_CORE_READ(tp, bytes_acked), received = BPF_CORE_READ(tp, bytes_received);
+	__u64 ctl = s->connected;
+	if (s->fin_sent && BPF_CORE_READ(tp, snd_una) == BPF_CORE_READ(tp, write_seq))
+		ctl++; /* the FIN, acknowledged with everything before it */
+	e->tx_bytes = acked > ctl ? acked - ctl : 0;
+	unsigned long flags = BPF_CORE_READ(sk, __sk_common.skc_flags);
+	bool fin_received = flags & (1UL << bpf_core_enum_value(enum sock_flags, SOCK_DONE));
+	e->rx_bytes = received > fin_received ? received - fin_received : 0;
 	e->pid = s->pid;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
 	sock_conn(sk, &e->conn);
@@ -87,6 +99,10 @@ TP_BTF_OR_RAW(inet_sock_set_state, set_state)
 		}
 		s->start_ns = now;
 	}
+	if (s && oldstate == TCP_SYN_SENT && newstate == TCP_ESTABLISHED)
+		s->connected = 1;
+	if (s && (newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK))
+		s->fin_sent = 1;
 	if (s && in_owner(newstate)) {
 		s->pid = bpf_get_current_pid_tgid() >> 32;
 		bpf_get_current_comm(s->comm, sizeof(s->comm));
