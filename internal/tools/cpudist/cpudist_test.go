@@ -85,6 +85,12 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	}
 	defer work.Process.Kill()
 	pid := work.Process.Pid
+	rd := bufio.NewReader(out)
+	// Started and blocked in its read of stdin: not running when tracing
+	// begins, so its first run is seen from its start.
+	if l, err := rd.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("cpuwork printed %q (%v)", l, err)
+	}
 	waitBlocked(t, pid)
 
 	peer := exec.Command(peerBin, "-p", strconv.Itoa(pid))
@@ -115,7 +121,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 
 	before, switched := onCPU(t, pid), switches(t, pid)
 	fmt.Fprintln(in, "go")
-	if l, err := bufio.NewReader(out).ReadString('\n'); l != "done\n" {
+	if l, err := rd.ReadString('\n'); l != "done\n" {
 		t.Fatalf("cpuwork printed %q (%v)", l, err)
 	}
 	waitBlocked(t, pid)
@@ -135,7 +141,8 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 		t.Errorf("cpudist's total %v, schedstat's %v: more than 1%% apart", time.Duration(g.SumNS), time.Duration(want))
 	}
 	if g.Runs != runs || g.Runs < n || g.Hist.Count() != g.Runs {
-		t.Errorf("%d runs (%d in the histogram), the kernel counted %d switches out (at least %d: one per sleep)", g.Runs, g.Hist.Count(), runs, n)
+		t.Errorf("%d runs (%d in the histogram), the kernel counted %d switches out (at least %d: one per sleep); counters %+v",
+			g.Runs, g.Hist.Count(), runs, n, onR.r.Counts)
 	}
 	// libbpf-tools' cpudist (as bcc's) counts only the runs that ended with
 	// the task still runnable (preempted), not those that ended in a sleep.

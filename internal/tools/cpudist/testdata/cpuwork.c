@@ -1,4 +1,4 @@
-/* cpuwork N: waits for a line on stdin, then N times runs about 2 ms of
+/* cpuwork N: prints "ready", waits for a line on stdin, then N times runs about 2 ms of
  * CPU and sleeps 1 ms, prints "done", and waits for stdin to close. Its
  * runs are what cpudist's test measures between the two waits. */
 #include <stdio.h>
@@ -17,6 +17,8 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 50;
 	char line[16];
+	printf("ready\n");
+	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		return 1;
 	volatile unsigned long x = 0;
