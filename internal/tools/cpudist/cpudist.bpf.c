@@ -3,8 +3,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* cpudist: how long tasks run on a CPU each time they are switched in
  * (or, with offcpu, how long they stay off it), from sched_switch (tp_btf,
- * else raw_tp). The distribution is kept in the kernel in log-linear
- * slots, with the exact count and sum beside it. */
+ * else raw_tp). A run is measured on the scheduler's own clock of the
+ * task (se.sum_exec_runtime, brought up to date for the task leaving
+ * before the tracepoint), so time the vCPU was stolen by the host or spent
+ * in interrupts is not counted as the task's, just as in its schedstat; a
+ * wait off the CPU by the monotonic clock. The distribution is kept in
+ * the kernel in log-linear slots, with the exact count and sum beside it. */
 #include "sonde.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -22,7 +26,8 @@ KEEP_TYPE(enum cpudist_split, cpudist_split);
 const volatile __u32 split = CPUDIST_SPLIT_NONE; /* enum cpudist_split */
 const volatile bool offcpu = false;              /* time off the CPU instead of on it */
 
-/* key: tid (u32); value: when its current run (or wait) began (u64 ns). */
+/* key: tid (u32); value: when its current run (or wait) began (u64 ns: its
+ * sum_exec_runtime then, or with offcpu the monotonic clock). */
 HASH_MAP(starts, __u32, __u64, 32768);
 
 /* key: struct cpudist_key; value: runs in that slot (u64 count). */
@@ -34,7 +39,7 @@ HASH_MAP(totals, __u32, struct cpudist_total, 16384);
 /* key: enum cpudist_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(counts, enum cpudist_counter, CPUDIST_COUNTERS);
 
-/* A run (or wait) of a traced thread begins now. */
+/* A run (or wait) of a traced thread begins at now. */
 static __always_inline void begin(__u32 tgid, __u32 tid, __u64 now)
 {
 	if (!tid || !pid_traced(tgid))
@@ -43,7 +48,7 @@ static __always_inline void begin(__u32 tgid, __u32 tid, __u64 now)
 		counter_inc(&counts, CPUDIST_LOST_MAP);
 }
 
-/* A run (or wait) of a traced thread ends now: count it. */
+/* A run (or wait) of a traced thread ends at now: count it. */
 static __always_inline void end(__u32 tgid, __u32 tid, __u64 now)
 {
 	if (!tid || !pid_traced(tgid))
@@ -71,15 +76,15 @@ static __always_inline void end(__u32 tgid, __u32 tid, __u64 now)
 TP_BTF_OR_RAW(sched_switch, switch)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	__u64 now = bpf_ktime_get_ns();
 	__u32 ptgid = TASK_FIELD(btf, prev, tgid), ptid = TASK_FIELD(btf, prev, pid);
 	__u32 ntgid = TASK_FIELD(btf, next, tgid), ntid = TASK_FIELD(btf, next, pid);
 	if (offcpu) {
+		__u64 now = bpf_ktime_get_ns();
 		begin(ptgid, ptid, now);
 		end(ntgid, ntid, now);
 	} else {
-		end(ptgid, ptid, now);
-		begin(ntgid, ntid, now);
+		end(ptgid, ptid, TASK_FIELD(btf, prev, se.sum_exec_runtime));
+		begin(ntgid, ntid, TASK_FIELD(btf, next, se.sum_exec_runtime));
 	}
 	return 0;
 }
