@@ -283,22 +283,29 @@ func TestConnectAcceptRetransmitInNetns(t *testing.T) {
 	if acc != n {
 		t.Errorf("tcpaccept: %d of %d accepts: %+v", acc, n, accepts.all())
 	}
-	var rt int
-	for _, r := range retrans.all() {
+	rt, want := checkRetransmits(t, retrans.all(), port, peerOut.String(), peerErr.String())
+	t.Logf("tcpconnect %d+%d refused, tcpaccept %d, tcpretrans %d retransmits (bpftrace %d)", ok, fail, acc, rt, want)
+}
+
+// checkRetransmits compares tcpretrans's retransmits of the listener's
+// connections with bpftrace's count of the same (its map printed at its
+// end: "@n: 5", nothing for none).
+func checkRetransmits(t *testing.T, got []tcpretrans.Retransmit, port int, peerOut, peerErr string) (rt, want int) {
+	t.Helper()
+	for _, r := range got {
 		if r.LAddr == "127.0.0.1" && (r.LPort == uint16(port) || r.RPort == uint16(port)) {
 			rt++
 		}
 	}
-	want := 0
-	if m := regexp.MustCompile(`@n: (\d+)`).FindStringSubmatch(peerOut.String()); m != nil {
+	if m := regexp.MustCompile(`@n: (\d+)`).FindStringSubmatch(peerOut); m != nil {
 		want, _ = strconv.Atoi(m[1])
-	} else if strings.Contains(peerErr.String(), "ERROR") {
-		t.Fatalf("bpftrace: %s", peerErr.String())
+	} else if strings.Contains(peerErr, "ERROR") {
+		t.Fatalf("bpftrace: %s", peerErr)
 	}
 	if rt == 0 || rt != want {
 		t.Errorf("tcpretrans saw %d retransmits of the test's connections, bpftrace %d", rt, want)
 	}
-	t.Logf("tcpconnect %d+%d refused, tcpaccept %d, tcpretrans %d retransmits (bpftrace %d)", ok, fail, acc, rt, want)
+	return rt, want
 }
 
 // sendUntilRetransmit writes to c, read on s, one chunk at a time, until the
