@@ -161,7 +161,8 @@ func costCases(dir, spin string) []costCase {
 		{tool: "why -K", sonde: []string{"why", "-K"}, work: w.switches},
 		lockCostCase(build),
 	}
-	return append(cases, fileCostCases(dir, build)...)
+	cases = append(cases, fileCostCases(dir, build)...)
+	return append(cases, bccCostCases(dir, w)...)
 }
 
 // selectCostCases keeps the rows -cost-tools names, all without it.

@@ -1,0 +1,149 @@
+// Package cpudist measures how long tasks run on a CPU each time they are
+// switched in (bcc's cpudist), or with OffCPU how long they stay off it,
+// from sched_switch, with the distribution kept in the kernel and the
+// exact count and total beside it.
+package cpudist
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+)
+
+// Split says how distributions are kept apart (bcc's -P, -L).
+type Split uint32
+
+// The values are the C side's (enum cpudist_split).
+const (
+	SplitNone = Split(cpudistCpudistSplitCPUDIST_SPLIT_NONE)
+	SplitPid  = Split(cpudistCpudistSplitCPUDIST_SPLIT_PID)
+	SplitTid  = Split(cpudistCpudistSplitCPUDIST_SPLIT_TID)
+)
+
+// Options configure a run.
+type Options struct {
+	Pid      int
+	Split    Split
+	OffCPU   bool // time off the CPU between runs, instead of on it
+	Duration time.Duration
+	Interval time.Duration
+	// OnInterval receives each interval's distributions.
+	OnInterval func(map[uint32]*Group)
+}
+
+// Group is one distribution with its exact count and total.
+type Group struct {
+	Hist  histogram.Hist
+	Runs  uint64
+	SumNS uint64
+}
+
+// Counts are the program's counters (each tag names its member of enum
+// cpudist_counter).
+type Counts struct {
+	Unknown uint64 `counter:"CPUDIST_UNKNOWN"`  // runs begun before tracing (not counted)
+	LostMap uint64 `counter:"CPUDIST_LOST_MAP"` // runs not counted: a map was full
+}
+
+// Result holds a distribution per group (0 when not split).
+type Result struct {
+	Groups map[uint32]*Group
+	Counts
+	Elapsed time.Duration
+}
+
+// slotValue is a representative length (ns) of a log-linear slot
+// (log_linear_slot in bpf/include/sonde_bits.h): its middle.
+func slotValue(slot uint32) uint64 {
+	if slot < 8 {
+		return uint64(slot)
+	}
+	msb, mant := slot>>3, uint64(slot&7)
+	lo := (8 + mant) << (msb - 3)
+	return lo + (uint64(1)<<(msb-3))/2
+}
+
+// Run measures until the duration passes or ctx ends.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	var maps cpudistMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "on-CPU time per run", Spec: loadCpudist, Maps: &maps,
+		Consts: map[string]any{cpudistVarTargetPid: uint32(o.Pid), cpudistVarSplit: uint32(o.Split), cpudistVarOffcpu: o.OffCPU},
+		Hooks:  []bpfskel.Hook{bpfskel.BTFTracepoint("sched_switch", cpudistProgTpBtfSwitch, cpudistProgRawSwitch)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
+		if o.OnInterval == nil {
+			return nil
+		}
+		g, err := drain(maps.Hist, maps.Totals, true)
+		if err != nil {
+			return err
+		}
+		o.OnInterval(g)
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	g, err := drain(maps.Hist, maps.Totals, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Groups: g, Elapsed: run.Elapsed}
+	if err := maps.Counts.Read(&res.Counts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// drain reads the slots and totals, deleting them when reset is set (a
+// run ending between the two reads lands in the next interval's slots and
+// this one's total, or the other way round: intervals can disagree by a
+// run; the whole run cannot).
+func drain(hist, totals *ebpf.Map, reset bool) (map[uint32]*Group, error) {
+	out := map[uint32]*Group{}
+	group := func(id uint32) *Group {
+		if out[id] == nil {
+			out[id] = &Group{}
+		}
+		return out[id]
+	}
+	var k cpudistCpudistKey
+	var c uint64
+	var keys []cpudistCpudistKey
+	for it := hist.Iterate(); it.Next(&k, &c); {
+		group(k.Group).Hist.AddN(slotValue(k.Slot), c)
+		keys = append(keys, k)
+	}
+	var id uint32
+	var t cpudistCpudistTotal
+	var ids []uint32
+	it := totals.Iterate()
+	for it.Next(&id, &t) {
+		g := group(id)
+		g.Runs, g.SumNS = t.Runs, t.SumNs
+		ids = append(ids, id)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the run lengths: %w", err)
+	}
+	if reset {
+		for _, k := range keys {
+			hist.Delete(k)
+		}
+		for _, id := range ids {
+			totals.Delete(id)
+		}
+	}
+	return out, nil
+}

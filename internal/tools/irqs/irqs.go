@@ -1,0 +1,168 @@
+// Package irqs measures the time spent in hard interrupt handlers (bcc's
+// hardirqs) and in softirq vectors (bcc's softirqs), from the irq
+// tracepoints: exact counts and totals per interrupt, and a distribution
+// of each handler's runs when asked.
+package irqs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
+)
+
+// Options configure a run.
+type Options struct {
+	Soft     bool // softirq vectors, not hard interrupt handlers
+	Dist     bool // also a distribution of each one's runs
+	Duration time.Duration
+	Interval time.Duration
+	// OnInterval receives each interval's interrupts.
+	OnInterval func([]Irq)
+}
+
+// Irq is one interrupt (or softirq vector) with its runs.
+type Irq struct {
+	Irq   uint32 // irq number, or softirq vector
+	Name  string // the handler's name (irqaction.name), or the vector's (net_rx)
+	Count uint64
+	SumNS uint64
+	Hist  *histogram.Hist // with Dist
+}
+
+// Counts are the program's counters (each tag names its member of enum
+// irqs_counter).
+type Counts struct {
+	Unknown uint64 `counter:"IRQS_UNKNOWN"`  // exits without their entry (entered before tracing)
+	LostMap uint64 `counter:"IRQS_LOST_MAP"` // runs not counted: a map was full
+}
+
+// Result of a run.
+type Result struct {
+	Irqs []Irq
+	Counts
+	Elapsed time.Duration
+}
+
+// SoftirqNames are the softirq vectors' names as /proc/softirqs and bcc
+// print them (include/linux/interrupt.h's order).
+var SoftirqNames = []string{"hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu"}
+
+// Run measures until the duration passes or ctx ends.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	var maps irqsMaps
+	hooks := []bpfskel.Hook{
+		bpfskel.BTFTracepoint("irq_handler_exit", irqsProgTpBtfHardExit, irqsProgRawHardExit),
+		bpfskel.BTFTracepoint("irq_handler_entry", irqsProgTpBtfHardEntry, irqsProgRawHardEntry),
+	}
+	name := "hard interrupt time"
+	if o.Soft {
+		name = "softirq time"
+		hooks = []bpfskel.Hook{
+			bpfskel.BTFTracepoint("softirq_exit", irqsProgTpBtfSoftExit, irqsProgRawSoftExit),
+			bpfskel.BTFTracepoint("softirq_entry", irqsProgTpBtfSoftEntry, irqsProgRawSoftEntry),
+		}
+	}
+	s, err := bpfskel.Open(bpfskel.Tool{Name: name, Spec: loadIrqs, Maps: &maps, Hooks: hooks,
+		Consts: map[string]any{irqsVarDist: o.Dist}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
+		if o.OnInterval == nil {
+			return nil
+		}
+		irqs, err := drain(maps.Totals, maps.Hist, o, true)
+		if err != nil {
+			return err
+		}
+		o.OnInterval(irqs)
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	irqs, err := drain(maps.Totals, maps.Hist, o, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Irqs: irqs, Elapsed: run.Elapsed}
+	if err := maps.Counts.Read(&res.Counts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// slotValue is a representative length (ns) of a log-linear slot
+// (log_linear_slot in bpf/include/sonde_bits.h): its middle.
+func slotValue(slot uint32) uint64 {
+	if slot < 8 {
+		return uint64(slot)
+	}
+	msb, mant := slot>>3, uint64(slot&7)
+	lo := (8 + mant) << (msb - 3)
+	return lo + (uint64(1)<<(msb-3))/2
+}
+
+// drain reads the totals and slots, most time first, deleting them when
+// reset is set.
+func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
+	by := map[uint32]*Irq{}
+	var id uint32
+	var t irqsIrqsTotal
+	var ids []uint32
+	it := totals.Iterate()
+	for it.Next(&id, &t) {
+		x := &Irq{Irq: id, Name: bpfmaps.CString(t.Name[:]), Count: t.Count, SumNS: t.SumNs}
+		if o.Soft {
+			x.Name = fmt.Sprintf("vec%d", id)
+			if int(id) < len(SoftirqNames) {
+				x.Name = SoftirqNames[id]
+			}
+		}
+		if o.Dist {
+			x.Hist = &histogram.Hist{}
+		}
+		by[id] = x
+		ids = append(ids, id)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the interrupt totals: %w", err)
+	}
+	var k irqsIrqsKey
+	var c uint64
+	var keys []irqsIrqsKey
+	for hi := hist.Iterate(); hi.Next(&k, &c); {
+		if x := by[k.Irq]; x != nil && x.Hist != nil {
+			x.Hist.AddN(slotValue(k.Slot), c)
+		}
+		keys = append(keys, k)
+	}
+	if reset {
+		for _, id := range ids {
+			totals.Delete(id)
+		}
+		for _, k := range keys {
+			hist.Delete(k)
+		}
+	}
+	out := make([]Irq, 0, len(by))
+	for _, x := range by {
+		out = append(out, *x)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].SumNS != out[j].SumNS {
+			return out[i].SumNS > out[j].SumNS
+		}
+		return out[i].Irq < out[j].Irq
+	})
+	return out, nil
+}

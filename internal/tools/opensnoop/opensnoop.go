@@ -1,0 +1,222 @@
+// Package opensnoop reports every file open as it returns (bcc's
+// opensnoop): who called open, openat or openat2, on which path, with
+// which flags, and the file descriptor or error it got, from the syscalls
+// tracepoints.
+package opensnoop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+)
+
+// Options configure a run.
+type Options struct {
+	Pid, Tid int      // only this process, this thread (0: every one)
+	Cgroup   uint64   // only tasks of this cgroup v2 id (0: every one)
+	Failed   bool     // only opens that failed (bcc's -x)
+	Comms    []string // only these command names
+	Duration time.Duration
+}
+
+// Open is one open.
+type Open struct {
+	TimeNS  uint64 `json:"time_ns"`
+	Pid     uint32 `json:"pid"`
+	Tid     uint32 `json:"tid"`
+	UID     uint32 `json:"uid"`
+	Comm    string `json:"comm"`
+	Syscall string `json:"syscall"` // open, openat or openat2
+	Path    string `json:"path"`
+	Flags   uint64 `json:"flags"`
+	Mode    uint32 `json:"file_mode,omitempty"` // with O_CREAT or O_TMPFILE
+	Ret     int32  `json:"ret"`                 // the fd, or -errno
+	Errno   string `json:"errno,omitempty"`
+	Cut     bool   `json:"path_cut,omitempty"`
+}
+
+// PathMax is the longest path kept, in bytes (OPENSNOOP_PATH less its NUL).
+const PathMax = len(opensnoopOpensnoopEvent{}.Path) - 1
+
+// Vocabulary is what opensnoop's JSON keys mean beyond the shared
+// vocabulary (internal/model/jsonout); docs/opensnoop.md says the same.
+var Vocabulary = map[string]string{
+	"uid":       "the real user id of the process",
+	"ret":       "a system call's return value (negative: -errno)",
+	"errno":     "the name of the error a system call failed with (ENOENT)",
+	"flags":     "opensnoop: the open flags (O_RDONLY, O_CREAT…) as a number",
+	"file_mode": "opensnoop: the permission bits given to a file created by the open",
+	"path_cut":  "opensnoop: the path filled the 255 bytes kept, and may go on",
+}
+
+// Lost counts the opens not reported (each tag names its member of enum
+// opensnoop_counter).
+type Lost struct {
+	InFlight uint64 `counter:"OPENSNOOP_LOST_INFLIGHT"` // the in-flight map was full
+	Ring     uint64 `counter:"OPENSNOOP_LOST_RING"`     // the ring buffer was full
+}
+
+func (l Lost) total() uint64 { return l.InFlight + l.Ring }
+
+// Result of a run.
+type Result struct {
+	Opens, Shown uint64
+	Lost         Lost
+	Elapsed      time.Duration
+}
+
+// hooks are the tracepoints of the calls this kernel has (arm64 has no
+// open(2), only openat and openat2); exits before entries, so no entry is
+// left without its exit.
+func hooks() []bpfskel.Hook {
+	var exits, entries []bpfskel.Hook
+	for _, c := range []struct{ name, enter, exit string }{
+		{"open", opensnoopProgEnterOpen, opensnoopProgExitOpen},
+		{"openat", opensnoopProgEnterOpenat, opensnoopProgExitOpenat},
+		{"openat2", opensnoopProgEnterOpenat2, opensnoopProgExitOpenat2},
+	} {
+		if _, err := tracefs.ID("syscalls:sys_enter_" + c.name); err != nil && c.name != "openat" {
+			continue // openat is on every kernel: its absence is an error, at attach
+		}
+		exits = append(exits, bpfskel.TracepointHook("syscalls", "sys_exit_"+c.name, c.exit))
+		entries = append(entries, bpfskel.TracepointHook("syscalls", "sys_enter_"+c.name, c.enter))
+	}
+	return append(exits, entries...)
+}
+
+// Run reports each open to out as it returns, until the duration passes
+// or ctx ends.
+func Run(ctx context.Context, o Options, out func(Open)) (*Result, error) {
+	var maps opensnoopMaps
+	s, err := bpfskel.Open(bpfskel.Tool{
+		Name: "open tracer", Spec: loadOpensnoop, Maps: &maps,
+		Consts: map[string]any{
+			opensnoopVarTargetPid: uint32(o.Pid), opensnoopVarTargetTid: uint32(o.Tid),
+			opensnoopVarTargetCgroup: o.Cgroup, opensnoopVarFailedOnly: o.Failed,
+		},
+		Hooks: hooks(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	res := &Result{}
+	err = s.ReadRing(maps.Events, func(raw []byte) {
+		e := bpfskel.View[opensnoopOpensnoopEvent](raw)
+		if e == nil {
+			return
+		}
+		res.Opens++
+		if x := openOf(e); o.keep(x) {
+			res.Shown++
+			out(x)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = run.Elapsed
+	if err := maps.Lost.Read(&res.Lost); err != nil {
+		return nil, fmt.Errorf("reading the lost counters: %w", err)
+	}
+	return res, nil
+}
+
+var callNames = map[opensnoopOpensnoopCall]string{
+	opensnoopOpensnoopCallOPENSNOOP_OPEN:    "open",
+	opensnoopOpensnoopCallOPENSNOOP_OPENAT:  "openat",
+	opensnoopOpensnoopCallOPENSNOOP_OPENAT2: "openat2",
+}
+
+func openOf(e *opensnoopOpensnoopEvent) Open {
+	path := bpfmaps.CString(e.Path[:])
+	x := Open{TimeNS: e.TimeNs, Pid: e.Pid, Tid: e.Tid, UID: e.Uid, Comm: bpfmaps.CString(e.Comm[:]),
+		Syscall: callNames[opensnoopOpensnoopCall(e.Call)], Path: path, Flags: e.Flags, Ret: e.Ret, Cut: len(path) == PathMax}
+	// O_TMPFILE carries O_DIRECTORY's bit: all of it, not any bit, marks it.
+	if e.Flags&unix.O_CREAT != 0 || e.Flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		x.Mode = e.Mode
+	}
+	if e.Ret < 0 {
+		x.Errno = unix.ErrnoName(unix.Errno(-e.Ret))
+	}
+	return x
+}
+
+func (o Options) keep(x Open) bool {
+	if len(o.Comms) == 0 {
+		return true
+	}
+	for _, c := range o.Comms {
+		if c == x.Comm {
+			return true
+		}
+	}
+	return false
+}
+
+// Columns are the text view's optional columns (bcc's -T, -U, -e).
+type Columns struct {
+	Time, UID, Flags bool
+}
+
+// Header is the text view's first line, as bcc's opensnoop prints it.
+func Header(w io.Writer, c Columns) {
+	if c.Time {
+		fmt.Fprintf(w, "%-14s ", "TIME(s)")
+	}
+	if c.UID {
+		fmt.Fprintf(w, "%-6s ", "UID")
+	}
+	fmt.Fprintf(w, "%-7s %-16s %4s %3s ", "PID", "COMM", "FD", "ERR")
+	if c.Flags {
+		fmt.Fprintf(w, "%-8s ", "FLAGS")
+	}
+	fmt.Fprintln(w, "PATH")
+}
+
+// WriteText prints the open as one line under Header: FD -1 and the errno
+// in ERR when it failed.
+func (x Open) WriteText(w io.Writer, c Columns) {
+	if c.Time {
+		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
+	}
+	if c.UID {
+		fmt.Fprintf(w, "%-6d ", x.UID)
+	}
+	fd, errno := x.Ret, int32(0)
+	if x.Ret < 0 {
+		fd, errno = -1, -x.Ret
+	}
+	fmt.Fprintf(w, "%-7d %-16s %4d %3d ", x.Pid, x.Comm, fd, errno)
+	if c.Flags {
+		fmt.Fprintf(w, "%08o ", x.Flags)
+	}
+	path := x.Path
+	if x.Cut {
+		path += "..."
+	}
+	fmt.Fprintln(w, strings.ToValidUTF8(path, "?"))
+}
+
+// WriteJSON writes the open as one line (JSON Lines).
+func (x Open) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
+
+// WriteFooter ends the text view: how many opens, and what was lost.
+func (r *Result) WriteFooter(w io.Writer) {
+	fmt.Fprintf(w, "# %d opens (%d shown) in %s, %d lost (in-flight map full %d, ring full %d)\n",
+		r.Opens, r.Shown, r.Elapsed.Round(time.Millisecond), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
+}
