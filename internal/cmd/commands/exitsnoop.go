@@ -23,7 +23,7 @@ func newExitsnoopCmd() *cobra.Command {
 	header := func(w io.Writer) { exitsnoop.Header(w, s.timestamps) }
 	text := func(w io.Writer, x exitsnoop.Exit) { x.WriteText(w, s.timestamps) }
 	cmd.RunE = runSnoop(s, header, text, func(ctx context.Context, out func(exitsnoop.Exit)) (*exitsnoop.Result, error) {
-		o.Cgroup, o.Pid, o.Comms, o.Duration = s.cgroupID, s.live.Pid, s.comms, s.live.Duration
+		o.Cgroup, o.Pid, o.Comms, o.Duration = s.live.Cgroup, s.live.Pid, s.comms, s.live.Duration
 		return exitsnoop.Run(ctx, o, out)
 	})
 	return cmd
@@ -32,6 +32,6 @@ func newExitsnoopCmd() *cobra.Command {
 var _ = Register(Spec{Name: "exitsnoop", Group: BPF, New: newExitsnoopCmd, JSON: []any{exitsnoop.Exit{}}, Keys: exitsnoop.Vocabulary, Remote: true,
 	Smoke: []string{"exitsnoop", "-d", "1"},
 	BadInput: append(snoopBadInput("exitsnoop"),
-		BadInput{Name: "exitsnoop_cgroup_missing", Args: []string{"-G", "/sys/fs/cgroup/no-such-cgroup"}, Code: 2, Want: `-G/--cgroup /sys/fs/cgroup/no-such-cgroup: no such file`},
-		BadInput{Name: "exitsnoop_cgroup_not_cgroup", Args: []string{"-G", "/tmp"}, Code: 2, Want: `-G/--cgroup /tmp: not a cgroup v2 directory`},
+		BadInput{Name: "exitsnoop_cgroup_missing", Args: []string{"-G", "/sys/fs/cgroup/no-such-cgroup"}, Code: 2, Want: `-G/--cgroup: no such cgroup "/sys/fs/cgroup/no-such-cgroup"`},
+		BadInput{Name: "exitsnoop_cgroup_not_cgroup", Args: []string{"-G", "/tmp"}, Code: 2, Want: `-G/--cgroup: no such cgroup "/tmp"`},
 	)})

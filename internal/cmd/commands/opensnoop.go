@@ -29,7 +29,7 @@ func newOpensnoopCmd() *cobra.Command {
 	header := func(w io.Writer) { c.Time = s.timestamps; opensnoop.Header(w, c) }
 	text := func(w io.Writer, x opensnoop.Open) { x.WriteText(w, c) }
 	cmd.RunE = runSnoop(s, header, text, func(ctx context.Context, out func(opensnoop.Open)) (*opensnoop.Result, error) {
-		o.Cgroup, o.Pid, o.Comms, o.Duration = s.cgroupID, s.live.Pid, s.comms, s.live.Duration
+		o.Cgroup, o.Pid, o.Comms, o.Duration = s.live.Cgroup, s.live.Pid, s.comms, s.live.Duration
 		return opensnoop.Run(ctx, o, out)
 	})
 	return cmd
@@ -39,5 +39,5 @@ var _ = Register(Spec{Name: "opensnoop", Group: BPF, New: newOpensnoopCmd, JSON:
 	Smoke: []string{"opensnoop", "-d", "1"},
 	BadInput: append(snoopBadInput("opensnoop"),
 		BadInput{Name: "opensnoop_tid_zero", Args: []string{"-t", "0"}, Code: 2, Want: `-t/--tid`},
-		BadInput{Name: "opensnoop_cgroup_missing", Args: []string{"-G", "no-such-cgroup"}, Code: 2, Want: `-G/--cgroup no-such-cgroup: no such file`},
+		BadInput{Name: "opensnoop_cgroup_missing", Args: []string{"-G", "no-such-cgroup"}, Code: 2, Want: `-G/--cgroup: no such cgroup "no-such-cgroup"`},
 	)})

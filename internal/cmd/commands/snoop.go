@@ -5,10 +5,8 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
@@ -22,8 +20,6 @@ type snoop struct {
 	live       cli.Live
 	timestamps bool
 	comms      []string
-	cgroup     string
-	cgroupID   uint64 // of cgroup, found by the check before the run
 }
 
 // snoopFlags picks the letters a tool gives the shared flags, as its bcc
@@ -37,6 +33,7 @@ type snoopFlags struct {
 
 // command builds the tool's command with the shared flags.
 func (s *snoop) command(name string, fl snoopFlags) *cobra.Command {
+	s.live.Cgroups = fl.cgroup // -G, in the kernel (cli.Live resolves it)
 	cmd := s.live.Command(cli.Doc(name, &cobra.Command{Args: cobra.NoArgs}), fl.pid)
 	f := cmd.Flags()
 	f.BoolVarP(&s.timestamps, "timestamp", fl.timeShort, false, "print the time (seconds since boot) first")
@@ -44,40 +41,8 @@ func (s *snoop) command(name string, fl snoopFlags) *cobra.Command {
 		f.StringSliceVar(&s.comms, "comm", nil, "only events of these command names (comma-separated)")
 	}
 	marks := []string{"timestamp"}
-	if fl.cgroup {
-		f.StringVarP(&s.cgroup, "cgroup", "G", "", "only tasks of this cgroup v2 directory (a path, or one under /sys/fs/cgroup)")
-		marks = append(marks, "cgroup") // a cgroup's name, only looked up there
-		s.live.Check = func(*cobra.Command, []string) (err error) {
-			s.cgroupID, err = cgroupID(s.cgroup)
-			return err
-		}
-	}
 	remote.MarkValues(f, marks...)
 	return cmd
-}
-
-// cgroupID is the id of the -G cgroup (0: every cgroup): the inode number
-// of its cgroup v2 directory, as bpf_get_current_cgroup_id returns it.
-func cgroupID(path string) (uint64, error) {
-	if path == "" {
-		return 0, nil
-	}
-	p := path
-	if !filepath.IsAbs(p) {
-		p = filepath.Join("/sys/fs/cgroup", p)
-	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(p, &fs); err != nil {
-		return 0, cli.Usagef("-G/--cgroup %s: %v", path, err)
-	}
-	if fs.Type != unix.CGROUP2_SUPER_MAGIC {
-		return 0, cli.Usagef("-G/--cgroup %s: not a cgroup v2 directory (mounted at /sys/fs/cgroup?)", path)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return 0, cli.Usagef("-G/--cgroup %s: %v", path, err)
-	}
-	return st.Ino, nil
 }
 
 // snoopLine is one event of a snoop tool, for --json.

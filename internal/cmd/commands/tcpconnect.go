@@ -60,7 +60,7 @@ func newTcpconnectCmd() *cobra.Command {
 	header := func(w io.Writer) { c.Time = s.timestamps; tcpconn.ConnectHeader(w, c) }
 	text := func(w io.Writer, x tcpconn.Conn) { x.WriteText(w, c) }
 	cmd.RunE = runSnoop(s, header, text, func(ctx context.Context, out func(tcpconn.Conn)) (*tcpconn.Result, error) {
-		o.Cgroup, o.Pid, o.Comms, o.Duration = s.cgroupID, s.live.Pid, s.comms, s.live.Duration
+		o.Cgroup, o.Pid, o.Comms, o.Duration = s.live.Cgroup, s.live.Pid, s.comms, s.live.Duration
 		return tcpconn.Connects(ctx, o, out)
 	})
 	return cmd

@@ -123,11 +123,16 @@ func Resolve(name string, hs []Hierarchy) (Target, error) {
 			return t, nil
 		}
 	}
-	var mounts []string
+	where := "any cgroup hierarchy"
 	for _, h := range hs {
-		mounts = append(mounts, h.Mount)
+		if h.V2 {
+			where = h.Mount
+			if len(hs) > 1 {
+				where += fmt.Sprintf(" or the %d v1 hierarchies", len(hs)-1)
+			}
+		}
 	}
-	return Target{}, fmt.Errorf("%w %q under %s", ErrNoCgroup, name, strings.Join(mounts, ", "))
+	return Target{}, fmt.Errorf("%w %q in %s", ErrNoCgroup, name, where)
 }
 
 func under(p, mount string) (string, bool) {

@@ -14,17 +14,18 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
 // Options configure a run.
 type Options struct {
-	Pid       int      // only this process (0: every one)
-	Cgroup    uint64   // only tasks of this cgroup v2 id (0: every one)
-	PerThread bool     // every thread's exit (bcc's --per-thread), not only the process's
-	Failed    bool     // only non-zero exits (bcc's -x)
-	Comms     []string // only these command names
+	Pid       int            // only this process (0: every one)
+	Cgroup    *cgroup.Target // only tasks of this cgroup and its children (nil: every one)
+	PerThread bool           // every thread's exit (bcc's --per-thread), not only the process's
+	Failed    bool           // only non-zero exits (bcc's -x)
+	Comms     []string       // only these command names
 	Duration  time.Duration
 }
 
@@ -70,10 +71,10 @@ type Result struct {
 // ctx ends.
 func Run(ctx context.Context, o Options, out func(Exit)) (*Result, error) {
 	var maps exitsnoopMaps
-	s, err := bpfskel.Open(bpfskel.Tool{
+	s, err := bpfskel.Open(bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: "exit tracer", Spec: loadExitsnoop, Maps: &maps,
 		Consts: map[string]any{
-			exitsnoopVarTargetPid: uint32(o.Pid), exitsnoopVarTargetCgroup: o.Cgroup,
+			exitsnoopVarTargetPid: uint32(o.Pid),
 			exitsnoopVarPerThread: o.PerThread, exitsnoopVarFailedOnly: o.Failed,
 		},
 		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("sched_process_exit", exitsnoopProgTpBtfExit, exitsnoopProgRawExit)},

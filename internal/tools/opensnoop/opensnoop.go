@@ -15,6 +15,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
@@ -22,10 +23,10 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Pid, Tid int      // only this process, this thread (0: every one)
-	Cgroup   uint64   // only tasks of this cgroup v2 id (0: every one)
-	Failed   bool     // only opens that failed (bcc's -x)
-	Comms    []string // only these command names
+	Pid, Tid int            // only this process, this thread (0: every one)
+	Cgroup   *cgroup.Target // only tasks of this cgroup and its children (nil: every one)
+	Failed   bool           // only opens that failed (bcc's -x)
+	Comms    []string       // only these command names
 	Duration time.Duration
 }
 
@@ -98,11 +99,11 @@ func hooks() []bpfskel.Hook {
 // or ctx ends.
 func Run(ctx context.Context, o Options, out func(Open)) (*Result, error) {
 	var maps opensnoopMaps
-	s, err := bpfskel.Open(bpfskel.Tool{
+	s, err := bpfskel.Open(bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: "open tracer", Spec: loadOpensnoop, Maps: &maps,
 		Consts: map[string]any{
 			opensnoopVarTargetPid: uint32(o.Pid), opensnoopVarTargetTid: uint32(o.Tid),
-			opensnoopVarTargetCgroup: o.Cgroup, opensnoopVarFailedOnly: o.Failed,
+			opensnoopVarFailedOnly: o.Failed,
 		},
 		Hooks: hooks(),
 	})

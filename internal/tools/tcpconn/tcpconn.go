@@ -16,6 +16,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
@@ -23,12 +24,12 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Pid      int      // only this process (0: every one)
-	Cgroup   uint64   // only tasks of this cgroup v2 id (0: every one)
-	Ports    []uint16 // only these ports: remote (connects) or local (accepts)
-	Family   int      // 4 or 6: only IPv4 or IPv6 (0: both)
-	Failed   bool     // connects: only those that failed
-	Comms    []string // only these command names
+	Pid      int            // only this process (0: every one)
+	Cgroup   *cgroup.Target // only tasks of this cgroup and its children (nil: every one)
+	Ports    []uint16       // only these ports: remote (connects) or local (accepts)
+	Family   int            // 4 or 6: only IPv4 or IPv6 (0: both)
+	Failed   bool           // connects: only those that failed
+	Comms    []string       // only these command names
 	Duration time.Duration
 }
 
@@ -107,9 +108,9 @@ func run(ctx context.Context, o Options, accepts bool, out func(Conn)) (*Result,
 	if accepts {
 		name = "TCP accept tracer"
 	}
-	s, err := bpfskel.Open(bpfskel.Tool{
+	s, err := bpfskel.Open(bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: name, Spec: loadTcpconn, Maps: &maps, Hooks: hooks,
-		Consts: map[string]any{tcpconnVarTargetPid: uint32(o.Pid), tcpconnVarTargetCgroup: o.Cgroup, tcpconnVarAccepts: accepts},
+		Consts: map[string]any{tcpconnVarTargetPid: uint32(o.Pid), tcpconnVarAccepts: accepts},
 	})
 	if err != nil {
 		return nil, err
