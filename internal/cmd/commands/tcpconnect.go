@@ -27,12 +27,14 @@ func (t *tcpFlags) add(f *pflag.FlagSet, c *tcpconn.Columns, portUsage string) {
 	remote.MarkValues(f, "port", "ipv4", "ipv6", "print-uid")
 }
 
-// check fills o from the flags after the snoop's own check (-G).
+// check fills o from the flags after the snoop's own check, if any.
 func (t *tcpFlags) check(s *snoop, o *tcpconn.Options) func(*cobra.Command, []string) error {
-	cg := s.live.Check
+	prev := s.live.Check
 	return func(cmd *cobra.Command, args []string) (err error) {
-		if err := cg(cmd, args); err != nil {
-			return err
+		if prev != nil {
+			if err := prev(cmd, args); err != nil {
+				return err
+			}
 		}
 		if t.v4 && t.v6 {
 			return cli.Usagef("-4/--ipv4 and -6/--ipv6 conflict: leave both out for both")
