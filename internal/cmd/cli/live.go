@@ -213,6 +213,10 @@ func (s *Stacks) Add(f *pflag.FlagSet, unit string) {
 	Conflicting(f, "user", "kernel", "leave both out for both stacks")
 }
 
+// Tasks is the --comm filter, for the tool to apply as it reads its
+// stacks, before any output is formed.
+func (s *Stacks) Tasks() model.Tasks { return model.Tasks{Comms: s.Comms} }
+
 // Check refuses options that exclude each other.
 func (s *Stacks) Check() error {
 	if s.User && s.Kernel {

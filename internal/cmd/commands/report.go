@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"net/url"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
@@ -49,7 +51,7 @@ func newReportCmd() *cobra.Command {
 			graph = args[0]
 		}
 		if webView {
-			return web.Serve([]string{input}, web.Options{})
+			return reportWeb(input, comm, pid, tid, dso, sym)
 		}
 		if asJSON {
 			format = "json"
@@ -75,16 +77,39 @@ func newReportCmd() *cobra.Command {
 		if format == "pprof" && output == "" {
 			return cli.Usagef("--format pprof needs -o FILE.pb.gz")
 		}
+		if format == "pprof" && (dso != "" || sym != "") {
+			// They choose report entries, not samples: a pprof file keeps
+			// whole stacks (pprof's -focus and -show do what they do).
+			return cli.Usagef("--dso and --sym choose report entries, not samples: a pprof profile keeps whole stacks (use pprof's -focus or -show)")
+		}
 		out, err := cli.Create(output)
 		if err != nil {
 			return err
 		}
 		if format == "pprof" {
-			return out.Finish(pprofout.Write(out, prof))
+			// The one filter pass of the text and JSON reports: pprof gets
+			// the same samples.
+			return out.Finish(pprofout.Write(out, prof.Only(o.Tasks)))
 		}
 		return out.Finish(report.WriteAll(out, report.BuildEach(prof, o), format == "json"))
 	}
 	return cmd
+}
+
+// reportWeb is report --web: the recording in the browser, with the
+// --comm, --pid and --tid filters in the page's address (the web view
+// filters every view by them); --dso and --sym have no counterpart there.
+func reportWeb(input, comm, pid, tid, dso, sym string) error {
+	if dso != "" || sym != "" {
+		return cli.Usagef("--web: --dso and --sym choose report entries; the web view hides objects and focuses functions in the page instead")
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"comm": comm, "pid": pid, "tid": tid} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return web.Serve([]string{input}, web.Options{Fragment: q.Encode()})
 }
 
 var _ = Register(Spec{Name: "report", Group: Recording, New: newReportCmd, JSON: []any{report.Report{}, []report.Report{}}})

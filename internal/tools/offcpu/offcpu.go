@@ -34,6 +34,10 @@ type Options struct {
 	States    uint32 // bit per task state; 0x100 = running (preempted); 0 = any
 	Duration  time.Duration
 	Version   string
+	// Only keeps the blocked time of these tasks (--comm): applied as the
+	// stacks are read, so the profile, every output formed from it and
+	// the completeness of its stacks count the same blocks.
+	Only model.Tasks
 	// Command, when set, is run and traced (Pid must be 0): it is held
 	// before its exec until the programs and its tables are in place.
 	Command []string
@@ -200,11 +204,15 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	}
 	for _, e := range entries {
 		key, ns := e.key, e.ns
+		comm := bpfmaps.CString(key.Comm[:])
+		if !o.Only.Keep(model.Thread{Pid: int32(key.Pid), Tid: int32(key.Tid), Comm: comm}) {
+			continue
+		}
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
 		}
-		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		b.SetComm(tid, comm)
 		if o.User {
 			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
 				res.Stacks.Add(ld.FileOf, key.Pid, us, ns)
@@ -247,6 +255,7 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 		warn = append(warn, fmt.Sprintf("%d stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
+	res.Profile.Meta.Target = model.FilteredTarget(res.Profile.Meta.Target, o.Only)
 	trimBPFFrames(res.Profile)
 	return res, nil
 }

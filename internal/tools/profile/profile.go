@@ -46,6 +46,10 @@ type Options struct {
 	// Command, when set, is run and profiled (Pid must be 0): it is held
 	// before its exec until the sampler and its tables are in place.
 	Command []string
+	// Only keeps the samples of these tasks (--comm): applied as the
+	// counts are read, so the profile, every output formed from it and
+	// the completeness of its stacks count the same samples.
+	Only model.Tasks
 	// WatchEvery is how often the counts are scanned for processes to
 	// keep the mappings of (default 100 ms; each scan reads the whole map,
 	// into buffers kept for the run).
@@ -234,6 +238,10 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	seen := map[uint32]bool{}
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
+		comm := bpfmaps.CString(key.Comm[:])
+		if !o.Only.Keep(model.Thread{Pid: int32(key.Pid), Tid: int32(key.Tid), Comm: comm}) {
+			continue
+		}
 		if !seen[key.Pid] {
 			seen[key.Pid] = true
 			ld.RestoreExited(b, key.Pid)
@@ -259,7 +267,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 		if len(locs) == 0 {
 			continue
 		}
-		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		b.SetComm(tid, comm)
 		// The kernel counted them: one stack, count samples.
 		b.SampleLocsN(key.Pid, tid, locs, period, count)
 	}
@@ -283,5 +291,6 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 		warn = append(warn, fmt.Sprintf("kernel stacks not stored: %d (stack map full)", res.Errors.KernelStack))
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
+	res.Profile.Meta.Target = model.FilteredTarget(res.Profile.Meta.Target, o.Only)
 	return res, nil
 }
