@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/format/pprofout"
 	"github.com/sonde-dev/sonde/internal/service/load"
 	"github.com/sonde-dev/sonde/internal/service/web"
@@ -76,6 +77,9 @@ func newReportCmd() *cobra.Command {
 		}
 		if format == "pprof" && output == "" {
 			return cli.Usagef("--format pprof needs -o FILE.pb.gz")
+		}
+		if format == "pprof" && output == "-" && outfile.StdoutIsTerminal() {
+			return cli.Usagef("-o -: standard output is a terminal, and a pprof profile is binary: send it to a file or a pipe")
 		}
 		if format == "pprof" && (dso != "" || sym != "") {
 			// They choose report entries, not samples: a pprof file keeps
