@@ -71,10 +71,6 @@ func newReportCmd() *cobra.Command {
 		if err := ReportFilters(&o, comm, dso, sym, pid, tid); err != nil {
 			return err
 		}
-		prof, err := load.ForReport(input, keys)
-		if err != nil {
-			return err
-		}
 		if format == "pprof" && output == "" {
 			return cli.Usagef("--format pprof needs -o FILE.pb.gz")
 		}
@@ -85,6 +81,10 @@ func newReportCmd() *cobra.Command {
 			// They choose report entries, not samples: a pprof file keeps
 			// whole stacks (pprof's -focus and -show do what they do).
 			return cli.Usagef("--dso and --sym choose report entries, not samples: a pprof profile keeps whole stacks (use pprof's -focus or -show)")
+		}
+		prof, err := load.ForReport(input, keys)
+		if err != nil {
+			return err
 		}
 		out, err := cli.Create(output)
 		if err != nil {
