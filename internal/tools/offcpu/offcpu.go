@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return func() (*Result, error) {
 			return build(&maps, ld, o, s.Mode(), start, d, sym, entries, errs)
 		}, nil
-	}, o.OnInterval)
+	}, o.OnInterval).Follow(s)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	if err != nil {
 		return nil, err

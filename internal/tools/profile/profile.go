@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ld.ForgetExited()
 		ld.ForgetKeptStacks()
 		return clearCounts()
-	}, o.OnInterval)
+	}, o.OnInterval).Follow(s)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	stopWatch()
 	if err != nil {
