@@ -81,9 +81,9 @@ func TestOutputToStdout(t *testing.T) {
 		{name: "pprof_terminal", args: []string{"report", "-i", perfData, "--format", "pprof", "-o", "-"}, terminal: true, code: 2, stderr: "standard output is a terminal"},
 		{name: "report_text", args: []string{"report", "-i", perfData, "-o", "-"}, magic: "# Event: cpu-clock"},
 		{name: "folded", args: []string{"flamegraph", "-i", perfData, "--format", "folded", "-o", "-"}, magic: "work;"},
-		{name: "json_too", args: []string{"offcpu", "-o", "-", "--json"}, code: 2, stderr: "--json has nowhere to go"},
-		{name: "folded_too", args: []string{"profile", "-o", "-", "-f"}, code: 2, stderr: "-f/--folded has nowhere to go"},
-		{name: "two", args: []string{"memleak", "-o", "-", "--flamegraph", "-"}, code: 2, stderr: "only one file can go to standard output"},
+		{name: "json_too", args: []string{"offcpu", "-d", "0.1", "-o", "-", "--json"}, code: 2, stderr: "--json has nowhere to go"},
+		{name: "folded_too", args: []string{"profile", "-d", "0.1", "-o", "-", "-f"}, code: 2, stderr: "-f/--folded has nowhere to go"},
+		{name: "two", args: []string{"memleak", "-d", "0.1", "-o", "-", "--flamegraph", "-"}, code: 2, stderr: "only one file can go to standard output"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			to := out
