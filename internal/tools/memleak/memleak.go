@@ -98,6 +98,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps memleakMaps
 	t := bpfskel.Tool{
 		Name: "memory leak tracing", Spec: loadMemleak, Maps: &maps, Command: o.Command, PidConst: memleakVarTargetPid,
+		// Counting starts once every probe is in and ends before any goes:
+		// detaching uprobes takes seconds, not part of what was asked.
+		Gate: memleakVarArmed,
 		Consts: map[string]any{
 			memleakVarTargetPid: uint32(o.Pid), memleakVarSampleEvery: max(o.Every, 1), memleakVarSampleBytes: o.SampleBytes,
 			memleakVarPageSize: uint64(os.Getpagesize()), memleakVarUserStacks: !o.Kernel, memleakVarCountMissed: !o.Kernel,
