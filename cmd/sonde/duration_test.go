@@ -185,9 +185,10 @@ func TestLiveToolDurations(t *testing.T) {
 func TestExitStatusConsistent(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
+	testutil.Sonde(t) // built before the targets start their clocks
 	for _, c := range []struct {
 		name string
-		args []string // PID: a process that exits after 0.5 s
+		args []string // PID: a process that exits after 1.5 s, before the command
 		want int
 	}{
 		{"record_pid_exits_first", []string{"record", "-q", "-p", "PID", "-o", "x.data", "--", "sleep", "9.5"}, 0},
@@ -201,7 +202,7 @@ func TestExitStatusConsistent(t *testing.T) {
 			args := append([]string(nil), c.args...)
 			for i, a := range args {
 				if a == "PID" {
-					args[i] = strconv.Itoa(testutil.Start(t, "sleep", "0.5").Process.Pid)
+					args[i] = strconv.Itoa(testutil.Start(t, "sleep", "1.5").Process.Pid)
 				}
 			}
 			r := testutil.Run(t, dir, args...)
