@@ -170,8 +170,14 @@ func (s *session) stop() {
 		perf.Disable(fd)
 	}
 	// The recording's span ends here: no event counts after this, however
-	// long the command takes to go and the rings to drain.
+	// long the command takes to go and the rings to drain; of a command
+	// that exited, when it exited (seen up to a round before).
 	s.end = time.Now()
+	if s.child != nil && s.why == runctl.Done {
+		if t := s.child.ExitedAt(); !t.IsZero() && t.Before(s.end) {
+			s.end = t
+		}
+	}
 	s.warnSharedTracepoints()
 	if s.child != nil {
 		s.exit = s.child.End(s.why)
