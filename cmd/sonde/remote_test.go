@@ -29,6 +29,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/cmd/commands"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/format/datafile"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -223,6 +224,22 @@ func TestRemoteAgent(t *testing.T) {
 		for _, f := range []string{"local.data", "remote.data"} {
 			rep := reportJSON(t, dir, "-i", f, "--no-children", "--pid", pid)
 			checkSplit(t, rep, "spin_a", "spin_b")
+		}
+	})
+	t.Run("record_to_stdout", func(t *testing.T) {
+		// -o - brings the data file back on standard output (it printed
+		// "written to -" and sent nothing), the summary on stderr.
+		stdout, stderr, code := run(t, h.client(t, dir, "--token-file", tok, "record", "-a", "-g", "--duration", "1s", "-o", "-"))
+		if code != 0 || !strings.HasPrefix(stdout, datafile.Magic) || !strings.Contains(stderr, "written to standard output") {
+			t.Fatalf("remote record -o -: exit %d, %d bytes starting %q\n%s", code, len(stdout), stdout[:min(len(stdout), 8)], stderr)
+		}
+		data := filepath.Join(dir, "stdout.data")
+		if err := os.WriteFile(data, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkSplit(t, reportJSON(t, dir, "-i", data, "--no-children", "--pid", pid), "spin_a", "spin_b")
+		if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
+			t.Errorf("a file named - was written")
 		}
 	})
 	t.Run("offcpu_cputime", func(t *testing.T) {

@@ -424,9 +424,15 @@ func baseName(s string) string {
 // BaseName is the last path element (object names in reports).
 func BaseName(s string) string { return baseName(s) }
 
-// TotalPeriod sums the period of all samples.
+// TotalPeriod sums the period of all samples, loaded whole or grouped.
 func (p *Profile) TotalPeriod() uint64 {
 	var t uint64
+	if p.Groups != nil {
+		for _, g := range p.Groups {
+			t += g.Period
+		}
+		return t
+	}
 	for _, s := range p.Samples {
 		t += s.Period
 	}

@@ -145,6 +145,9 @@ func checkBoundsFirst(cmd *cobra.Command) {
 			if err := CheckBounds(c); err != nil {
 				return err
 			}
+			if err := takeStdout(c); err != nil {
+				return err
+			}
 			return run(c, args)
 		}
 	}

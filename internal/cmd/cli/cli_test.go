@@ -110,3 +110,34 @@ func TestMeasureAlongside(t *testing.T) {
 		t.Errorf("Measure = %d, want the measured command's 7", code)
 	}
 }
+
+// The status sonde passes on from a command run alongside (record -p PID
+// -- sleep N): the command's own when it ends by itself, 0 when the
+// measurement ends first and sonde stops it (it was 255: the status of a
+// process killed by a signal read as -1).
+func TestAlongsideStatus(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		argv  []string
+		first bool // the measurement ends before the command
+		want  int
+	}{
+		{"exits_0", []string{"true"}, false, 0},
+		{"exits_5", []string{"sh", "-c", "exit 5"}, false, 5},
+		{"killed_by_another", []string{"sh", "-c", "kill -TERM $$"}, false, 128 + 15},
+		{"stopped_by_sonde", []string{"sleep", "30"}, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg := Target{Pids: []int{os.Getpid()}, Alongside: c.argv}
+			code, err := tg.Measure(context.Background(), func(ctx context.Context) (int, error) {
+				if !c.first {
+					<-ctx.Done() // until the command ends
+				}
+				return 0, nil
+			})
+			if err != nil || code != c.want {
+				t.Errorf("Measure = %d, %v; want %d", code, err, c.want)
+			}
+		})
+	}
+}

@@ -224,9 +224,14 @@ func (s *Stacks) Add(f *pflag.FlagSet, unit string) {
 	f.StringSliceVar(&s.Comms, "comm", nil, "only these commands in the output (comma-separated)")
 	f.BoolVarP(&s.Folded, "folded", "f", false, "print collapsed stacks instead of a report (values in "+unit+")")
 	f.StringVar(&s.Flame, "flamegraph", "", "also write a flame graph (.html, or .svg)")
-	f.StringVarP(&s.Output, "output", "o", "", "also write a data file for report and flamegraph")
+	f.StringVarP(&s.Output, "output", "o", "", "also write a data file for report and flamegraph (- for standard output)")
+	FileOutputs(f, "output", "flamegraph")
 	Conflicting(f, "user", "kernel", "leave both out for both stacks")
 }
+
+// Tasks is the --comm filter, for the tool to apply as it reads its
+// stacks, before any output is formed.
+func (s *Stacks) Tasks() model.Tasks { return model.Tasks{Comms: s.Comms} }
 
 // Check refuses options that exclude each other.
 func (s *Stacks) Check() error {

@@ -32,13 +32,17 @@ func stream(f *os.File, name string) *Output {
 	return &Output{Writer: bufio.NewWriterSize(f, 1<<16), name: name}
 }
 
-// Create opens path for writing, or stdout when path is "".
+// Create opens path for writing, or stdout when path is "" or "-".
 func Create(path string) (*Output, error) { return CreateOr(path, Stdout()) }
 
-// CreateOr opens path for writing, or returns std when path is "".
+// CreateOr opens path for writing, or returns std when path is "", or
+// standard output when it is "-" (stat -o -).
 func CreateOr(path string, std *Output) (*Output, error) {
 	if path == "" {
 		return std, nil
+	}
+	if path == outfile.Stdout {
+		return Stdout(), nil
 	}
 	f, err := outfile.Create(path)
 	if err != nil {
@@ -93,5 +97,9 @@ func WriteStdout(asJSON bool, writeJSON func(*Output) error, writeText func(*Out
 	return out.Finish(nil)
 }
 
-// FileSize is a file's size for humans (outfile.Size).
+// FileSize is a file's size for humans (outfile.Size; for "-", what was
+// written to standard output).
 func FileSize(path string) string { return outfile.Size(path) }
+
+// FileName names an output path in messages: "standard output" for "-".
+func FileName(path string) string { return outfile.Name(path) }

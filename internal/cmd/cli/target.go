@@ -180,21 +180,28 @@ func (t Target) StartAlongside(ctx context.Context) (_ context.Context, wait fun
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	var waitErr error
 	go func() {
-		c.Wait()
-		cancel()
+		waitErr = c.Wait()
+		// done first: whoever sees ctx end on the command's exit finds
+		// it ended by itself.
 		close(done)
+		cancel()
 	}()
 	return ctx, func() int {
-		// The measurement may end first (a duration, Ctrl-C): stop the
-		// command then, as perf does.
 		select {
 		case <-done:
+			// It ended on its own: its status, shell style (128+signal
+			// when a signal it did not get from sonde ended it).
+			return runctl.ExitCode(waitErr, c.ProcessState)
 		default:
-			c.Process.Signal(os.Interrupt)
-			<-done
 		}
-		return c.ProcessState.ExitCode()
+		// The measurement ended first (its targets exited, a duration):
+		// sonde stops the command, as perf does, and that is no failure
+		// of it, so it passes on no status.
+		c.Process.Signal(os.Interrupt)
+		<-done
+		return 0
 	}, nil
 }
 

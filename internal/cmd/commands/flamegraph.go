@@ -66,7 +66,7 @@ func newFlamegraphCmd() *cobra.Command {
 		if err := out.Close(); err != nil {
 			return err
 		}
-		if output != "" {
+		if output != "" && output != "-" {
 			fmt.Fprintf(os.Stderr, "sonde: flame graph written to %s\n", output)
 		}
 		return nil

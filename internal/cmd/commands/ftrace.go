@@ -27,7 +27,7 @@ func newFtraceCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "sonde: %d calls of %d functions in %d threads written to %s (%s; %d lost)\n", s.Calls, s.Funcs, s.Threads, o.Output, s.Mechanism, s.Lost)
+		fmt.Fprintf(os.Stderr, "sonde: %d calls of %d functions in %d threads written to %s (%s; %d lost)\n", s.Calls, s.Funcs, s.Threads, cli.FileName(o.Output), s.Mechanism, s.Lost)
 		return cli.ExitWith(s.ExitCode)
 	}
 	root.AddCommand(cli.AcceptsCommand(rec))
@@ -85,7 +85,8 @@ func addFtraceRecordFlags(f *pflag.FlagSet, o *ftrace.Options) {
 	f.StringArrayVarP(&o.Args, "argument", "A", nil, "FUNC@arg1,arg2 or FUNC@name: record integer arguments (uprobes)")
 	f.StringArrayVarP(&o.Rets, "retval", "R", nil, "FUNC@retval: record the return value (uprobes)")
 	f.IntVarP(&o.Pid, "pid", "p", 0, "attach to this running process (uprobes)")
-	f.StringVarP(&o.Output, "output", "o", "ftrace.data", "data file to write")
+	f.StringVarP(&o.Output, "output", "o", "ftrace.data", "data file to write (- for standard output)")
+	cli.FileOutputs(f, "output")
 	f.StringVar(&o.Mechanism, "mechanism", "auto", "auto, uprobe, or preload (in-process, for -finstrument-functions builds)")
 	cli.AddDurationFlag(f, &o.Duration, "recording")
 	cli.AtLeast(f, 0, "depth")

@@ -25,7 +25,8 @@ func newImportCmd() *cobra.Command {
 		Args: cli.ExactArgs(1, "give one file to import: sonde import perf.data -o FILE"),
 	})
 	f := cmd.Flags()
-	f.StringVarP(&output, "output", "o", "sonde.data", "sonde data file to write")
+	f.StringVarP(&output, "output", "o", "sonde.data", "sonde data file to write (- for standard output)")
+	cli.FileOutputs(f, "output")
 	f.StringVar(&po.SymFS, "symfs", "", "look for objects under this directory (a copy of the recording machine's files), as perf report --symfs")
 	f.StringVar(&po.BuildIDDir, "buildid-dir", "", "perf's build-id cache (default $PERF_BUILDID_DIR, else ~/.debug)")
 	f.StringVarP(&po.Kallsyms, "kallsyms", "k", "", "kallsyms of the recorded kernel (default: this machine's, if it is the same kernel)")

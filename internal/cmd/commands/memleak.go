@@ -38,7 +38,8 @@ func (v *memleakView) AddFlags(f *pflag.FlagSet, o *memleak.Options) {
 	f.StringVar(&o.Lib, "lib", "", "the allocator's library or binary (default: libc; with --symbol-prefix, the program)")
 	f.StringVar(&o.Prefix, "symbol-prefix", "", "the allocator's function name prefix (je_, tc_): PREFIXmalloc, PREFIXfree, …")
 	f.StringVar(&v.Flame, "flamegraph", "", "also write a flame graph weighted by outstanding bytes (.html or .svg)")
-	f.StringVarP(&v.Output, "output", "o", "", "also write a data file for report and flamegraph")
+	f.StringVarP(&v.Output, "output", "o", "", "also write a data file for report and flamegraph (- for standard output)")
+	cli.FileOutputs(f, "output", "flamegraph")
 }
 
 // memleakView is what sonde memleak writes besides the report.

@@ -45,7 +45,7 @@ func newOffcpuCmd(name string) *cobra.Command {
 		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.MinBlock, o.MaxBlock = time.Duration(minBlock)*time.Microsecond, time.Duration(maxBlock)*time.Microsecond
 		o.NoLines = sf.Output == "" // only a data file keeps source lines
-		vo.Target, vo.Comms = tgt, sf.Comms
+		vo.Target, o.Only = tgt, sf.Tasks()
 		return cli.RunStacks(l, &sf, cli.Stacked[*offcpu.Result]{Title: "sonde " + name,
 			Run: func(each func(*offcpu.Result)) (*offcpu.Result, error) {
 				o.OnInterval = each

@@ -47,6 +47,7 @@ func newProfileCmd() *cobra.Command {
 			o.Symbolizer = symbolize.DefaultWith(false) // only a data file keeps source lines
 		}
 		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
+		o.Only = sf.Tasks()
 		return cli.RunStacks(l, &sf, cli.Stacked[*profile.Result]{Title: "sonde profile",
 			Run: func(each func(*profile.Result)) (*profile.Result, error) {
 				o.OnInterval = each
@@ -54,7 +55,7 @@ func newProfileCmd() *cobra.Command {
 			},
 			Report: func(r *profile.Result) emit.Report {
 				e := stackprof.Errors{UserStack: r.Errors.UserStack, KernelStack: r.Errors.KernelStack, LostMapFull: r.Errors.MapFull}
-				rep := stackprof.New(r.Profile, e, tgt, sf.Comms)
+				rep := stackprof.New(r.Profile, e, tgt)
 				rep.UserStacks = sf.UserOf(&r.Stacks)
 				return rep
 			},

@@ -68,7 +68,7 @@ func (r *Record) Run(args []string) error {
 		return err
 	}
 	if !r.Quiet {
-		record.Summarize(os.Stderr, res, r.Output, cli.FileSize(r.Output))
+		record.Summarize(os.Stderr, res, cli.FileName(r.Output), cli.FileSize(r.Output))
 	}
 	return cli.ExitWith(exit)
 }

@@ -1,9 +1,12 @@
 package commands
 
 import (
+	"net/url"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/format/pprofout"
 	"github.com/sonde-dev/sonde/internal/service/load"
 	"github.com/sonde-dev/sonde/internal/service/web"
@@ -50,7 +53,7 @@ func newReportCmd() *cobra.Command {
 			graph = args[0]
 		}
 		if webView {
-			return web.Serve([]string{input}, web.Options{})
+			return reportWeb(input, comm, pid, tid, dso, sym)
 		}
 		if asJSON {
 			format = "json"
@@ -69,23 +72,49 @@ func newReportCmd() *cobra.Command {
 		if err := ReportFilters(&o, comm, dso, sym, pid, tid); err != nil {
 			return err
 		}
+		if format == "pprof" && output == "" {
+			return cli.Usagef("--format pprof needs -o FILE.pb.gz")
+		}
+		if format == "pprof" && output == "-" && outfile.StdoutIsTerminal() {
+			return cli.Usagef("-o -: standard output is a terminal, and a pprof profile is binary: send it to a file or a pipe")
+		}
+		if format == "pprof" && (dso != "" || sym != "") {
+			// They choose report entries, not samples: a pprof file keeps
+			// whole stacks (pprof's -focus and -show do what they do).
+			return cli.Usagef("--dso and --sym choose report entries, not samples: a pprof profile keeps whole stacks (use pprof's -focus or -show)")
+		}
 		prof, err := load.ForReport(input, keys)
 		if err != nil {
 			return err
-		}
-		if format == "pprof" && output == "" {
-			return cli.Usagef("--format pprof needs -o FILE.pb.gz")
 		}
 		out, err := cli.Create(output)
 		if err != nil {
 			return err
 		}
 		if format == "pprof" {
-			return out.Finish(pprofout.Write(out, prof))
+			// The one filter pass of the text and JSON reports: pprof gets
+			// the same samples.
+			return out.Finish(pprofout.Write(out, prof.Only(o.Tasks)))
 		}
 		return out.Finish(report.WriteAll(out, report.BuildEach(prof, o), format == "json"))
 	}
 	return cmd
+}
+
+// reportWeb is report --web: the recording in the browser, with the
+// --comm, --pid and --tid filters in the page's address (the web view
+// filters every view by them); --dso and --sym have no counterpart there.
+func reportWeb(input, comm, pid, tid, dso, sym string) error {
+	if dso != "" || sym != "" {
+		return cli.Usagef("--web: --dso and --sym choose report entries; the web view hides objects and focuses functions in the page instead")
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"comm": comm, "pid": pid, "tid": tid} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return web.Serve([]string{input}, web.Options{Fragment: q.Encode()})
 }
 
 var _ = Register(Spec{Name: "report", Group: Recording, New: newReportCmd, JSON: []any{report.Report{}, []report.Report{}}})

@@ -41,9 +41,16 @@ func newStackcountCmd() *cobra.Command {
 		o.Pid, o.PerThread, o.User, o.Kernel, o.Duration = l.Pid, sf.PerThread, !sf.Kernel, !sf.User, l.Duration
 		o.NoLines = sf.Output == ""
 		return cli.RunStacks(l, &sf, cli.Stacked[*stackcount.Result]{Title: "sonde stackcount",
-			Run: func(func(*stackcount.Result)) (*stackcount.Result, error) { return stackcount.Run(ctx, o) },
+			Run: func(func(*stackcount.Result)) (*stackcount.Result, error) {
+				r, err := stackcount.Run(ctx, o)
+				if err == nil {
+					// --comm before any output is formed, so every output agrees.
+					r.Profile = r.Profile.Only(sf.Tasks())
+				}
+				return r, err
+			},
 			Report: func(r *stackcount.Result) emit.Report {
-				rep := stackprof.New(r.Profile, stackprof.Errors{KernelStack: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, tgt, sf.Comms)
+				rep := stackprof.New(r.Profile, stackprof.Errors{KernelStack: r.Errors.StackFailures, LostMapFull: r.Errors.MapFull}, tgt)
 				rep.Run.Command = "stackcount"
 				rep.UserStacks = sf.UserOf(&r.Stacks)
 				return rep

@@ -86,6 +86,11 @@ func (c *Client) Forward(cmd *cobra.Command, args []string) error {
 	if !offered(cmd) {
 		return cli.Usagef("%s does not run through an agent (--remote runs %s)", cmd.Name(), strings.Join(commandList(cmd.Root()), ", "))
 	}
+	// A file sent to standard output (-o -) comes back on the run's
+	// standard output: the same checks as a local run, here.
+	if _, err := cli.StdoutOutput(cmd); err != nil {
+		return err
+	}
 	line := []string{cmd.Name()}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if !slices.Contains(clientFlags, f.Name) {

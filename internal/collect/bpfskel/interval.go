@@ -26,6 +26,40 @@ type Intervals[R any] struct {
 	built   chan struct{}
 	buildMu sync.Mutex
 	err     error // the first report that failed to build
+
+	clock Clock // Follow's: when counting began and ended (nil: ticks and Final)
+	ticks int
+}
+
+// Clock says when a session's programs began and stopped counting
+// (*Session).
+type Clock interface {
+	Started() time.Time
+	Stopped() time.Time
+}
+
+// Follow makes the intervals cover what c counted: the first begins when
+// it began (not when the intervals were made), the last ends when it
+// stopped (not when Final is called, after the programs were detached).
+func (iv *Intervals[R]) Follow(c Clock) *Intervals[R] {
+	iv.clock = c
+	return iv
+}
+
+// span is the interval now ending at now: its start, and its length to
+// end (now, or the clock's stop for the last).
+func (iv *Intervals[R]) span(now time.Time, last bool) (time.Time, time.Duration) {
+	start, end := iv.start, now
+	if iv.clock != nil {
+		if t := iv.clock.Started(); iv.ticks == 0 && !t.IsZero() {
+			start = t
+		}
+		if t := iv.clock.Stopped(); last && !t.IsZero() {
+			end = t
+		}
+	}
+	iv.ticks++
+	return start, end.Sub(start)
 }
 
 // NewIntervals starts the first interval now. snap reads the maps, reset
@@ -79,7 +113,7 @@ func (iv *Intervals[R]) Tick() error {
 		return iv.tickDrained()
 	}
 	now := time.Now()
-	r, err := iv.snap(iv.start, now.Sub(iv.start))
+	r, err := iv.snap(iv.span(now, false))
 	if err != nil {
 		return err
 	}
@@ -98,7 +132,7 @@ func (iv *Intervals[R]) tickDrained() error {
 		return err
 	}
 	now := time.Now()
-	b, err := iv.drain(iv.start, now.Sub(iv.start))
+	b, err := iv.drain(iv.span(now, false))
 	if err != nil {
 		return err
 	}
@@ -111,7 +145,7 @@ func (iv *Intervals[R]) tickDrained() error {
 // of earlier intervals are out).
 func (iv *Intervals[R]) Final() (R, error) {
 	if iv.drain == nil {
-		return iv.snap(iv.start, time.Since(iv.start))
+		return iv.snap(iv.span(time.Now(), true))
 	}
 	close(iv.builds)
 	<-iv.built
@@ -119,7 +153,7 @@ func (iv *Intervals[R]) Final() (R, error) {
 	if err := iv.failed(); err != nil {
 		return zero, err
 	}
-	b, err := iv.drain(iv.start, time.Since(iv.start))
+	b, err := iv.drain(iv.span(time.Now(), true))
 	if err != nil {
 		return zero, err
 	}

@@ -68,3 +68,52 @@ func TestDrainedIntervals(t *testing.T) {
 		t.Fatalf("reports %v then final %d, want [1 2 3] then 4", got, last)
 	}
 }
+
+type fakeClock struct{ start, stop time.Time }
+
+func (c fakeClock) Started() time.Time { return c.start }
+func (c fakeClock) Stopped() time.Time { return c.stop }
+
+// TestIntervalsFollow: a run's report covers the span its programs
+// counted, from the first enabled to the last disabled, not from when the
+// intervals were made to when the maps were read (after a slow detach).
+func TestIntervalsFollow(t *testing.T) {
+	t0 := time.Now().Add(-3 * time.Second)
+	clock := fakeClock{start: t0, stop: t0.Add(1500 * time.Millisecond)}
+	type span struct {
+		start time.Time
+		d     time.Duration
+	}
+	for _, drained := range []bool{false, true} {
+		var got []span
+		snap := func(start time.Time, d time.Duration) (span, error) {
+			got = append(got, span{start, d})
+			return span{start, d}, nil
+		}
+		var iv *Intervals[span]
+		if drained {
+			iv = NewDrainedIntervals(func(start time.Time, d time.Duration) (func() (span, error), error) {
+				return func() (span, error) { return snap(start, d) }, nil
+			}, nil)
+		} else {
+			iv = NewIntervals(snap, func() error { return nil }, nil)
+		}
+		iv.Follow(clock)
+		last, err := iv.Final()
+		if err != nil || !last.start.Equal(t0) || last.d != 1500*time.Millisecond {
+			t.Errorf("drained %v: one interval from %v lasting %v, want from %v lasting 1.5s (%v)", drained, last.start, last.d, t0, err)
+		}
+	}
+	// With ticks: the first interval starts at the clock's start, the
+	// next where the one before ended.
+	var starts []time.Time
+	iv := NewIntervals(func(start time.Time, d time.Duration) (int, error) {
+		starts = append(starts, start)
+		return 0, nil
+	}, func() error { return nil }, nil).Follow(clock)
+	iv.Tick()
+	iv.Tick()
+	if !starts[0].Equal(t0) || !starts[1].After(t0) {
+		t.Errorf("interval starts %v, want %v then later", starts, t0)
+	}
+}

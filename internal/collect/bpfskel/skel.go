@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -94,6 +95,14 @@ type Session struct {
 	gate    *ebpf.Variable
 	child   *runctl.Child
 	rings   []*Ring
+	// enabled is when the programs began to count: the first hook
+	// attached, or the gate opened, or the held command released;
+	// disabled when they stopped (the gate closed, or the last hook
+	// detached). A run's duration is the span between them.
+	enabled, disabled time.Time
+	// commandOnly: the programs count the held command only (its pid is
+	// their filter), so its exit ends what they can count.
+	commandOnly bool
 }
 
 // Open loads and attaches t. On error everything opened so far is closed
@@ -121,6 +130,7 @@ func Open(t Tool) (s *Session, err error) {
 		}
 	}()
 	consts := t.Consts
+	s.commandOnly = len(t.Command) > 0 && (t.PidConst != "" || t.CommandHooks != nil)
 	if len(t.Command) > 0 {
 		if s.child, err = runctl.StartChild(t.Command); err != nil {
 			return s, err
@@ -176,7 +186,10 @@ func Open(t Tool) (s *Session, err error) {
 			return s, err
 		}
 	}
-	for _, c := range s.Choices {
+	for i, c := range s.Choices {
+		if i == 0 {
+			s.enabled = time.Now()
+		}
 		if err := s.attach(c); err != nil {
 			return s, err
 		}
@@ -196,6 +209,7 @@ func (s *Session) openGate() error {
 	if s.gate == nil {
 		return nil
 	}
+	s.enabled = time.Now()
 	if err := s.gate.Set(uint32(1)); err != nil {
 		return fmt.Errorf("opening the gate of the BPF programs: %w", err)
 	}
@@ -366,19 +380,41 @@ func (s *Session) Run(ctx context.Context, o runctl.Options) (runctl.Result, err
 			c.Abort()
 			return runctl.Result{}, err
 		}
+		// The command does nothing of its own before this: its run is
+		// what the programs count.
+		s.enabled = time.Now()
 		if err := c.Go(); err != nil {
 			c.Abort()
 			return runctl.Result{}, fmt.Errorf("releasing the command: %w", err)
 		}
 		o.Target = c.Cmd
 	}
+	if s.enabled.IsZero() {
+		s.enabled = time.Now() // no hook (tests)
+	}
 	r, err := runctl.Run(ctx, o)
 	s.Detach()
 	// The programs are detached: what is left in the rings is the last of
 	// their records, read before Run returns.
 	s.stopRings()
+	s.stopped() // a session without hooks (tests) stops here
+	if s.commandOnly && r.Reason == runctl.Done && r.End.Before(s.disabled) {
+		// The command exited (runctl saw it at r.End): nothing counted
+		// after, however long the programs took to detach.
+		s.disabled = r.End
+	}
+	r.Start, r.End = s.enabled, s.disabled
+	r.Elapsed = r.End.Sub(r.Start)
 	return r, err
 }
+
+// Started is when the programs began to count (the first hook attached,
+// the gate opened or the held command released): the start of the run's
+// first interval.
+func (s *Session) Started() time.Time { return s.enabled }
+
+// Stopped is when they stopped (zero while they run).
+func (s *Session) Stopped() time.Time { return s.disabled }
 
 // ReadRing reads the ring buffer m, calling fn with each record on the
 // reader's goroutine, until Run (or Close) has detached the programs and
@@ -405,8 +441,12 @@ func (s *Session) Detach() {
 		// Closed first: no program starts anything once a hook is out.
 		s.gate.Set(uint32(0))
 		s.gate = nil
+		s.stopped()
 	}
 	closeAll(s.links)
+	if len(s.links) > 0 {
+		s.stopped()
+	}
 	s.links = nil
 }
 
@@ -425,6 +465,14 @@ func closeAll(links []io.Closer) {
 		}()
 	}
 	wg.Wait()
+}
+
+// stopped notes when the programs stopped counting: the first of the
+// gate closing and the last hook going.
+func (s *Session) stopped() {
+	if s.disabled.IsZero() && !s.enabled.IsZero() {
+		s.disabled = time.Now()
+	}
 }
 
 // Close detaches and frees everything; a command never released is killed.

@@ -61,6 +61,7 @@ type Child struct {
 	once    sync.Once
 	done    chan struct{}
 	waitErr error
+	exited  time.Time // when Wait returned (set before done is closed)
 }
 
 // StartChild starts CMD held before its exec: the caller opens its events
@@ -131,10 +132,22 @@ func (c *Child) Done() <-chan struct{} {
 	c.once.Do(func() {
 		go func() {
 			c.waitErr = c.Cmd.Wait()
+			c.exited = time.Now()
 			close(c.done)
 		}()
 	})
 	return c.done
+}
+
+// ExitedAt is when the command was seen to exit, once Done is closed
+// (zero before): the end of what its events could count.
+func (c *Child) ExitedAt() time.Time {
+	select {
+	case <-c.Done():
+		return c.exited
+	default:
+		return time.Time{}
+	}
 }
 
 // EndGrace is how long End waits for the command after asking it to stop,

@@ -57,8 +57,12 @@ type Options struct {
 
 // Result says how a run ended.
 type Result struct {
-	Reason  Reason
-	Elapsed time.Duration
+	Reason Reason
+	// Elapsed is how long the run lasted: from Start to End, the span the
+	// events were collected over when a tool's session says so (bpfskel:
+	// from the first program enabled to the last disabled).
+	Elapsed    time.Duration
+	Start, End time.Time
 	// ExitCode is the target's, shell style (128+signal when killed).
 	ExitCode int
 }
@@ -148,7 +152,8 @@ loop:
 		<-exited
 		res.ExitCode = ExitCode(waitErr, o.Target.ProcessState)
 	}
-	res.Elapsed = time.Since(start)
+	res.Start, res.End = start, time.Now()
+	res.Elapsed = res.End.Sub(start)
 	return res, err
 }
 

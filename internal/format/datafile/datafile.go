@@ -321,6 +321,12 @@ func CheckPath(path string) error {
 	if path == "" {
 		return errors.New("no output file given (-o FILE)")
 	}
+	if path == outfile.Stdout {
+		if outfile.StdoutIsTerminal() {
+			return errors.New("-o -: standard output is a terminal, and a data file is binary: send it to a file or a pipe (-o - | sonde report -i -)")
+		}
+		return nil
+	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory: give a file name (-o %s)", path, filepath.Join(path, "sonde.data"))
 	}
@@ -330,7 +336,7 @@ func CheckPath(path string) error {
 // File is a data file written while a recording runs.
 type File struct {
 	*Writer
-	f    *os.File
+	f    *os.File // nil for standard output (outfile.Stdout), never closed
 	bw   *bufio.Writer
 	Path string
 	// Old is where an existing file at Path was moved ("" if none).
@@ -346,6 +352,14 @@ type File struct {
 func Create(path string) (*File, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
+	}
+	if path == outfile.Stdout {
+		// Streamed to standard output: chunks only ever append, so a
+		// pipe takes them as a file does.
+		df := &File{Path: outfile.Name(path), inPlace: true}
+		df.bw = bufio.NewWriterSize(outfile.StdoutFile(), 1<<20)
+		df.Writer = NewWriter(df.bw)
+		return df, nil
 	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -399,6 +413,12 @@ func (f *File) Finish(p *model.Profile) error {
 	if err == nil {
 		err = f.bw.Flush()
 	}
+	if f.f == nil { // standard output: stays open
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		return nil
+	}
 	if err == nil {
 		// Devices and FIFOs cannot be synced (EINVAL): nothing to lose there.
 		if serr := f.f.Sync(); serr != nil && !errors.Is(serr, unix.EINVAL) {
@@ -415,13 +435,20 @@ func (f *File) Finish(p *model.Profile) error {
 }
 
 // Abort closes the file without a final chunk (it reads as cut).
-func (f *File) Abort() { f.bw.Flush(); f.f.Close() }
+func (f *File) Abort() {
+	f.bw.Flush()
+	if f.f != nil {
+		f.f.Close()
+	}
+}
 
 // Remove drops a file that holds no complete chunk (the disk filled
 // before the first one was written): a file that reads as nothing is not
 // left behind, and an older file moved aside for it is put back.
 func (f *File) Remove() {
-	f.f.Close()
+	if f.f != nil {
+		f.f.Close()
+	}
 	if f.inPlace {
 		return
 	}

@@ -19,9 +19,76 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
+
+// Stdout is the path that names standard output, as perf's -o - and
+// sonde's -i - take it.
+const Stdout = "-"
+
+// stdout is where a file named Stdout is written: standard output, or the
+// copy of it TakeStdout kept.
+var (
+	stdoutMu sync.Mutex
+	stdout   = os.Stdout
+	written  int64 // bytes written to it, for the summaries that give a size
+)
+
+// TakeStdout keeps standard output for a data file written to Stdout and
+// points file descriptor 1 at standard error: the report, a traced
+// command's output and anything else that writes to standard output then
+// goes to standard error (as perf record -o - prints its messages there),
+// and the data reach the pipe unmixed. Call it before anything is started
+// or written.
+func TakeStdout() error {
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	fd, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return fmt.Errorf("keeping standard output for the data: %w", err)
+	}
+	if err := unix.Dup3(2, 1, 0); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("sending other output to standard error: %w", err)
+	}
+	stdout = os.NewFile(uintptr(fd), "standard output")
+	return nil
+}
+
+// StdoutIsTerminal says whether standard output (the one a file named
+// Stdout is written to) is a terminal: binary data must not go there.
+func StdoutIsTerminal() bool {
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	_, err := unix.IoctlGetTermios(int(stdout.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// StdoutFile is the file a path named Stdout writes to, counting what is
+// written (Size(Stdout) says it).
+func StdoutFile() io.Writer { return stdoutWriter{} }
+
+type stdoutWriter struct{}
+
+func (stdoutWriter) Write(p []byte) (int, error) {
+	stdoutMu.Lock()
+	f := stdout
+	stdoutMu.Unlock()
+	n, err := f.Write(p)
+	atomic.AddInt64(&written, int64(n))
+	return n, err
+}
+
+// Name is how messages name path: "standard output" for Stdout.
+func Name(path string) string {
+	if path == Stdout {
+		return "standard output"
+	}
+	return path
+}
 
 // Mode is the permission of the files written (os.CreateTemp's 0600 is
 // too narrow for outputs meant to be shared, as perf's and pprof's are).
@@ -32,6 +99,9 @@ const Mode = 0o644
 func Check(path string) error {
 	if path == "" {
 		return errors.New("no output file given")
+	}
+	if path == Stdout {
+		return nil
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory: give a file name", path)
@@ -54,6 +124,7 @@ func Check(path string) error {
 // (or any failure in Commit) removes it.
 type File struct {
 	f       *os.File
+	std     bool // standard output (Stdout): f is nil, never closed
 	path    string
 	inPlace bool  // a device or FIFO, written where it is
 	err     error // the first write error, reported by Commit
@@ -63,6 +134,9 @@ type File struct {
 func Create(path string) (*File, error) {
 	if err := Check(path); err != nil {
 		return nil, err
+	}
+	if path == Stdout {
+		return &File{std: true, path: Name(path), inPlace: true}, nil
 	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -91,7 +165,13 @@ func (f *File) Write(p []byte) (int, error) {
 	if f.err != nil {
 		return 0, f.err
 	}
-	n, err := f.f.Write(p)
+	var n int
+	var err error
+	if f.std {
+		n, err = StdoutFile().Write(p)
+	} else {
+		n, err = f.f.Write(p)
+	}
 	if err != nil {
 		f.err = f.fail("writing", err)
 	}
@@ -108,6 +188,9 @@ func (f *File) fail(doing string, err error) error {
 
 // Commit syncs the file and renames it over the destination.
 func (f *File) Commit() error {
+	if f.std {
+		return f.err // standard output stays open for what follows
+	}
 	if f.inPlace {
 		if err := f.f.Close(); f.err == nil && err != nil {
 			f.err = f.fail("writing", err)
@@ -139,6 +222,9 @@ func (f *File) Commit() error {
 
 // Abort drops the file; the destination is left as it was.
 func (f *File) Abort() {
+	if f.std {
+		return
+	}
 	f.f.Close()
 	if !f.inPlace {
 		os.Remove(f.f.Name())
@@ -165,11 +251,17 @@ func Write(path string, write func(io.Writer) error) error {
 
 // Size is a file's size for humans (KiB, MiB, GiB), "?" when unknown.
 func Size(path string) string {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "?"
+	var size int64
+	if path == Stdout {
+		size = atomic.LoadInt64(&written)
+	} else {
+		st, err := os.Stat(path)
+		if err != nil {
+			return "?"
+		}
+		size = st.Size()
 	}
-	n := float64(st.Size())
+	n := float64(size)
 	for _, u := range []struct {
 		unit string
 		size float64
@@ -178,5 +270,5 @@ func Size(path string) string {
 			return fmt.Sprintf("%.1f %s", n/u.size, u.unit)
 		}
 	}
-	return fmt.Sprintf("%d B", st.Size())
+	return fmt.Sprintf("%d B", size)
 }

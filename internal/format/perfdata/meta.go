@@ -53,18 +53,12 @@ func (c *converter) finish(f *File, o Options, res *Result, symbols bool) *model
 		m.Unwinder = "perf dwarf"
 		m.Warnings = append(m.Warnings, "recorded with --call-graph dwarf: user stacks need perf's DWARF unwinding and show only the sampled function here")
 	}
-	var first, last uint64
+	m.DurationNS = sampleSpan(p.Samples)
+	var first uint64
 	for _, s := range p.Samples {
-		if s.Time == 0 {
-			continue
-		}
-		if first == 0 || s.Time < first {
+		if s.Time != 0 && (first == 0 || s.Time < first) {
 			first = s.Time
 		}
-		last = max(last, s.Time)
-	}
-	if last > first {
-		m.DurationNS = last - first
 	}
 	if f.Clock != nil && first > 0 {
 		m.StartUnixNS = int64(f.Clock.WallClockNS) + int64(first) - int64(f.Clock.ClockNS)

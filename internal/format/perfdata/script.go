@@ -29,6 +29,7 @@ type ScriptSample struct {
 	Pid, Tid int32  // -1 when the text does not show them
 	Event    string // as printed, modifiers included: "cpu-clock:pppH"
 	Period   uint64 // 0 when the text has no period
+	Time     uint64 // ns, as perf printed it (0 when the text has no time)
 	Frames   []ScriptFrame
 	hasPid   bool // the text shows pid/tid, not only the tid
 }
@@ -127,10 +128,13 @@ func parseEventLine(line string) (*ScriptSample, string, bool) {
 			s.Tid = int32(pid)
 		}
 		rest := line[i+1:]
-		// Skip "[cpu] time:" to the first colon, then read "[period] event:".
-		_, after, ok := strings.Cut(rest, ":")
+		// "[cpu] time:" to the first colon, then "[period] event:".
+		before, after, ok := strings.Cut(rest, ":")
 		if !ok {
 			return nil, "", false
+		}
+		if f := strings.Fields(before); len(f) > 0 {
+			s.Time, _ = parseScriptTime(f[len(f)-1])
 		}
 		words := strings.Fields(after)
 		if len(words) > 0 && allDigits(words[0]) {
@@ -157,6 +161,21 @@ func parseEventLine(line string) (*ScriptSample, string, bool) {
 		return s, inline, true
 	}
 	return nil, "", false
+}
+
+// parseScriptTime reads perf script's time, seconds with a fraction
+// ("347.360384", or nine digits with --ns), as nanoseconds, exactly.
+func parseScriptTime(s string) (uint64, bool) {
+	sec, frac, _ := strings.Cut(s, ".")
+	if sec == "" || !allDigits(sec) || (frac != "" && !allDigits(frac)) || len(frac) > 9 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(sec, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	f, _ := strconv.ParseUint((frac + "000000000")[:9], 10, 64)
+	return n*1e9 + f, true
 }
 
 // pidLike accepts a pid as perf prints it: digits, or -1 for a task the
@@ -463,7 +482,7 @@ func ScriptProfile(r io.Reader) (*model.Profile, error) {
 		if period == 0 {
 			period = 1
 		}
-		p.Samples = append(p.Samples, model.Sample{Thread: th, Stack: st, Period: period, Event: ev})
+		p.Samples = append(p.Samples, model.Sample{Time: s.Time, Thread: th, Stack: st, Period: period, Event: ev})
 	})
 	if err != nil {
 		return nil, err
@@ -477,6 +496,7 @@ func ScriptProfile(r io.Reader) (*model.Profile, error) {
 	}
 	p.Meta.Event = strings.Join(names, ",")
 	p.Meta.Unwinder = "perf script"
+	p.Meta.DurationNS = sampleSpan(p.Samples)
 	if weird > 0 {
 		p.Meta.Warnings = append(p.Meta.Warnings, fmt.Sprintf("%d lines of the perf script text were not understood", weird))
 	}
@@ -504,4 +524,20 @@ func LooksLikeScript(head []byte) bool {
 		return i+1 < len(lines) && func() bool { _, ok := parseFrameLine(lines[i+1]); return ok }()
 	}
 	return false
+}
+
+// sampleSpan is the time the samples span, first to last (0 without
+// times): the duration of an imported recording, from its own records.
+func sampleSpan(samples []model.Sample) uint64 {
+	var first, last uint64
+	for _, s := range samples {
+		if s.Time == 0 {
+			continue
+		}
+		if first == 0 || s.Time < first {
+			first = s.Time
+		}
+		last = max(last, s.Time)
+	}
+	return last - first
 }

@@ -212,3 +212,44 @@ func TestSniff(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptDuration: perf script text carries each sample's time, and an
+// import's duration is the span of its samples (it said "in 0s"), the same
+// as the perf.data file the text came from.
+func TestScriptDuration(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		text string
+		want uint64
+	}{
+		// tiny.script.txt: 1328.366650 to 1328.442928.
+		{"fixture", string(readFixture(t, "tiny.script.txt")), 76_278_000},
+		{"ns", "a 1 [000] 5.000000001: 1 cpu-clock:\n\t1 f (/x)\n\na 1 [001] 5.250000003: 1 cpu-clock:\n\t1 f (/x)\n", 250_000_002},
+		{"no_cpu", "a 1 7.5: 1 cpu-clock:\n\t1 f (/x)\n\na 1 8: 1 cpu-clock:\n\t1 f (/x)\n", 500_000_000},
+		{"no_time", "a 1 1 cpu-clock:\n\t1 f (/x)\n", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := ScriptProfile(strings.NewReader(c.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Meta.DurationNS != c.want {
+				t.Errorf("duration %d ns, want %d", p.Meta.DurationNS, c.want)
+			}
+		})
+	}
+	// The perf.data file the fixture was made from says the same, to the
+	// microsecond perf script prints.
+	f, err := perfDataDuration(t, "tiny.data")
+	if err != nil || f/1000 != 76_277 {
+		t.Errorf("tiny.data: duration %d ns (%v), want the text's 76.278 ms to the µs", f, err)
+	}
+}
+
+func perfDataDuration(t *testing.T, name string) (uint64, error) {
+	p, _, err := Convert(bytes.NewReader(readFixture(t, name)), Options{})
+	if err != nil {
+		return 0, err
+	}
+	return p.Meta.DurationNS, nil
+}

@@ -45,7 +45,7 @@ func ImportFile(in, out string, o Options, summary io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(summary, "sonde: %s (%s): %d samples (%d lost) of %s in %s written to %s (%s)",
-		in, kind, p.SampleCount(), p.Meta.Lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), out, outfile.Size(out))
+		in, kind, p.SampleCount(), p.Meta.Lost, p.Meta.Event, time.Duration(p.Meta.DurationNS).Round(time.Millisecond), outfile.Name(out), outfile.Size(out))
 	if kind == KindPerfData {
 		fmt.Fprintf(summary, "; objects: %d named, %d unmatched", namedObjects(p), unmatched)
 	}

@@ -95,6 +95,9 @@ type Options struct {
 	Open   bool      // open the URL in a browser
 	Export string    // write one self-contained HTML file instead of serving
 	Out    io.Writer // hears the URL
+	// Fragment, when set, ends the URL told (after #): the page's filters
+	// (comm=a&pid=7), as report --web passes its own.
+	Fragment string
 }
 
 // Serve is sonde serve: Run until Ctrl-C, telling the URL on standard
@@ -146,6 +149,9 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	}
 	s.loopback = ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	u := "http://" + ln.Addr().String() + "/"
+	if o.Fragment != "" {
+		u += "#" + o.Fragment
+	}
 	fmt.Fprintf(o.Out, "sonde: serving %s at %s (Ctrl-C stops)\n", strings.Join(paths, ", "), u)
 	if o.Open {
 		if err := exec.Command("xdg-open", u).Start(); err != nil {

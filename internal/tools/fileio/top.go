@@ -76,7 +76,7 @@ func Top(ctx context.Context, o TopOptions) (*TopReport, error) {
 	snap := func(_ time.Time, elapsed time.Duration) (*TopReport, error) {
 		return topReport(&maps, ps, o, elapsed)
 	}
-	iv := bpfskel.NewIntervals(snap, bpfskel.ClearMap[filesFilesKey](maps.Stats), o.OnReport)
+	iv := bpfskel.NewIntervals(snap, bpfskel.ClearMap[filesFilesKey](maps.Stats), o.OnReport).Follow(s)
 	ro := runctl.Options{Duration: o.Duration}
 	if o.Interval > 0 && o.OnReport != nil {
 		ro.Interval, ro.OnInterval = o.Interval, iv.Tick

@@ -14,6 +14,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+/* Gated: allocations are tracked from the moment every probe is in place
+ * (a malloc probe attached before its free probe would see frees missed)
+ * to the moment tracing ends, however long the probes take to attach and
+ * detach: the report's duration and ages are that span. */
+#define SONDE_GATED
 #include "sonde_target.h"
 #include "sonde_regs.h"
 #define SONDE_UNWIND

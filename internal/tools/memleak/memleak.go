@@ -99,6 +99,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps memleakMaps
 	t := bpfskel.Tool{
 		Name: "memory leak tracing", Spec: loadMemleak, Maps: &maps, Command: o.Command, PidConst: memleakVarTargetPid,
+		// Counting starts once every probe is in and ends before any goes:
+		// detaching uprobes takes seconds, not part of what was asked.
+		Gate: memleakVarArmed,
 		Consts: map[string]any{
 			memleakVarTargetPid: uint32(o.Pid), memleakVarSampleEvery: max(o.Every, 1), memleakVarSampleBytes: o.SampleBytes,
 			memleakVarPageSize: uint64(os.Getpagesize()), memleakVarUserStacks: !o.Kernel, memleakVarCountMissed: !o.Kernel,
@@ -149,7 +152,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if ld != nil {
 		defer ld.Stop()
 	}
-	c := &collector{m: &maps, ld: ld, o: o, source: source, start: time.Now(), comms: map[uint32]string{}}
+	c := &collector{m: &maps, ld: ld, o: o, source: source, clock: s, comms: map[uint32]string{}}
 	if s.Pid() != 0 {
 		c.o.Pid = s.Pid()
 		c.comms[uint32(s.Pid())] = filepath.Base(o.Command[0])
@@ -237,15 +240,28 @@ type collector struct {
 	ld     *unwind.Loader
 	o      Options
 	source string
-	start  time.Time
+	clock  bpfskel.Clock // when tracing began and, for the final report, ended
 	comms  map[uint32]string
+}
+
+// at is the instant a report stands at, wall and CLOCK_MONOTONIC (the
+// programs' clock): now while tracing, when tracing stopped for the final
+// report (ages and the duration do not count the time since, the
+// detaching and the reading).
+func (c *collector) at(final bool) (time.Time, uint64) {
+	now, mono := time.Now(), cputime.Now()
+	if stop := c.clock.Stopped(); final && !stop.IsZero() {
+		back := uint64(now.Sub(stop))
+		return stop, mono - min(back, mono)
+	}
+	return now, mono
 }
 
 // collect reads the per-stack totals, and the tracked addresses for ages
 // (and, with Older, for the totals of the old ones only).
 func (c *collector) collect(final bool) (*Result, error) {
-	now := time.Now()
-	mono := cputime.Now()
+	now, mono := c.at(final)
+	start := c.clock.Started()
 	type agg struct {
 		bytes, count int64
 		oldest       uint64 // CLOCK_MONOTONIC ns of the oldest
@@ -286,7 +302,7 @@ func (c *collector) collect(final bool) (*Result, error) {
 			return nil, fmt.Errorf("reading the per-stack totals: %w", err)
 		}
 	}
-	res := &Result{Sampling: SamplingText(c.o), Source: c.source, Elapsed: now.Sub(c.start), Final: final,
+	res := &Result{Sampling: SamplingText(c.o), Source: c.source, Elapsed: now.Sub(start), Final: final,
 		Stacks: unwind.Completeness{Unit: "bytes"}}
 	if c.ld != nil {
 		res.Stacks.Tables = c.ld.Sources()
@@ -324,7 +340,7 @@ func (c *collector) collect(final bool) (*Result, error) {
 		return nil, err
 	}
 	meta := model.Meta{Event: "memleak", Callchain: true, Arch: runtime.GOARCH, SondeVersion: c.o.Version,
-		StartUnixNS: c.start.UnixNano(), DurationNS: uint64(res.Elapsed), Lost: res.Counters.MapFull, Unit: "bytes"}
+		StartUnixNS: start.UnixNano(), DurationNS: uint64(res.Elapsed), Lost: res.Counters.MapFull, Unit: "bytes"}
 	if !c.o.Kernel {
 		meta.Unwinder = "bpf-tables"
 	}

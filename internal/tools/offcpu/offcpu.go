@@ -37,6 +37,10 @@ type Options struct {
 	States    uint32 // bit per task state; 0x100 = running (preempted); 0 = any
 	Duration  time.Duration
 	Version   string
+	// Only keeps the blocked time of these tasks (--comm): applied as the
+	// stacks are read, so the profile, every output formed from it and
+	// the completeness of its stacks count the same blocks.
+	Only model.Tasks
 	// Command, when set, is run and traced (Pid must be 0): it is held
 	// before its exec until the programs and its tables are in place.
 	Command []string
@@ -155,7 +159,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return func() (*Result, error) {
 			return build(&maps, ld, o, s.Mode(), start, d, sym, entries, errs)
 		}, nil
-	}, o.OnInterval)
+	}, o.OnInterval).Follow(s)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	if err != nil {
 		return nil, err
@@ -210,11 +214,15 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	}
 	for _, e := range entries {
 		key, ns := e.key, e.ns
+		comm := bpfmaps.CString(key.Comm[:])
+		if !o.Only.Keep(model.Thread{Pid: int32(key.Pid), Tid: int32(key.Tid), Comm: comm}) {
+			continue
+		}
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
 		}
-		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		b.SetComm(tid, comm)
 		if o.User {
 			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
 				res.Stacks.Add(ld.FileOf, key.Pid, us, ns)
@@ -261,6 +269,7 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 		warn = append(warn, pw)
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
+	res.Profile.Meta.Target = model.FilteredTarget(res.Profile.Meta.Target, o.Only)
 	trimBPFFrames(res.Profile)
 	return res, nil
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// Command, when set, is run and profiled (Pid must be 0): it is held
 	// before its exec until the sampler and its tables are in place.
 	Command []string
+	// Only keeps the samples of these tasks (--comm): applied as the
+	// counts are read, so the profile, every output formed from it and
+	// the completeness of its stacks count the same samples.
+	Only model.Tasks
 	// WatchEvery is how often the counts are scanned for processes to
 	// keep the mappings of (default 100 ms; each scan reads the whole map,
 	// into buffers kept for the run).
@@ -119,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ld.ForgetExited()
 		ld.ForgetKeptStacks()
 		return clearCounts()
-	}, o.OnInterval)
+	}, o.OnInterval).Follow(s)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
 	stopWatch()
 	if err != nil {
@@ -253,6 +257,10 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	seen := map[uint32]bool{}
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
+		comm := bpfmaps.CString(key.Comm[:])
+		if !o.Only.Keep(model.Thread{Pid: int32(key.Pid), Tid: int32(key.Tid), Comm: comm}) {
+			continue
+		}
 		if !seen[key.Pid] {
 			seen[key.Pid] = true
 			ld.RestoreExited(b, key.Pid)
@@ -278,7 +286,7 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 		if len(locs) == 0 {
 			continue
 		}
-		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
+		b.SetComm(tid, comm)
 		// The kernel counted them: one stack, count samples.
 		b.SampleLocsN(key.Pid, tid, locs, period, count)
 	}
@@ -306,5 +314,6 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 		warn = append(warn, pw)
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
+	res.Profile.Meta.Target = model.FilteredTarget(res.Profile.Meta.Target, o.Only)
 	return res, nil
 }

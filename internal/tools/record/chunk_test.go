@@ -235,10 +235,9 @@ func TestRunEnds(t *testing.T) {
 		duration  bool
 		failWrite bool
 		why       runctl.Reason
-		endSet    bool // the stop instant taken in the loop, before the last round
 	}{
-		{name: "ctx_cancelled", cancel: true, why: runctl.Cancelled, endSet: true},
-		{name: "duration_passed", duration: true, why: runctl.Deadline, endSet: true},
+		{name: "ctx_cancelled", cancel: true, why: runctl.Cancelled},
+		{name: "duration_passed", duration: true, why: runctl.Deadline},
 		{name: "write_error_stops_the_recording", failWrite: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -249,9 +248,7 @@ func TestRunEnds(t *testing.T) {
 				cancel()
 			}
 			if c.duration {
-				s.timer = time.NewTimer(0)
-				s.deadline = s.timer.C
-				<-time.After(time.Millisecond)
+				s.deadline = time.Now()
 			}
 			file := &flakyFile{fail: c.failWrite}
 			if c.failWrite {
@@ -268,10 +265,43 @@ func TestRunEnds(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("run did not end")
 			}
+			// The span ends when stop disables the events, not before.
+			if !s.end.IsZero() {
+				t.Errorf("end set by the loop: %v", s.end)
+			}
+			s.stop()
 			if s.why != c.why || s.end.IsZero() || s.chunks.failed() != c.failWrite {
 				t.Errorf("why %v, end %v, failed %v; want %v, set, %v", s.why, s.end, s.chunks.failed(), c.why, c.failWrite)
 			}
 			s.close()
+		})
+	}
+}
+
+// TestPollTimeout: a round waits at most until the duration ends, so the
+// events are disabled when it ends, not up to 100 ms later (record -d 0.2
+// held 309 to 354 samples at 997 Hz).
+func TestPollTimeout(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		name string
+		left time.Duration // until the deadline (0: none)
+		want int
+	}{
+		{"no_duration", 0, 100},
+		{"far", 5 * time.Second, 100},
+		{"within_a_round", 30 * time.Millisecond, 30},
+		{"part_of_a_ms", 300 * time.Microsecond, 1},
+		{"passed", -time.Millisecond, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &session{}
+			if c.left != 0 {
+				s.deadline = now.Add(c.left)
+			}
+			if got := s.pollTimeout(now); got != c.want {
+				t.Errorf("poll %d ms, want %d", got, c.want)
+			}
 		})
 	}
 }

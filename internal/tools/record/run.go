@@ -23,12 +23,10 @@ func (s *session) run(ctx context.Context) {
 	}
 	lastProgress := time.Now()
 	lastAlive := time.Now()
-	for stopping := false; !stopping; {
-		if stopping = s.ended(ctx, &lastAlive); stopping {
-			// The recording ends now, not when the command has gone.
-			s.end = time.Now()
-		}
-		unix.Poll(pfds, 100)
+	// The rounds stop as soon as the recording is to end: stop disables
+	// the events at once, and drains what they wrote.
+	for !s.ended(ctx, &lastAlive) {
+		unix.Poll(pfds, s.pollTimeout(time.Now()))
 		s.process(s.drain())
 		now := time.Now()
 		if s.o.Progress != nil && now.Sub(lastProgress) >= time.Second {
@@ -40,9 +38,24 @@ func (s *session) run(ctx context.Context) {
 			break
 		}
 	}
-	if s.end.IsZero() {
-		s.end = time.Now()
+}
+
+// pollTimeout is how long a round waits for the rings at now, in ms:
+// 100, or less when the duration ends sooner, so the events are disabled
+// when it ends rather than up to a round later.
+func (s *session) pollTimeout(now time.Time) int {
+	const round = 100 * time.Millisecond
+	if s.deadline.IsZero() {
+		return int(round / time.Millisecond)
 	}
+	left := s.deadline.Sub(now)
+	if left >= round {
+		return int(round / time.Millisecond)
+	}
+	if left <= 0 {
+		return 0
+	}
+	return int((left + time.Millisecond - 1) / time.Millisecond)
 }
 
 // ended says whether the recording is to end, and notes why: ctx was
@@ -56,10 +69,11 @@ func (s *session) ended(ctx context.Context, lastAlive *time.Time) bool {
 	case <-s.childDone:
 		s.why = runctl.Done
 		return true
-	case <-s.deadline:
+	default:
+	}
+	if !s.deadline.IsZero() && !time.Now().Before(s.deadline) {
 		s.why = runctl.Deadline
 		return true
-	default:
 	}
 	if len(s.o.Pids) > 0 && s.child == nil && time.Since(*lastAlive) >= 250*time.Millisecond {
 		// As perf does, -p ends when every target process has exited.
@@ -149,6 +163,20 @@ func (s *session) chunk(now time.Time) {
 func (s *session) stop() {
 	for _, r := range s.ringList {
 		perf.Disable(r.FD)
+	}
+	// Every event: those of -p's and -t's other threads write into a
+	// ring they do not own.
+	for _, fd := range s.fds {
+		perf.Disable(fd)
+	}
+	// The recording's span ends here: no event counts after this, however
+	// long the command takes to go and the rings to drain; of a command
+	// that exited, when it exited (seen up to a round before).
+	s.end = time.Now()
+	if s.child != nil && s.why == runctl.Done {
+		if t := s.child.ExitedAt(); !t.IsZero() && t.Before(s.end) {
+			s.end = t
+		}
 	}
 	s.warnSharedTracepoints()
 	if s.child != nil {

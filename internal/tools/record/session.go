@@ -137,9 +137,11 @@ type session struct {
 	gcPercent int
 	memLimit  int64
 
-	timer    *time.Timer
-	deadline <-chan time.Time // nil: no duration
+	deadline time.Time // when the duration ends (zero: no duration)
 
+	// began: the events were enabled (or the command released to exec,
+	// which enables them); end: they were disabled. The recording's
+	// duration is the span between.
 	began, end time.Time
 	why        runctl.Reason
 	exit       int
@@ -186,9 +188,6 @@ func (s *session) close() {
 		s.child.Abort()
 	}
 	s.child = nil
-	if s.timer != nil {
-		s.timer.Stop()
-	}
 	if s.gcSet {
 		debug.SetMemoryLimit(s.memLimit)
 		debug.SetGCPercent(s.gcPercent)
@@ -326,6 +325,13 @@ func (s *session) begin() error {
 	// heap is the tables, and garbage must not pile up 8× over them.
 	s.memLimit = debug.SetMemoryLimit(32 << 20)
 	s.gcSet = true
+	// The recording starts as the first event is enabled: the duration
+	// counts from here, and it is the span the file says it holds.
+	s.began = time.Now()
+	s.meta.StartUnixNS = s.began.UnixNano()
+	if s.o.Duration > 0 {
+		s.deadline = s.began.Add(s.o.Duration)
+	}
 	if err := s.enable(); err != nil {
 		return err
 	}
@@ -334,18 +340,12 @@ func (s *session) begin() error {
 			return err
 		}
 	}
-	s.began = time.Now()
-	s.meta.StartUnixNS = s.began.UnixNano()
 	if s.child != nil {
 		if err := s.child.Go(); err != nil {
 			return fmt.Errorf("starting command: %w", err)
 		}
 		s.released = true
 		s.childDone = s.child.Done()
-	}
-	if s.o.Duration > 0 {
-		s.timer = time.NewTimer(s.o.Duration)
-		s.deadline = s.timer.C
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ package blocked
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"time"
 
@@ -50,22 +49,19 @@ type Frame = jsonout.Frame
 
 // Options choose what a report shows.
 type Options struct {
-	Command string   // "offcpu" or "wakeup"
-	Target  string   // what was traced, as the text names it
-	Comms   []string // only these commands (none: all)
-	Top     int      // stacks in the text report (JSON has all)
+	Command string // "offcpu" or "wakeup"
+	Target  string // what was traced, as the text names it
+	Top     int    // stacks in the text report (JSON has all)
 }
 
 // New builds a report from a profile whose sample periods are blocked
-// nanoseconds.
+// nanoseconds. It shows every sample: a --comm filter is applied to the
+// profile before (offcpu.Options.Only), so every output agrees.
 func New(p *model.Profile, attach string, errs Errors, o Options) *Report {
 	r := &Report{Run: jsonout.Run{Command: o.Command, Target: o.Target, DurationNS: jsonout.Nanos(p.Meta.DurationNS)},
 		Errors: errs, Attach: attach, Warnings: p.Meta.Warnings, top: o.Top}
 	for _, s := range p.Samples {
 		t := p.Threads[s.Thread]
-		if len(o.Comms) > 0 && !slices.Contains(o.Comms, t.Comm) {
-			continue
-		}
 		st := Stack{Comm: t.Comm, Pid: t.Pid, BlockedNS: s.Period}
 		if t.Tid != t.Pid {
 			st.Tid = t.Tid

@@ -29,7 +29,8 @@ func fakeProfile() *model.Profile {
 }
 
 func TestReportText(t *testing.T) {
-	r := New(fakeProfile(), "tp_btf", Errors{StackFailures: 2, LostMapFull: 1}, Options{Command: "offcpu", Comms: []string{"srv"}, Top: 20})
+	p := fakeProfile().Only(model.Tasks{Comms: []string{"srv"}})
+	r := New(p, "tp_btf", Errors{StackFailures: 2, LostMapFull: 1}, Options{Command: "offcpu", Top: 20})
 	var b bytes.Buffer
 	r.WriteText(&b)
 	want := `    ksys_read

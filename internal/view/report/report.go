@@ -21,14 +21,15 @@ var Keys = []string{"comm", "pid", "tid", "dso", "sym", "cpu", "srcline", "cgrou
 
 // Options control aggregation and output.
 type Options struct {
-	Sort              []string // default comm,dso,sym
-	Children          bool     // accumulate callees' time into callers
-	Graph             string   // "caller", "callee" or "none"
-	GraphMin          float64  // hide call-graph branches below this percent
-	PercentLimit      float64  // hide entries below this percent
-	Comms, DSOs, Syms []string
-	Pids, Tids        []int
-	OnlyEvent         int // 1 + index into Meta.Events to report one event; 0 for all
+	Sort         []string // default comm,dso,sym
+	Children     bool     // accumulate callees' time into callers
+	Graph        string   // "caller", "callee" or "none"
+	GraphMin     float64  // hide call-graph branches below this percent
+	PercentLimit float64  // hide entries below this percent
+	// Tasks keeps the samples of these commands, processes and threads.
+	Tasks      model.Tasks
+	DSOs, Syms []string
+	OnlyEvent  int // 1 + index into Meta.Events to report one event; 0 for all
 }
 
 // Entry is one row.
@@ -256,17 +257,7 @@ func (a *aggregator) selected(s *model.SampleGroup) bool {
 	if o.OnlyEvent > 0 && int(s.Event) != o.OnlyEvent-1 {
 		return false
 	}
-	t := a.p.Threads[s.Thread]
-	if len(o.Comms) > 0 && !contains(o.Comms, t.Comm) {
-		return false
-	}
-	if len(o.Pids) > 0 && !contains(o.Pids, int(t.Pid)) {
-		return false
-	}
-	if len(o.Tids) > 0 && !contains(o.Tids, int(t.Tid)) {
-		return false
-	}
-	return true
+	return o.Tasks.Keep(a.p.Threads[s.Thread])
 }
 
 // add counts s: self time in the entry of its leaf frame, children time in

@@ -35,11 +35,12 @@ type Errors struct {
 	LostMapFull uint64 `json:"lost_map_full"` // samples
 }
 
-// New builds profile's report of target, keeping only comms when given.
-func New(p *model.Profile, errs Errors, target string, comms []string) *Report {
+// New builds profile's report of target from every sample of p (a --comm
+// filter is applied to the profile before, so every output agrees).
+func New(p *model.Profile, errs Errors, target string) *Report {
 	return &Report{
 		Run:       jsonout.Run{Command: "profile", Target: target, DurationNS: jsonout.Nanos(p.Meta.DurationNS)},
-		Report:    report.Build(p, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none", Comms: comms}),
+		Report:    report.Build(p, report.Options{Sort: []string{"comm", "dso", "sym"}, Graph: "none"}),
 		BPFErrors: errs,
 	}
 }

@@ -26,7 +26,7 @@ func prof() *model.Profile {
 }
 
 func TestReport(t *testing.T) {
-	r := New(prof(), Errors{UserStack: 2, LostMapFull: 1}, "system wide", nil)
+	r := New(prof(), Errors{UserStack: 2, LostMapFull: 1}, "system wide")
 	var b bytes.Buffer
 	r.WriteText(&b)
 	if !strings.Contains(b.String(), "spin") || !strings.HasSuffix(b.String(), "# BPF: 2 user and 0 kernel stack walks failed, 1 samples lost (map full)\n\n") {
@@ -50,7 +50,7 @@ func TestFinish(t *testing.T) {
 	var b bytes.Buffer
 	w := emit.New(&b, false)
 	f := Files{Flame: filepath.Join(dir, "f.svg"), Data: filepath.Join(dir, "p.data"), Folded: true, Title: "sonde profile", What: "4 samples"}
-	if err := f.Finish(w, prof(), New(prof(), Errors{}, "", nil)); err != nil {
+	if err := f.Finish(w, prof(), New(prof(), Errors{}, "")); err != nil {
 		t.Fatal(err)
 	}
 	// Folded stacks replace the report: root first, with their counts.

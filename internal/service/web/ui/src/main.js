@@ -19,7 +19,9 @@ function header(s) {
   const sel = h("select", { id: "input", onchange: (e) => state.set({ f: e.target.value, z: "" }) },
     meta.inputs.map((x, i) => h("option", { value: String(i), selected: String(i) === s.f }, x.name)));
   bar.append(h("strong", {}, "sonde"), " ", sel, " ",
-    h("span", { class: "meta" }, `${rec.event || "samples"}, ${fmtCount(inp.samples)} samples over ${fmtNS(rec.duration_ns)}` +
+    h("span", { class: "meta" }, `${rec.event || "samples"}, ${fmtCount(inp.samples)} samples` +
+      // Folded stacks carry no times: no duration rather than "over 0 ns".
+      (rec.duration_ns ? ` over ${fmtNS(rec.duration_ns)}` : "") +
       (rec.argv ? `: ${rec.argv.join(" ")}` : rec.target ? `, ${rec.target}` : "") + (rec.hostname ? ` on ${rec.hostname}` : "") +
       (isExport ? " (export: unfiltered views only)" : "")));
 }
