@@ -25,7 +25,9 @@
 //  12. start-up with the unwind-table cache empty, filled and off
 //     (-tablecache runs only this; see tablecache.go);
 //  13. start-up and idle cost of every BPF tool and record beside
-//     libbpf-tools and perf (-start runs only this; see start.go).
+//     libbpf-tools and perf (-start runs only this; see start.go);
+//  14. the CPython walk's cost per sample against the native walk
+//     (-python runs only this; see python.go).
 //
 // Goals (not CI gates): slowdown ≤ ½ perf's, bytes/sample ≤ ¼ perf.data's,
 // report ≥ 5× faster than perf report --stdio at ≤ ½ its RSS.
@@ -78,6 +80,7 @@ var sections = []section{
 	{"unwind", "run only the unwinder section", true, func(dir, _ string) bool { unwindBench(dir); return true }},
 	{"tablecache", "run only the unwind-table cache's cold vs warm start", true, func(dir, _ string) bool { tableCacheBench(dir); return true }},
 	{"web", "run only the web view's scale case (needs no root)", false, func(string, string) bool { return webScale() }},
+	{"python", "run only the CPython-walk cost per sample (profile with and without --no-interp)", true, func(dir, _ string) bool { pythonCost(dir); return true }},
 	{"start", "run only the start-up and idle table (first event, wall, CPU, idle CPU; sonde vs libbpf-tools)", true, func(dir, _ string) bool { startTable(dir); return true }},
 }
 

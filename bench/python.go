@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// deepPy spins with its stack 20 Python frames deep (rec(19) and the
+// module's frame), for as long as the bench needs it.
+const deepPy = `import time
+def rec(d):
+    if d == 0:
+        s = 0
+        for i in range(20000):
+            s += i * i % 7
+        return s
+    return rec(d - 1)
+while True:
+    rec(19)
+`
+
+// pythonCost is what walking CPython frames costs per sample: the BPF time
+// of profile's programs per run (kernel.bpf_stats) at 999 Hz on a Python
+// process whose stack is 20 Python frames deep, with its Python frames
+// taken and with --no-interp (the native walk only).
+func pythonCost(dir string) {
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		fmt.Printf("python cost: skipped (%s: %v)\n", py, err)
+		return
+	}
+	script := filepath.Join(dir, "deep.py")
+	if err := os.WriteFile(script, []byte(deepPy), 0o644); err != nil {
+		fmt.Println("python cost:", err)
+		return
+	}
+	target := exec.Command(py, script)
+	if err := target.Start(); err != nil {
+		fmt.Println("python cost:", err)
+		return
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	pid := strconv.Itoa(target.Process.Pid)
+	work := func() (uint64, string) { time.Sleep(3 * time.Second); return 0, "" }
+	fmt.Println("\nCPython frames in the walk (profile -F 999 -p PID, python3.11, a stack 20 Python frames deep; BPF ns per sample, kernel-timed):")
+	var native float64
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"native walk only (--no-interp)", []string{"--no-interp"}},
+		{"with the Python frames", nil},
+	} {
+		args := append([]string{*sondeBin, "profile", "-F", "999", "-p", pid, "-d", "60", "--json"}, c.args...)
+		var per []float64
+		for i := 0; i < 3; i++ {
+			t := measureTool(args, work)
+			if t.failure != "" {
+				fmt.Printf("  %s: %s\n", c.name, t.failure)
+				return
+			}
+			if t.runs > 0 {
+				per = append(per, float64(t.bpf.Nanoseconds())/float64(t.runs))
+			}
+		}
+		m := median(per)
+		if c.args != nil {
+			native = m
+			fmt.Printf("  %-32s %7.0f ns a sample\n", c.name, m)
+			continue
+		}
+		fmt.Printf("  %-32s %7.0f ns a sample (%+.0f ns, %.0f ns per Python frame)\n", c.name, m, m-native, (m-native)/20)
+	}
+}
