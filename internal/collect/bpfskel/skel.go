@@ -95,10 +95,13 @@ type Session struct {
 	gate    *ebpf.Variable
 	child   *runctl.Child
 	rings   []*Ring
-	// enabled is when the programs began to count: the first hook
-	// attached, or the gate opened, or the held command released;
-	// disabled when they stopped (the gate closed, or the last hook
-	// detached). A run's duration is the span between them.
+	// enabled is when the programs began to see every event: the last
+	// hook attached, or the gate opened, or the held command released;
+	// disabled when they stopped seeing every event (the gate closed, or
+	// the first hook about to go). A run's duration is the span between
+	// them: a function's entry probe without its return probe, or one
+	// syscall's tracepoint without the others', sees part of the events,
+	// and attaching or detaching a dozen probes takes 100–300 ms.
 	enabled, disabled time.Time
 	// commandOnly: the programs count the held command only (its pid is
 	// their filter), so its exit ends what they can count.
@@ -186,13 +189,13 @@ func Open(t Tool) (s *Session, err error) {
 			return s, err
 		}
 	}
-	for i, c := range s.Choices {
-		if i == 0 {
-			s.enabled = time.Now()
-		}
+	for _, c := range s.Choices {
 		if err := s.attach(c); err != nil {
 			return s, err
 		}
+	}
+	if len(s.Choices) > 0 {
+		s.enabled = time.Now()
 	}
 	if t.Gate != "" {
 		if s.gate = s.coll.Variables[t.Gate]; s.gate == nil {
@@ -443,10 +446,10 @@ func (s *Session) Detach() {
 		s.gate = nil
 		s.stopped()
 	}
-	closeAll(s.links)
 	if len(s.links) > 0 {
-		s.stopped()
+		s.stopped() // the first link goes now
 	}
+	closeAll(s.links)
 	s.links = nil
 }
 
