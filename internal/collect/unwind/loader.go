@@ -42,15 +42,19 @@ type Loader struct {
 	tables       map[unwindtable.Key]*loaded
 	vdsos        map[unwindtable.Key]*unwindtable.Table
 	procs        map[uint32]*proc
-	next, cap    uint32               // rows: next unused index, capacity
-	free         []span               // rows released by tables no process maps any more
-	used         map[span]bool        // every run ever given to a table (alloc)
-	idle         idleTables           // built tables no process maps now
-	exits        map[uint32]uint32    // pid → exits seen (Drop), so a Load racing an exit is undone
-	execGen      map[uint32]uint32    // pid → exec notices seen, so a Load of the image before is not kept
-	names        map[fileKey]string   // the path of every file in unwind_files, for MAP notices
-	found        map[uint32][]mapping // pid → mappings the walker found in the kernel (MAP notices)
-	stats        Stats
+	next, cap    uint32             // rows: next unused index, capacity
+	free         []span             // rows released by tables no process maps any more
+	used         map[span]bool      // every run ever given to a table (alloc)
+	idle         idleTables         // built tables no process maps now
+	exits        map[uint32]uint32  // pid → exits seen (Drop), so a Load racing an exit is undone
+	execGen      map[uint32]uint32  // pid → exec notices seen, so a Load of the image before is not kept
+	names        map[fileKey]string // the path of every file in unwind_files, for MAP notices
+	// owner is the table each unwind_files entry holds now: an inode a
+	// deleted file had is reused by a new file, whose table then takes the
+	// key, and the old table's eviction must not delete the new entry.
+	owner map[fileKey]*loaded
+	found map[uint32][]mapping // pid → mappings the walker found in the kernel (MAP notices)
+	stats Stats
 
 	ring    *bpfskel.Ring
 	pending chan uint32 // processes to load, read by one goroutine
@@ -509,6 +513,10 @@ func (l *Loader) addFile(lt *loaded, path, name string, t *unwindtable.Table) {
 	v := fileValue{Off: s.Off, Size: s.Size, Delta: s.Vaddr - s.Off - t.Base, RowFirst: lt.first, RowCount: lt.count}
 	if l.files.Files.Put(&k, &v) == nil {
 		lt.files = append(lt.files, k)
+		if l.owner == nil {
+			l.owner = map[fileKey]*loaded{}
+		}
+		l.owner[k] = lt
 	}
 }
 
@@ -604,6 +612,10 @@ func (l *Loader) evict(k unwindtable.Key) {
 		return
 	}
 	for _, f := range lt.files {
+		if l.owner[f] != lt {
+			continue // the inode is another file's now, and so is the entry
+		}
+		delete(l.owner, f)
 		if l.files.Files != nil {
 			l.files.Files.Delete(&f)
 		}
