@@ -621,10 +621,15 @@ func WriteFolded(w io.Writer, root *Node) error {
 		start := len(line)
 		s := t.syms[t.sym[i]]
 		line = append(line, s.name...)
-		// ";" separates frames: a name holding one is written with ":".
+		// ";" separates frames: a name holding one is written with ":";
+		// a line is a stack: a newline in a name (read from a process's
+		// memory) is written as a space.
 		for i := start; i < len(line); i++ {
-			if line[i] == ';' {
+			switch line[i] {
+			case ';':
 				line[i] = ':'
+			case '\n', '\r':
+				line[i] = ' '
 			}
 		}
 		line = append(line, suffix(s.kind)...)

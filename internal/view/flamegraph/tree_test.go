@@ -461,3 +461,25 @@ func TestParseFoldedMatchesAMap(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFoldedKeepsOneStackALine: a frame name with a separator or a
+// newline (a name read from a process's memory) cannot split a stack.
+func TestWriteFoldedKeepsOneStackALine(t *testing.T) {
+	root, err := ParseFolded(strings.NewReader("a;b 3\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := root.t
+	for i := range tr.syms {
+		if tr.syms[i].name == "b" {
+			tr.syms[i].name = "two\nlines;here"
+		}
+	}
+	var out strings.Builder
+	if err := WriteFolded(&out, root); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "a;two lines:here 3\n" {
+		t.Fatalf("folded %q", got)
+	}
+}
