@@ -14,7 +14,7 @@ import (
 )
 
 func newBiolatCmd() *cobra.Command {
-	l := &cli.Live{DurationArg: true, Dist: true}
+	l := &cli.Live{DurationArg: true, Dist: true, Cgroups: true}
 	var queued, perDisk, stages bool
 	cmd := l.Command(cli.Doc("biolat", &cobra.Command{}), "")
 	cmd.Flags().BoolVarP(&queued, "queued", "Q", false, "include the time queued in the kernel (insert → complete)")
@@ -28,7 +28,7 @@ func newBiolatCmd() *cobra.Command {
 		case queued:
 			list = []bio.Stage{bio.Total}
 		}
-		o := bio.Options{Duration: l.Duration}
+		o := bio.Options{Duration: l.Duration, Cgroup: l.Cgroup}
 		if perDisk {
 			o.Per = "dev"
 		}

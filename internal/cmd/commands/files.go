@@ -14,7 +14,7 @@ import (
 )
 
 func newFiletopCmd() *cobra.Command {
-	l := &cli.Live{Intervals: true}
+	l := &cli.Live{Intervals: true, Cgroups: true}
 	var o fileio.TopOptions
 	var noClear bool
 	cmd := l.Command(cli.Doc("filetop", &cobra.Command{}), "trace only this process")
@@ -27,20 +27,20 @@ func newFiletopCmd() *cobra.Command {
 	cli.AtLeast(f, 0, "rows")
 	l.Check = func(cmd *cobra.Command, args []string) error { return filetopArgs(cmd, args, l, &o) }
 	cmd.RunE = l.RunE("tracing file reads and writes", func(ctx context.Context, tgt string, _ []string) error {
-		o.Pid, o.Target, o.Clear = l.Pid, tgt, !noClear && !l.JSON && cli.IsTerminal(1)
+		o.Pid, o.Cgroup, o.Target, o.Clear = l.Pid, l.Cgroup, tgt, !noClear && !l.JSON && cli.IsTerminal(1)
 		return runFiletop(ctx, o, l)
 	})
 	return cmd
 }
 
 func newFileslowerCmd() *cobra.Command {
-	l := &cli.Live{}
+	l := &cli.Live{Cgroups: true}
 	var o fileio.SlowerOptions
 	cmd := l.Command(cli.Doc("fileslower", &cobra.Command{}), "trace only this process")
 	cmd.Flags().BoolVarP(&o.All, "all", "a", false, "include pipes, sockets and devices, not only regular files")
 	l.Check = func(cmd *cobra.Command, args []string) error { return fileslowerArgs(cmd, args, &o) }
 	cmd.RunE = l.RunE("", func(ctx context.Context, _ string, _ []string) error {
-		o.Pid, o.Duration = l.Pid, l.Duration
+		o.Pid, o.Cgroup, o.Duration = l.Pid, l.Cgroup, l.Duration
 		return runFileslower(ctx, o, l)
 	})
 	return cmd

@@ -15,7 +15,7 @@ import (
 // newMemleakCmd is sonde memleak: the live tools' options (cli.Live), its
 // own (memleakView.AddFlags), and a run of runMemleak.
 func newMemleakCmd() *cobra.Command {
-	l := &cli.Live{Intervals: true, TakesCommand: true}
+	l := &cli.Live{Intervals: true, TakesCommand: true, Cgroups: true}
 	o, v := memleak.Options{Version: version}, memleakView{}
 	cmd := l.Command(cli.Doc("memleak", &cobra.Command{}), "trace this process")
 	v.AddFlags(cmd.Flags(), &o)
@@ -56,7 +56,7 @@ func runMemleak(ctx context.Context, l *cli.Live, o memleak.Options, v memleakVi
 	if l.Pid != 0 && len(args) > 0 {
 		return cli.Usagef("-p/--pid and a command conflict: trace a process or run one")
 	}
-	o.Pid, o.Command, o.Duration, o.Interval = l.Pid, args, l.Duration, l.Interval
+	o.Pid, o.Cgroup, o.Command, o.Duration, o.Interval = l.Pid, l.Cgroup, args, l.Duration, l.Interval
 	o.NoLines = v.Output == "" // only a data file keeps source lines
 	if err := o.Check(); err != nil {
 		return cli.Usagef("%v", err)

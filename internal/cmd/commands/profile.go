@@ -18,7 +18,7 @@ import (
 )
 
 func newProfileCmd() *cobra.Command {
-	l := &cli.Live{Intervals: true, DurationArg: true, TakesCommand: true}
+	l := &cli.Live{Intervals: true, DurationArg: true, TakesCommand: true, Cgroups: true}
 	o := profile.Options{Version: version}
 	var all bool
 	var cpus string
@@ -48,6 +48,7 @@ func newProfileCmd() *cobra.Command {
 		}
 		o.Pid, o.Command, o.PerThread, o.User, o.Kernel, o.Duration, o.Interval = l.Pid, l.Argv, sf.PerThread, !sf.Kernel, !sf.User, l.Duration, l.Interval
 		o.Only = sf.Tasks()
+		o.Cgroup = l.Cgroup
 		return cli.RunStacks(l, &sf, cli.Stacked[*profile.Result]{Title: "sonde profile",
 			Run: func(each func(*profile.Result)) (*profile.Result, error) {
 				o.OnInterval = each

@@ -16,6 +16,7 @@ func newStatCmd() *cobra.Command {
 	f := cmd.Flags()
 	s.Events.Add(f, "events to count (default task-clock, context-switches, … as perf stat)")
 	s.Target.Add(f, "count")
+	s.Target.AddCgroup(f, "count")
 	f.IntVarP(&s.Repeat, "repeat", "r", 1, "run the command N times and show mean ± standard error")
 	cli.MillisVarP(f, &s.Interval, "interval-print", "I", "print counts every interval: milliseconds (1000) or a duration (1s)")
 	f.StringVarP(&s.Sep, "field-separator", "x", "", "CSV output with this separator")

@@ -47,7 +47,7 @@ func (s *Stat) Run(args []string) error {
 	if s.Repeat < 1 || (s.Repeat > 1 && len(t.Command) == 0) {
 		return cli.Usagef("-r/--repeat needs a command and N ≥ 1")
 	}
-	o := stat.Options{All: t.All, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command, Duration: s.Duration, Interval: s.Interval}
+	o := stat.Options{All: t.All, Cgroup: t.Cgroup, Pids: t.Pids, Tids: t.Tids, CPUs: t.CPUs, Command: t.Command, Duration: s.Duration, Interval: s.Interval}
 	if o.Specs, o.Filters, err = s.Events.Resolve(stat.DefaultEvents(o.All)); err != nil {
 		return err
 	}

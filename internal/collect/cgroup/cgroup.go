@@ -14,8 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Hierarchy is one mounted cgroup hierarchy.
@@ -313,4 +316,18 @@ func subsysID(r io.Reader, t Target) (int, error) {
 		id++
 	}
 	return 0, fmt.Errorf("-G %s: the v1 hierarchy at %s has no controller the kernel lists (%s); name the cgroup by its path in the unified hierarchy", t.Name, t.H.Mount, strings.Join(t.H.Controllers, ","))
+}
+
+// OpenForPerf opens t's directory for perf_event_open's cgroup mode
+// (PERF_FLAG_PID_CGROUP): perf events follow the tasks of a v2 cgroup, or
+// of a v1 one in the perf_event hierarchy only.
+func (t Target) OpenForPerf() (int, error) {
+	if !t.H.V2 && !slices.Contains(t.H.Controllers, "perf_event") {
+		return -1, fmt.Errorf("-G %s: %s is a cgroup v1 hierarchy of %s; perf events follow the unified (v2) hierarchy or v1's perf_event one", t.Name, t.H.Mount, strings.Join(t.H.Controllers, ","))
+	}
+	fd, err := unix.Open(t.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("-G %s: %w", t.Name, err)
+	}
+	return fd, nil
 }

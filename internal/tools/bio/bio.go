@@ -6,6 +6,7 @@ package bio
 
 import (
 	"context"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"sync"
 	"time"
 
@@ -26,9 +27,12 @@ var (
 
 // Options configure a run of stages.
 type Options struct {
-	Per      string // a start-event field to keep distributions apart by ("dev", "rwbs"), "" for none
-	Aux      string // one more start-event field to keep per request
-	Events   bool   // keep every request, not only the distributions
+	Per    string // a start-event field to keep distributions apart by ("dev", "rwbs"), "" for none
+	Aux    string // one more start-event field to keep per request
+	Events bool   // keep every request, not only the distributions
+	// Cgroup keeps the requests its tasks queued (nil: every request);
+	// the kernel's own writeback (its flusher threads) is not theirs.
+	Cgroup   *cgroup.Target
 	Duration time.Duration
 }
 
@@ -45,7 +49,7 @@ func Run(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Result, err
 		if err != nil {
 			return nil, err
 		}
-		opts[i] = pairbpf.Options{Start: start, End: end, Key: []string{"dev", "sector"}, Per: o.Per, Aux: o.Aux, Events: o.Events, Duration: o.Duration}
+		opts[i] = pairbpf.Options{Start: start, End: end, Key: []string{"dev", "sector"}, Per: o.Per, Aux: o.Aux, Events: o.Events, Duration: o.Duration, Cgroup: o.Cgroup}
 	}
 	res := make([]*pairbpf.Result, len(stages))
 	errs := make([]error, len(stages))

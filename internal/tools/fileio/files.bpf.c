@@ -165,7 +165,7 @@ TP_BTF_OR_RAW(sched_process_exit, exit)
 static __always_inline int enter(struct sys_enter_rec *ctx, int fd_in, int fd_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (!traced(id >> 32))
+	if (!traced(id >> 32) || !task_cgroup_traced((void *)bpf_get_current_task()))
 		return 0;
 	__u32 tid = (__u32)id;
 	struct inflight f = {.ts = bpf_ktime_get_ns(), .fd_in = fd_in, .fd_out = fd_out, .nr = ctx->nr};

@@ -9,6 +9,7 @@ package fileio
 
 import (
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ func hooks() ([]bpfskel.Hook, error) {
 }
 
 // session opens the object with the options both tools share.
-func session(maps *filesMaps, pid int, command []string, consts map[string]any) (*bpfskel.Session, error) {
+func session(maps *filesMaps, pid int, cg *cgroup.Target, command []string, consts map[string]any) (*bpfskel.Session, error) {
 	hs, err := hooks()
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func session(maps *filesMaps, pid int, command []string, consts map[string]any) 
 	}
 	return bpfskel.Open(bpfskel.Tool{
 		Name: "file I/O tracer", Spec: loadFiles, Maps: maps, Consts: consts,
-		Command: command, PidConst: filesVarTargetPid, Hooks: hs,
+		Command: command, PidConst: filesVarTargetPid, Hooks: hs, Cgroup: cg,
 	})
 }
 

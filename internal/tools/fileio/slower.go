@@ -3,6 +3,7 @@ package fileio
 import (
 	"context"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"io"
 	"runtime"
 	"time"
@@ -16,6 +17,7 @@ import (
 // SlowerOptions configure fileslower.
 type SlowerOptions struct {
 	Pid      int
+	Cgroup   *cgroup.Target // only its tasks' calls (nil: every task)
 	Command  []string
 	All      bool          // pipes, sockets and devices too
 	Min      time.Duration // report calls at least this long
@@ -52,7 +54,7 @@ type SlowerResult struct {
 // reader's goroutine) until the run ends.
 func Slower(ctx context.Context, o SlowerOptions, out func(Slow)) (*SlowerResult, error) {
 	var maps filesMaps
-	s, err := session(&maps, o.Pid, o.Command, map[string]any{
+	s, err := session(&maps, o.Pid, o.Cgroup, o.Command, map[string]any{
 		filesVarAllFiles: o.All, filesVarSlowMode: true, filesVarMinNs: uint64(o.Min)})
 	if err != nil {
 		return nil, err

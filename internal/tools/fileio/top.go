@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"io"
 	"slices"
 	"time"
@@ -17,8 +18,9 @@ import (
 // TopOptions configure filetop.
 type TopOptions struct {
 	Pid      int
-	Command  []string // run and trace this command (its process only)
-	All      bool     // pipes, sockets and devices too, not only regular files
+	Cgroup   *cgroup.Target // only its tasks' calls (nil: every task)
+	Command  []string       // run and trace this command (its process only)
+	All      bool           // pipes, sockets and devices too, not only regular files
 	Duration time.Duration
 	Interval time.Duration    // a report every interval (0: one at the end)
 	Sort     string           // all, reads, writes, rbytes or wbytes
@@ -64,7 +66,7 @@ func Top(ctx context.Context, o TopOptions) (*TopReport, error) {
 		return nil, fmt.Errorf("sort order %q: want one of %v", o.Sort, Sorts)
 	}
 	var maps filesMaps
-	s, err := session(&maps, o.Pid, o.Command, map[string]any{filesVarAllFiles: o.All})
+	s, err := session(&maps, o.Pid, o.Cgroup, o.Command, map[string]any{filesVarAllFiles: o.All})
 	if err != nil {
 		return nil, err
 	}

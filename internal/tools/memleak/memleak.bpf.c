@@ -289,7 +289,7 @@ struct trace_event_raw_mm_page_free_batched {
 static __always_inline int kalloc(void *ctx, __u64 addr, __u64 size)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (!addr || !pid_traced(id >> 32))
+	if (!addr || !pid_traced(id >> 32) || !task_cgroup_traced((void *)bpf_get_current_task()))
 		return 0;
 	counter_inc(&counters, MEMLEAK_CALLS);
 	struct memleak_alloc a = {.size = size};

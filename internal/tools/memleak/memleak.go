@@ -12,6 +12,7 @@ package memleak
 import (
 	"context"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,11 +34,12 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Pid      int      // the process traced (user mode needs it or Command)
-	NoInterp bool     // no interpreter frames (CPython) in user stacks
-	Command  []string // run this and trace it; the final report is what it never freed
-	NoLines  bool     // the output shows no source lines (no data file): none are read
-	Kernel   bool     // the kernel's allocations (kmem tracepoints), not an allocator's
+	Pid      int            // the process traced (user mode needs it or Command)
+	Cgroup   *cgroup.Target // kernel mode: only allocations its tasks make
+	NoInterp bool           // no interpreter frames (CPython) in user stacks
+	Command  []string       // run this and trace it; the final report is what it never freed
+	NoLines  bool           // the output shows no source lines (no data file): none are read
+	Kernel   bool           // the kernel's allocations (kmem tracepoints), not an allocator's
 	// Lib is the allocator's library or binary ("": libc, or with Prefix
 	// the traced program itself); Prefix goes before every function name
 	// ("je_", "tc_").
@@ -98,7 +100,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var maps memleakMaps
 	t := bpfskel.Tool{
-		Name: "memory leak tracing", Spec: loadMemleak, Maps: &maps, Command: o.Command, PidConst: memleakVarTargetPid,
+		Name: "memory leak tracing", Spec: loadMemleak, Maps: &maps, Command: o.Command, PidConst: memleakVarTargetPid, Cgroup: o.Cgroup,
 		// Counting starts once every probe is in and ends before any goes:
 		// detaching uprobes takes seconds, not part of what was asked.
 		Gate: memleakVarArmed,
@@ -183,6 +185,9 @@ func (o *Options) Check() error {
 	}
 	if o.Kernel && (o.Lib != "" || o.Prefix != "") {
 		return fmt.Errorf("kernel allocations come from the kmem tracepoints: no library or prefix applies")
+	}
+	if !o.Kernel && o.Cgroup != nil {
+		return fmt.Errorf("-G/--cgroup goes with --kernel: user allocations are traced in one process (-p PID or -- COMMAND)")
 	}
 	if !o.Kernel && o.Pid == 0 && len(o.Command) == 0 {
 		return fmt.Errorf("user allocations need a process (-p PID or -- COMMAND): uprobes on every process's allocator would slow the whole system; --kernel traces the kernel's allocations system-wide")

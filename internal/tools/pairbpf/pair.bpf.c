@@ -116,11 +116,11 @@ static __always_inline void begin(void *ctx, struct pair_key *k, struct start_va
 SEC("tracepoint")
 int on_start(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id;
 	struct pair_key k = {};
 	struct start_val s = {};
 
-	if (!pid_traced(id >> 32))
+	if (!current_traced(&id))
 		return 0;
 	counter_inc(&counters, PAIR_STARTS);
 	read_key(ctx, start_off, start_size, &k);
@@ -145,7 +145,7 @@ int on_mid(void *ctx)
 		s->mid_ts = now;
 		return 0;
 	}
-	if (!pid_traced(id >> 32))
+	if (!current_traced(&id))
 		return 0;
 	/* No start: the pair begins here, with what the mid event says. */
 	n.mid_ts = now;

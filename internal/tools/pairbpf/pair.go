@@ -9,6 +9,7 @@ package pairbpf
 import (
 	"context"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type Options struct {
 	Per        string // "", "comm", "pid" or a start-event field
 	Aux        string // one more start-event field to keep per pair (Pair.Aux)
 	Pid        int
+	Cgroup     *cgroup.Target // only events of its tasks (nil: every task)
 	Command    []string
 	Duration   time.Duration
 	Events     bool // keep every pair
@@ -152,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	hooks = append(hooks, tp(o.Start, pairProgOnStart))
 	var maps pairMaps
 	s, err := bpfskel.Open(bpfskel.Tool{
-		Name: "pairing", Spec: loadPair, Maps: &maps, Command: o.Command,
+		Name: "pairing", Spec: loadPair, Maps: &maps, Command: o.Command, Cgroup: o.Cgroup,
 		Consts: map[string]any{
 			pairVarNkeys: uint32(len(sk)), pairVarStartOff: so, pairVarStartSize: ss, pairVarEndOff: eo, pairVarEndSize: es,
 			pairVarGroupOff: uint32(groupField.Offset), pairVarGroupSize: readSize(groupField), pairVarTargetPid: uint32(o.Pid),

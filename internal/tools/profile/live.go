@@ -29,7 +29,7 @@ type Live struct {
 func StartLive(hz uint64) (*Live, error) {
 	l := &Live{}
 	var err error
-	if l.sess, l.ld, err = openLeaf(&l.maps, hz, map[string]any{profileVarUserStacks: true, profileVarKernelStacks: true}); err != nil {
+	if l.sess, l.ld, err = open(&l.maps, sampler{hz: hz, leaf: true}, map[string]any{profileVarUserStacks: true, profileVarKernelStacks: true}); err != nil {
 		return nil, err
 	}
 	return l, nil

@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_cgroup.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "profile.h"
@@ -133,6 +134,8 @@ int do_sample(void *ctx)
 	if (tid == 0 && !include_idle)
 		return 0;
 	if (target_pid && pid != target_pid)
+		return 0;
+	if (!task_cgroup_traced((void *)bpf_get_current_task()))
 		return 0;
 	key.pid = pid;
 	key.tid = per_thread ? tid : 0;

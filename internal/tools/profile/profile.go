@@ -8,6 +8,7 @@ package profile
 import (
 	"context"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"runtime"
 	"time"
 
@@ -27,8 +28,9 @@ import (
 // Options configure one profile run.
 type Options struct {
 	Freq      uint64
-	Pid       int  // 0: system-wide
-	NoInterp  bool // no interpreter frames (CPython) in user stacks
+	Pid       int            // 0: system-wide
+	Cgroup    *cgroup.Target // only samples of its tasks (nil: every task)
+	NoInterp  bool           // no interpreter frames (CPython) in user stacks
 	PerThread bool
 	User      bool
 	Kernel    bool
@@ -94,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Freq = 49
 	}
 	var maps profileMaps
-	s, ld, err := open(&maps, o.Freq, o.CPUs, o.Pid, o.Command, map[string]any{
+	s, ld, err := open(&maps, sampler{hz: o.Freq, cpus: o.CPUs, pid: o.Pid, command: o.Command, cgroup: o.Cgroup}, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 		unwind.PythonOff: o.NoInterp,
@@ -179,21 +181,22 @@ func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every t
 	return func() { close(done); <-finished }
 }
 
-// open loads the sampler and attaches it to a cpu-clock event at hz on
-// each of cpus (nil: every online CPU), with the user-stack walker's
-// tables loaded for pid (0: for each process as the walker meets it), or
-// command started held and sampled alone. openLeaf is top's.
-func open(maps *profileMaps, hz uint64, cpus []int, pid int, command []string, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
-	return openWith(maps, hz, cpus, pid, command, false, consts)
+// sampler is what open attaches: a cpu-clock event at hz on each of cpus
+// (nil: every online CPU), with the user-stack walker's tables loaded for
+// pid (0: for each process as the walker meets it), or command started
+// held and sampled alone; only cgroup's tasks when set. leaf: only each
+// user stack's leaf, no tables (top's).
+type sampler struct {
+	hz      uint64
+	cpus    []int
+	pid     int
+	command []string
+	cgroup  *cgroup.Target
+	leaf    bool
 }
 
-// openLeaf opens the sampler of a tool that needs only each user stack's
-// leaf (top): every CPU, no tables.
-func openLeaf(maps *profileMaps, hz uint64, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
-	return openWith(maps, hz, nil, 0, nil, true, consts)
-}
-
-func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []string, leaf bool, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+func open(maps *profileMaps, sm sampler, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
+	cpus := sm.cpus
 	events := func() ([]int, error) {
 		if cpus == nil {
 			var err error
@@ -202,7 +205,7 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 			}
 		}
 		ev, _ := perf.ParseEvent("cpu-clock")
-		attr := perf.NewAttr(perf.AttrOptions{Event: ev, Freq: hz, Disabled: true})
+		attr := perf.NewAttr(perf.AttrOptions{Event: ev, Freq: sm.hz, Disabled: true})
 		attr.Bits &^= unix.PerfBitWatermark // no ring: the program consumes samples
 		attr.Wakeup = 0
 		var fds []int
@@ -219,17 +222,17 @@ func openWith(maps *profileMaps, hz uint64, cpus []int, pid int, command []strin
 	t := bpfskel.Tool{
 		Name: "BPF profiler", Spec: loadProfile, Maps: maps, Consts: consts,
 		Hooks:   []bpfskel.Hook{bpfskel.PerfEventHook(profileProgDoSample, events)},
-		Command: command, PidConst: profileVarTargetPid,
+		Command: sm.command, PidConst: profileVarTargetPid, Cgroup: sm.cgroup,
 	}
 	var ld *unwind.Loader
 	switch {
-	case leaf:
+	case sm.leaf:
 		ld = unwind.WireLeaf(&t, nil)
 	case consts[profileVarUserStacks] == false:
 		// Kernel stacks only (-K): the walker is not loaded at all.
 		ld = unwind.WireOff(&t, nil)
 	default:
-		ld = unwind.Wire(&t, pid, nil)
+		ld = unwind.Wire(&t, sm.pid, nil)
 		// Keys are read at the end: the stacks map must not fill meanwhile.
 		ld.KeepStacks()
 	}

@@ -2,12 +2,10 @@ package record
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
@@ -56,7 +54,7 @@ func (s *session) openSystemWide() error {
 		s.meta.Target = "cpus " + cpuListString(s.cpus)
 	}
 	if s.o.Cgroup != nil {
-		fd, err := openCgroup(*s.o.Cgroup)
+		fd, err := s.o.Cgroup.OpenForPerf()
 		if err != nil {
 			return err
 		}
@@ -235,16 +233,3 @@ func (s *session) setupEvent(fd, ev int) error {
 	return nil
 }
 
-// openCgroup opens the directory of the cgroup -G names. perf events
-// follow the tasks of a v2 cgroup, or of a v1 one in the perf_event
-// hierarchy only.
-func openCgroup(t cgroup.Target) (int, error) {
-	if !t.H.V2 && !slices.Contains(t.H.Controllers, "perf_event") {
-		return -1, fmt.Errorf("-G %s: %s is a cgroup v1 hierarchy of %s; perf events follow the unified (v2) hierarchy or v1's perf_event one", t.Name, t.H.Mount, strings.Join(t.H.Controllers, ","))
-	}
-	fd, err := unix.Open(t.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("-G %s: %w", t.Name, err)
-	}
-	return fd, nil
-}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"os"
 	"strings"
 	"syscall"
@@ -26,6 +27,7 @@ type Options struct {
 	Specs    []events.Spec
 	Filters  map[int]string // spec index → tracepoint filter
 	All      bool
+	Cgroup   *cgroup.Target // with All: only its tasks (perf's cgroup mode)
 	Pids     []int
 	Tids     []int
 	CPUs     []int
@@ -87,7 +89,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i, s := range o.Specs {
 		res.Counts[i] = Count{Event: s.String(), Kind: s.Def.Kind.String(), Supported: true}
 	}
-	c := &session{o: o, res: res, done: make(chan struct{})}
+	c := &session{o: o, res: res, done: make(chan struct{}), cgroupFD: -1}
+	if o.Cgroup != nil {
+		fd, err := o.Cgroup.OpenForPerf()
+		if err != nil {
+			return nil, err
+		}
+		c.cgroupFD = fd
+		defer unix.Close(fd)
+	}
 	if err := c.setTargets(cpus); err != nil {
 		return nil, err
 	}
@@ -116,6 +126,7 @@ type session struct {
 	targets         []target
 	inherit, onExec bool // counters follow new tasks; and start at the command's exec
 	ctrs            []counter
+	cgroupFD        int // the cgroup's directory (-G), -1 without
 	child           *runctl.Child
 	done            chan struct{} // closed when the command, or every target, has exited
 	waitErr         error         // the command's, once done is closed
@@ -168,6 +179,14 @@ func (c *session) setTargets(cpus []int) error {
 	return nil
 }
 
+// open opens one counter on t, or on t's CPU in the cgroup's mode.
+func (c *session) open(a *unix.PerfEventAttr, t target, ev perf.Event) (int, error) {
+	if c.cgroupFD >= 0 && t.pid == -1 {
+		return perf.OpenCgroup(a, c.cgroupFD, t.cpu, ev)
+	}
+	return perf.Open(a, t.pid, t.cpu, -1, ev)
+}
+
 // openAll opens a counter for each spec and target. A hardware event the
 // machine cannot count is marked unsupported instead of failing the run.
 func (c *session) openAll() error {
@@ -175,7 +194,7 @@ func (c *session) openAll() error {
 		attr := perf.NewAttr(perf.AttrOptions{Event: s.Event, Counting: true, Inherit: c.inherit, EnableOnExec: c.onExec, Disabled: c.onExec})
 		for _, t := range c.targets {
 			a := attr
-			fd, err := perf.Open(&a, t.pid, t.cpu, -1, s.Event)
+			fd, err := c.open(&a, t, s.Event)
 			if err != nil {
 				if s.Def.Kind != perf.KindSoftware && s.Def.Kind != perf.KindTracepoint && notSupported(err) {
 					c.res.Counts[i].Supported = false
