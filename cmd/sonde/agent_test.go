@@ -25,6 +25,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -87,7 +88,9 @@ func TestAgentMetricsPrometheus(t *testing.T) {
 	})
 
 	// The workload starts after the accounting: both count all its time.
-	w := startWork(t, dir, "100000")
+	// It runs in a cgroup named as a container runtime names one.
+	cg, ctr := containerCgroup(t)
+	w := startIn(t, cg, testutil.BuildC(t, dir, "work", []string{"work.c"}), "100000")
 	defer syscall.Kill(w.Process.Pid, syscall.SIGCONT)
 
 	promAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
@@ -157,6 +160,10 @@ func TestAgentMetricsPrometheus(t *testing.T) {
 	if v, _, _ := promQuery(t, promAddr, `sonde_comm_cpu_seconds_total{comm="work"}`); math.Abs(v-want) > 0.02*want {
 		t.Errorf("comm work: %.4f s, want %.4f", v, want)
 	}
+	cq := fmt.Sprintf(`sonde_cgroup_cpu_seconds_total{container_id="%s",pod_uid="%s"}`, ctr.ID, ctr.PodUID)
+	if v, _, ok := promQuery(t, promAddr, cq); !ok || math.Abs(v-want) > 0.02*want {
+		t.Errorf("%s: %.4f s (found: %v), want the workload's %.4f s", cq, v, ok, want)
+	}
 	if v, _, _ := promQuery(t, promAddr, `sum(sonde_source_up)`); v != 4 {
 		b, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
 		t.Errorf("%v of 4 sources up; agent log:\n%s", v, strings.TrimSpace(string(b)))
@@ -191,7 +198,8 @@ service:
 		return strings.Contains(string(b), "Everything is ready")
 	})
 
-	w := startWork(t, dir, "100000")
+	cg, ctr := containerCgroup(t)
+	w := startIn(t, cg, testutil.BuildC(t, dir, "work", []string{"work.c"}), "100000")
 	startLogged(t, dir, "agent.log", os.Interrupt, testutil.Sonde(t), "agent", "--continuous", "--every", "2s", "--freq", "199",
 		"--otlp", fmt.Sprintf("http://127.0.0.1:%d", port))
 
@@ -223,6 +231,36 @@ service:
 			t.Errorf("resource attribute %s missing: %v", k, resource)
 		}
 	}
+	if resource["container.id"] != ctr.ID || resource["k8s.pod.uid"] != ctr.PodUID {
+		t.Errorf("resource container.id %v, k8s.pod.uid %v; the workload's cgroup says %s and %s", resource["container.id"], resource["k8s.pod.uid"], ctr.ID, ctr.PodUID)
+	}
+}
+
+// containerCgroup makes a cgroup v2 path as Kubernetes with the docker
+// runtime names one (…/kubepods/podUID/docker-ID.scope), removed at the
+// end, and returns its directory and the container id and pod uid it
+// stands for.
+func containerCgroup(t *testing.T) (string, cgroup.Container) {
+	t.Helper()
+	testutil.RequirePrivileged(t)
+	v2 := cgroupV2(t)
+	ctr := cgroup.Container{ID: fmt.Sprintf("%064x", os.Getpid()*7919+1), PodUID: fmt.Sprintf("5e0d%04x-1f2b-4c3d-9e8f-%012x", os.Getpid()&0xffff, os.Getpid())}
+	top := fmt.Sprintf("%s/sonde-kube-%d", v2, os.Getpid())
+	dir := top
+	for _, el := range []string{"", "/kubepods", "/pod" + ctr.PodUID, "/docker-" + ctr.ID + ".scope"} {
+		dir += el
+		makeCgroupNow(t, dir)
+	}
+	t.Cleanup(func() {
+		killAll(dir)
+		for d := dir; len(d) >= len(top); d = filepath.Dir(d) {
+			os.Remove(d)
+		}
+	})
+	if got := cgroup.ContainerOf(strings.TrimPrefix(dir, v2)); got != ctr {
+		t.Fatalf("the test's cgroup %s reads as %+v, want %+v", dir, got, ctr)
+	}
+	return dir, ctr
 }
 
 // workloadLeaves reads the collector's file: per leaf function, the

@@ -121,19 +121,23 @@ func cgroupWorkload(t *testing.T) (dir, in, out, v2 string) {
 	in, out = filepath.Join(dir, "inside"), filepath.Join(dir, "outside")
 	os.Link(bin, in)
 	os.Link(bin, out)
+	return dir, in, out, cgroupV2(t)
+}
+
+// cgroupV2 is where the cgroup v2 hierarchy is mounted.
+func cgroupV2(t *testing.T) string {
+	t.Helper()
 	hs, err := cgroup.Mounts()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range hs {
 		if h.V2 {
-			v2 = h.Mount
+			return h.Mount
 		}
 	}
-	if v2 == "" {
-		t.Fatal("no cgroup v2 hierarchy mounted")
-	}
-	return dir, in, out, v2
+	t.Fatal("no cgroup v2 hierarchy mounted")
+	return ""
 }
 
 // makeCgroup makes a cgroup directory removed (its tasks killed) at the end.
