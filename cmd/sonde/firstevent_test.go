@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -40,12 +41,19 @@ func TestFirstEventsOfACommand(t *testing.T) {
 			for run := 1; run <= 5; run++ {
 				data := filepath.Join(dir, fmt.Sprintf("%s%d.data", c.tool, run))
 				args := append(append(append([]string{c.tool}, c.args...), "-o", data, "--", bin), c.cmd...)
-				testutil.MustRun(t, dir, args...)
+				// The unwinder's trace, shown when a run goes wrong.
+				tr := filepath.Join(dir, fmt.Sprintf("%s%d.trace", c.tool, run))
+				rr := runEnv(t, dir, []string{"SONDE_UNWIND_TRACE=" + tr}, nil, args...)
+				if rr.Code != 0 {
+					t.Fatalf("sonde %v: exit %d\n%s", args, rr.Code, rr.Stderr)
+				}
 				out := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
 				u := firstStacks(t, out, c.fn)
 				t.Logf("run %d: %d units of work through %s, %d before or after main, %d wrong", run, u.work, c.fn, u.outside, u.wrong)
 				if u.work < c.want || u.wrong > 0 {
 					t.Errorf("run %d: %d units of work through %s (want ≥ %d), %d wrong:\n%s", run, u.work, c.fn, c.want, u.wrong, strings.Join(u.other, "\n"))
+					b, _ := os.ReadFile(tr)
+					t.Logf("run %d: its stderr:\n%s\nthe unwinder's trace:\n%s", run, rr.Stderr, b)
 				}
 			}
 		})

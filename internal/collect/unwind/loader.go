@@ -188,6 +188,7 @@ func (l *Loader) notice(raw []byte) {
 	if n == nil {
 		return
 	}
+	tracef("notice kind=%d pid=%d pc=%#x end=%#x off=%#x file=%d/%d", n.Kind, n.Pid, n.Pc, n.End, n.Off, n.File.Dev, n.File.Ino)
 	if l.Only != 0 && int(n.Pid) != l.Only {
 		return
 	}
@@ -281,6 +282,7 @@ func (l *Loader) Load(pid int) error {
 			}
 		}
 		p.maps = append(p.maps, mp)
+		tracef("load pid=%d execs=%d map %#x-%#x off=%#x %s rows=%d+%d bias=%#x", pid, execs, e.Start, e.End, m.Offset, m.Path, e.RowFirst, e.RowCount, e.Bias)
 		val.Count++
 	}
 	// /proc/PID/maps is sorted by address already; the walker relies on it.
@@ -291,6 +293,7 @@ func (l *Loader) Load(pid int) error {
 	}
 	key := uint32(pid)
 	if l.execed(key, execs) {
+		tracef("load pid=%d execs=%d skipped: exec'd", pid, execs)
 		l.release(p.keys)
 		return nil // the new image's Load, queued behind the exec, replaces it
 	}
@@ -318,6 +321,7 @@ func (l *Loader) Load(pid int) error {
 		l.release(p.keys)
 		return nil
 	}
+	tracef("load pid=%d execs=%d put %d mappings alive=%v", pid, execs, val.Count, alive)
 	old := l.procs[key]
 	l.procs[key] = p
 	if old == nil {
@@ -437,6 +441,7 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 		t, key, err = l.cache.Get(path)
 	}
 	if err != nil {
+		tracef("table pid=%d %s: %v", pid, m.Path, err)
 		if errors.Is(err, unwindtable.ErrNoUnwindInfo) {
 			l.mu.Lock()
 			l.stats.NoInfo++
@@ -446,6 +451,7 @@ func (l *Loader) table(pid int, m procfs.Mapping) (span, uint64, unwindtable.Key
 	}
 	bias, ok := mappingBias(t, m)
 	if !ok {
+		tracef("table pid=%d %s: no bias for the mapping at offset %#x", pid, m.Path, m.Offset)
 		return span{}, 0, key, false
 	}
 	l.mu.Lock()
@@ -511,6 +517,7 @@ func (l *Loader) addFile(lt *loaded, path, name string, t *unwindtable.Table) {
 	}
 	s := t.Exec[0]
 	v := fileValue{Off: s.Off, Size: s.Size, Delta: s.Vaddr - s.Off - t.Base, RowFirst: lt.first, RowCount: lt.count}
+	tracef("file %s key=%d/%d off=%#x size=%#x delta=%#x rows=%d+%d", path, k.Dev, k.Ino, v.Off, v.Size, v.Delta, v.RowFirst, v.RowCount)
 	if l.files.Files.Put(&k, &v) == nil {
 		lt.files = append(lt.files, k)
 		if l.owner == nil {
@@ -611,6 +618,7 @@ func (l *Loader) evict(k unwindtable.Key) {
 	if lt == nil || lt.refs > 0 {
 		return
 	}
+	tracef("evict table rows=%d+%d files=%v", lt.first, lt.count, lt.files)
 	for _, f := range lt.files {
 		if l.owner[f] != lt {
 			continue // the inode is another file's now, and so is the entry

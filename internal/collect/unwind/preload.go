@@ -31,6 +31,7 @@ func (l *Loader) Preload(exe string) []string {
 	var done []string
 	for _, f := range files {
 		t, key, err := l.cache.Get(f)
+		tracef("preload %s err=%v", f, err)
 		if err != nil {
 			continue // no unwind info, or unreadable: the walk falls back as it would anyway
 		}
