@@ -273,6 +273,28 @@ func TestOffcpuCgroup(t *testing.T) {
 // inside tasks did (their schedstat, their read calls) and none of the
 // outside tasks' names may appear.
 func TestCgroupEveryTool(t *testing.T) {
+	c := startCgroupTwins(t)
+	t.Run("profile", c.profile)
+	t.Run("stat", c.stat)
+	t.Run("filetop", c.filetop)
+	t.Run("biolat", c.biolat)
+	t.Run("memleak", c.memleak)
+	t.Run("user memleak refused", func(t *testing.T) {
+		r := testutil.Run(t, c.dir, "memleak", "-G", c.name, "-p", strconv.Itoa(c.spinIn.Process.Pid), "-d", "1")
+		if r.Code == 0 || !strings.Contains(r.Stderr, "-G/--cgroup goes with --kernel") {
+			t.Errorf("memleak -G -p: exit %d, %q", r.Code, r.Stderr)
+		}
+	})
+}
+
+// cgroupTwins: the same work inside a cgroup (name, a path in the v2
+// hierarchy) and outside it.
+type cgroupTwins struct {
+	dir, name               string
+	spinIn, readIn, readOut *exec.Cmd
+}
+
+func startCgroupTwins(t *testing.T) *cgroupTwins {
 	dir, in, out, v2 := cgroupWorkload(t)
 	_, reader := testutil.Workload(t, "diskread", []string{"diskread.c"})
 	diskIn, diskOut := filepath.Join(dir, "diskin"), filepath.Join(dir, "diskout")
@@ -290,155 +312,160 @@ func TestCgroupEveryTool(t *testing.T) {
 		}
 		return p
 	}
-	name := fmt.Sprintf("/sonde-every-%d", os.Getpid())
-	cgDir := makeCgroup(t, v2+name)
-	spinIn := startIn(t, cgDir, in, "60s")
-	readIn := startIn(t, cgDir, diskIn, filepath.Join(dir, "in.dat"))
+	c := &cgroupTwins{dir: dir, name: fmt.Sprintf("/sonde-every-%d", os.Getpid())}
+	cgDir := makeCgroup(t, v2+c.name)
+	c.spinIn = startIn(t, cgDir, in, "60s")
+	c.readIn = startIn(t, cgDir, diskIn, filepath.Join(dir, "in.dat"))
 	startIn(t, cgDir, copier("copyin", "cp %s %s"))
 	testutil.Start(t, out, "60s")
-	readOut := testutil.Start(t, diskOut, filepath.Join(dir, "out.dat"))
+	c.readOut = testutil.Start(t, diskOut, filepath.Join(dir, "out.dat"))
 	testutil.Start(t, copier("copyout", "dd if=%s of=%s status=none"))
-	outside := []string{"outside", "diskout", "dd", "copyout"}
-	insideComms := map[string]bool{"inside": true, "diskin": true, "cp": true, "copyin": true}
-	waitFile := func(p string) {
-		for i := 0; i < 1000; i++ {
+	for _, f := range []string{"in.dat", "out.dat"} {
+		p := filepath.Join(dir, f)
+		for i := 0; ; i++ {
 			if st, err := os.Stat(p); err == nil && st.Size() >= 32<<20 {
-				return
+				break
+			}
+			if i == 1000 {
+				t.Fatalf("%s never reached 32 MiB", p)
 			}
 			time.Sleep(10 * time.Millisecond) // the readers write their file first
 		}
-		t.Fatalf("%s never reached 32 MiB", p)
 	}
-	waitFile(filepath.Join(dir, "in.dat"))
-	waitFile(filepath.Join(dir, "out.dat"))
+	return c
+}
 
-	t.Run("profile", func(t *testing.T) {
-		r := testutil.MustRun(t, dir, "profile", "-G", name, "-F", "199", "-d", "1", "--json")
-		var v struct {
-			Entries []struct {
-				Keys struct {
-					Comm string `json:"comm"`
-				} `json:"keys"`
-				Samples int `json:"samples"`
-			} `json:"entries"`
+// cgroupInside: the comms of the inside tasks (the copier's children
+// are cp).
+var cgroupInside = map[string]bool{"inside": true, "diskin": true, "cp": true, "copyin": true}
+
+func (c *cgroupTwins) profile(t *testing.T) {
+	r := testutil.MustRun(t, c.dir, "profile", "-G", c.name, "-F", "199", "-d", "1", "--json")
+	var v struct {
+		Entries []struct {
+			Keys struct {
+				Comm string `json:"comm"`
+			} `json:"keys"`
+			Samples int `json:"samples"`
+		} `json:"entries"`
+	}
+	r.JSON(t, &v)
+	by := map[string]int{}
+	for _, e := range v.Entries {
+		by[e.Keys.Comm] += e.Samples
+	}
+	for comm := range by {
+		if !cgroupInside[comm] {
+			t.Errorf("profile -G %s sampled %s (outside the cgroup): %v", c.name, comm, by)
 		}
-		r.JSON(t, &v)
-		by := map[string]int{}
-		for _, e := range v.Entries {
-			by[e.Keys.Comm] += e.Samples
+	}
+	if by["inside"] < 50 {
+		t.Errorf("profile -G %s: %d samples of the spinner inside, want ≥ 50 (half a CPU at 199 Hz for 1 s): %v", c.name, by["inside"], by)
+	}
+}
+
+func (c *cgroupTwins) stat(t *testing.T) {
+	inPids := []int{c.spinIn.Process.Pid, c.readIn.Process.Pid}
+	var before, after uint64
+	for _, p := range inPids {
+		before += schedstatNS(t, p)
+	}
+	r := testutil.MustRun(t, c.dir, "stat", "-G", c.name, "-e", "task-clock", "-d", "1", "--json", "-o", "-")
+	for _, p := range inPids {
+		after += schedstatNS(t, p)
+	}
+	var v struct {
+		Counts []struct {
+			Event string  `json:"event"`
+			Value float64 `json:"value"`
+		} `json:"counts"`
+	}
+	r.JSON(t, &v)
+	if len(v.Counts) != 1 {
+		t.Fatalf("stat -G: %s", r.Stdout)
+	}
+	// The copier's short-lived children are inside too, beyond the
+	// two long-lived tasks: allow them 20% of a CPU.
+	got, spent := v.Counts[0].Value, float64(after-before)
+	t.Logf("stat -G %s: task-clock %.0f ns; the spinner and reader inside ran %.0f ns around it", c.name, got, spent)
+	if got < 0.5*spent || got > spent+0.2e9 {
+		t.Errorf("stat -G %s: task-clock %.0f ns, want between half of and 0.2 s above the %.0f ns the inside tasks ran around it (unfiltered, the outside twins double it)", c.name, got, spent)
+	}
+}
+
+func (c *cgroupTwins) filetop(t *testing.T) {
+	r := testutil.MustRun(t, c.dir, "filetop", "-G", c.name, "-a", "-d", "1", "--json")
+	if !strings.Contains(r.Stdout, "in.dat") && !strings.Contains(r.Stdout, "copyin.") {
+		t.Errorf("filetop -G %s: no file of the inside tasks:\n%s", c.name, r.Stdout)
+	}
+	for _, f := range []string{"out.dat", "copyout."} {
+		if strings.Contains(r.Stdout, f) {
+			t.Errorf("filetop -G %s shows %s, a file of the outside tasks:\n%s", c.name, f, r.Stdout)
 		}
-		for c := range by {
-			if !insideComms[c] {
-				t.Errorf("profile -G %s sampled %s (outside the cgroup): %v", name, c, by)
-			}
+	}
+}
+
+// syscr is how many read calls process pid made (/proc/PID/io).
+func syscr(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "syscr: "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
 		}
-		if by["inside"] < 50 {
-			t.Errorf("profile -G %s: %d samples of the spinner inside, want ≥ 50 (half a CPU at 199 Hz for 1 s): %v", name, by["inside"], by)
+	}
+	t.Fatalf("no syscr in /proc/%d/io", pid)
+	return 0
+}
+
+func (c *cgroupTwins) biolat(t *testing.T) {
+	in0, out0 := syscr(t, c.readIn.Process.Pid), syscr(t, c.readOut.Process.Pid)
+	r := testutil.MustRun(t, c.dir, "biolat", "-G", c.name, "-d", "1", "--json")
+	inN, outN := syscr(t, c.readIn.Process.Pid)-in0, syscr(t, c.readOut.Process.Pid)-out0
+	var v struct {
+		Stages []struct {
+			Stats struct {
+				Count int `json:"count"`
+			} `json:"stats"`
+		} `json:"stages"`
+	}
+	r.JSON(t, &v)
+	if len(v.Stages) != 1 {
+		t.Fatalf("biolat: %s", r.Stdout)
+	}
+	n := v.Stages[0].Stats.Count
+	t.Logf("biolat -G %s: %d requests; around it the reader inside read %d blocks, the one outside %d", c.name, n, inN, outN)
+	// The copier inside adds writeback of its own only through the
+	// kernel's flusher threads, which are not in the cgroup.
+	if n < inN/4 || n > inN+inN/10+50 {
+		t.Errorf("biolat -G %s: %d requests, want about the %d reads of the reader inside (not its twin's %d too)", c.name, n, inN, outN)
+	}
+}
+
+func (c *cgroupTwins) memleak(t *testing.T) {
+	r := testutil.MustRun(t, c.dir, "memleak", "--kernel", "-G", c.name, "-d", "1", "--json")
+	var v struct {
+		Stacks []struct {
+			Comm  string `json:"comm"`
+			Bytes uint64 `json:"bytes"`
+		} `json:"stacks"`
+	}
+	r.JSON(t, &v)
+	by := map[string]uint64{}
+	for _, s := range v.Stacks {
+		by[s.Comm] += s.Bytes
+	}
+	// The copiers' children are gone when names are read ("?"); the
+	// shells that fork them live on and allocate in the kernel too.
+	for _, comm := range []string{"outside", "diskout", "dd", "copyout"} {
+		if by[comm] > 0 {
+			t.Errorf("memleak --kernel -G %s: %d bytes of %s (outside the cgroup): %v", c.name, by[comm], comm, by)
 		}
-	})
-	t.Run("stat", func(t *testing.T) {
-		inPids := []int{spinIn.Process.Pid, readIn.Process.Pid}
-		var before uint64
-		for _, p := range inPids {
-			before += schedstatNS(t, p)
-		}
-		r := testutil.MustRun(t, dir, "stat", "-G", name, "-e", "task-clock", "-d", "1", "--json")
-		var after uint64
-		for _, p := range inPids {
-			after += schedstatNS(t, p)
-		}
-		var v struct {
-			Counts []struct {
-				Event string  `json:"event"`
-				Value float64 `json:"value"`
-			} `json:"counts"`
-		}
-		r.JSON(t, &v)
-		if len(v.Counts) != 1 {
-			t.Fatalf("stat -G: %s", r.Stdout)
-		}
-		// The copier's short-lived children are inside too, beyond the
-		// two long-lived tasks: allow them 20% of a CPU.
-		got, spent := v.Counts[0].Value, float64(after-before)
-		t.Logf("stat -G %s: task-clock %.0f ns; the spinner and reader inside ran %.0f ns around it", name, got, spent)
-		if got < 0.5*spent || got > spent+0.2e9 {
-			t.Errorf("stat -G %s: task-clock %.0f ns, want between half of and 0.2 s above the %.0f ns the inside tasks ran around it (unfiltered, the outside twins double it)", name, got, spent)
-		}
-	})
-	t.Run("filetop", func(t *testing.T) {
-		r := testutil.MustRun(t, dir, "filetop", "-G", name, "-a", "-d", "1", "--json")
-		if !strings.Contains(r.Stdout, "in.dat") && !strings.Contains(r.Stdout, "copyin.") {
-			t.Errorf("filetop -G %s: no file of the inside tasks:\n%s", name, r.Stdout)
-		}
-		for _, f := range []string{"out.dat", "copyout."} {
-			if strings.Contains(r.Stdout, f) {
-				t.Errorf("filetop -G %s shows %s, a file of the outside tasks:\n%s", name, f, r.Stdout)
-			}
-		}
-	})
-	t.Run("biolat", func(t *testing.T) {
-		reads := func(pid int) int {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(l, "syscr: "); ok {
-					n, _ := strconv.Atoi(v)
-					return n
-				}
-			}
-			t.Fatalf("no syscr in /proc/%d/io", pid)
-			return 0
-		}
-		in0, out0 := reads(readIn.Process.Pid), reads(readOut.Process.Pid)
-		r := testutil.MustRun(t, dir, "biolat", "-G", name, "-d", "1", "--json")
-		inN, outN := reads(readIn.Process.Pid)-in0, reads(readOut.Process.Pid)-out0
-		var v struct {
-			Stages []struct {
-				Stats struct {
-					Count int `json:"count"`
-				} `json:"stats"`
-			} `json:"stages"`
-		}
-		r.JSON(t, &v)
-		if len(v.Stages) != 1 {
-			t.Fatalf("biolat: %s", r.Stdout)
-		}
-		n := v.Stages[0].Stats.Count
-		t.Logf("biolat -G %s: %d requests; around it the reader inside read %d blocks, the one outside %d", name, n, inN, outN)
-		// The copier inside adds writeback of its own only through the
-		// kernel's flusher threads, which are not in the cgroup.
-		if n < inN/4 || n > inN+inN/10+50 {
-			t.Errorf("biolat -G %s: %d requests, want about the %d reads of the reader inside (not its twin's %d too)", name, n, inN, outN)
-		}
-	})
-	t.Run("memleak", func(t *testing.T) {
-		r := testutil.MustRun(t, dir, "memleak", "--kernel", "-G", name, "-d", "1", "--json")
-		var v struct {
-			Stacks []struct {
-				Comm  string `json:"comm"`
-				Bytes uint64 `json:"bytes"`
-			} `json:"stacks"`
-		}
-		r.JSON(t, &v)
-		by := map[string]uint64{}
-		for _, s := range v.Stacks {
-			by[s.Comm] += s.Bytes
-		}
-		for _, c := range outside {
-			if by[c] > 0 {
-				t.Errorf("memleak --kernel -G %s: %d bytes of %s (outside the cgroup): %v", name, by[c], c, by)
-			}
-		}
-		if by["cp"] == 0 {
-			t.Errorf("memleak --kernel -G %s: nothing outstanding of the copier inside (its page cache): %v", name, by)
-		}
-	})
-	t.Run("user memleak refused", func(t *testing.T) {
-		r := testutil.Run(t, dir, "memleak", "-G", name, "-p", strconv.Itoa(spinIn.Process.Pid), "-d", "1")
-		if r.Code == 0 || !strings.Contains(r.Stderr, "-G/--cgroup goes with --kernel") {
-			t.Errorf("memleak -G -p: exit %d, %q", r.Code, r.Stderr)
-		}
-	})
+	}
+	if by["copyin"] == 0 {
+		t.Errorf("memleak --kernel -G %s: nothing outstanding of the copier's shell inside: %v", c.name, by)
+	}
 }
