@@ -27,8 +27,11 @@ const volatile __u32 split = CPUDIST_SPLIT_NONE; /* enum cpudist_split */
 const volatile bool offcpu = false;              /* time off the CPU instead of on it */
 
 /* key: tid (u32); value: when its current run (or wait) began (u64 ns: its
- * sum_exec_runtime then, or with offcpu the monotonic clock). */
-HASH_MAP(starts, __u32, __u64, 32768);
+ * sum_exec_runtime then, or with offcpu the monotonic clock). On-CPU, a
+ * run's end stays as the next run's start: the task's runtime does not
+ * move between its runs, so a run whose switch-in was not seen is still
+ * timed exactly. LRU: the threads that stopped running age out. */
+SONDE_MAP(starts, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 32768);
 
 /* key: struct cpudist_key; value: runs in that slot (u64 count). */
 HASH_MAP(hist, struct cpudist_key, __u64, 65536);
@@ -56,10 +59,15 @@ static __always_inline void end(__u32 tgid, __u32 tid, __u64 now)
 	__u64 *ts = bpf_map_lookup_elem(&starts, &tid);
 	if (!ts) {
 		counter_inc(&counts, CPUDIST_UNKNOWN);
+		if (!offcpu)
+			bpf_map_update_elem(&starts, &tid, &now, BPF_ANY); /* the next run's start */
 		return;
 	}
 	__u64 d = now - *ts;
-	bpf_map_delete_elem(&starts, &tid);
+	if (offcpu)
+		bpf_map_delete_elem(&starts, &tid);
+	else
+		*ts = now;
 	__u32 group = split == CPUDIST_SPLIT_PID ? tgid : split == CPUDIST_SPLIT_TID ? tid : 0;
 	struct cpudist_key k = {.group = group, .slot = log_linear_slot(d)};
 	struct cpudist_total zero = {}, *t = lookup_or_init(&totals, &group, &zero);

@@ -140,8 +140,9 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	if diff := float64(g.SumNS) - float64(want); diff > 0.01*float64(want) || -diff > 0.01*float64(want) {
 		t.Errorf("cpudist's total %v, schedstat's %v: more than 1%% apart", time.Duration(g.SumNS), time.Duration(want))
 	}
-	// Every switch out is a run counted, or one whose start cpudist did not
-	// see (counted apart; now and then one on this VM, not yet explained).
+	// Every switch out is a run counted, or one begun before tracing
+	// (counted apart). A run whose switch in was not seen (now and then one
+	// on this VM) is timed from the thread's switch out before it.
 	if g.Runs+onR.r.Unknown != runs || g.Runs < n || g.Hist.Count() != g.Runs {
 		t.Errorf("%d runs (%d in the histogram), the kernel counted %d switches out (at least %d: one per sleep); counters %+v",
 			g.Runs, g.Hist.Count(), runs, n, onR.r.Counts)
