@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -70,7 +71,11 @@ type Frame struct {
 // memory, caching each by its address and a check of its header (the
 // type and the name, file and line-table objects it points to), so a
 // code object freed and another allocated at its address is read again,
-// not misnamed.
+// not misnamed. Only a live object of the interpreter's code type is
+// read, and only live str and bytes objects it points to: memory that
+// held a code object the interpreter freed (a module's top-level code,
+// freed once the import ran) gives ErrCodeGone, never the text of what
+// lies there now.
 type Reader struct {
 	mu    sync.Mutex
 	procs map[int]*procEntry
@@ -78,13 +83,21 @@ type Reader struct {
 	// ReadMaps reads a process's mappings (tests and exited processes
 	// give others); nil: /proc.
 	ReadMaps func(pid int) ([]procfs.Mapping, error)
+	// open finds the interpreter of pid and opens its memory; nil: from
+	// /proc (tests give a fake memory).
+	open func(pid int) (*Proc, io.ReaderAt, error)
 }
 
 type procEntry struct {
 	p   *Proc
 	err error
-	mem *os.File
+	mem io.ReaderAt // nil once the process is gone
 }
+
+// ErrCodeGone: the walked address no longer holds a live code object (it
+// was freed, or another object lies there now) or one of the objects it
+// names is not a live str or bytes object, so the frame is not named.
+var ErrCodeGone = errors.New("the code object was freed or replaced before its name was read")
 
 type codeKey struct {
 	pid  int
@@ -176,10 +189,22 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 func (r *Reader) Execed(pid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if pe := r.procs[pid]; pe != nil && pe.mem != nil {
-		pe.mem.Close()
+	if pe := r.procs[pid]; pe != nil {
+		closeMem(pe)
 	}
 	delete(r.procs, pid)
+	for k, ce := range r.codes {
+		if k.pid == pid {
+			ce.checked = time.Time{} // checked on its next use, however recent its reading
+		}
+	}
+}
+
+func closeMem(pe *procEntry) {
+	if c, ok := pe.mem.(io.Closer); ok {
+		c.Close()
+	}
+	pe.mem = nil
 }
 
 func (r *Reader) proc(pid int) *procEntry {
@@ -188,19 +213,37 @@ func (r *Reader) proc(pid int) *procEntry {
 	}
 	pe := &procEntry{}
 	r.procs[pid] = pe
+	open := r.open
+	if open == nil {
+		open = r.openProc
+	}
+	p, mem, err := open(pid)
+	if err == nil {
+		pe.p, pe.mem = p, mem
+	}
+	pe.err = err
+	return pe
+}
+
+// openProc finds the interpreter in pid's mappings and opens its memory.
+func (r *Reader) openProc(pid int) (*Proc, io.ReaderAt, error) {
 	read := r.ReadMaps
 	if read == nil {
 		read = procfs.ReadMaps
 	}
 	ms, err := read(pid)
-	if err == nil {
-		pe.p, err = Find(pid, ms)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err == nil {
-		pe.mem, err = os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	p, err := Find(pid, ms)
+	if err != nil {
+		return nil, nil, err
 	}
-	pe.err = err
-	return pe
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, mem, nil
 }
 
 // Gone tells the reader that pid exited: its cached names stay, its
@@ -208,13 +251,12 @@ func (r *Reader) proc(pid int) *procEntry {
 func (r *Reader) Gone(pid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if pe := r.procs[pid]; pe != nil && pe.mem != nil {
-		pe.mem.Close()
-		pe.mem = nil
+	if pe := r.procs[pid]; pe != nil {
+		closeMem(pe)
 	}
 }
 
-// checkWords are the code object's header words compared by the check:
+// checkOffsets are the code object's header words compared by the check:
 // its type and the objects it names.
 func (pe *procEntry) checkOffsets() [5]uint16 {
 	l := pe.p.Layout
@@ -234,12 +276,57 @@ func (pe *procEntry) check(addr uint64, out *[40]byte) error {
 	return nil
 }
 
-// read reads the code object at addr: its names, first line and line table.
+// maxRefcnt bounds the reference count of a live object. Immortal objects
+// (3.12+) hold about 2^32; a block CPython's allocator has freed keeps
+// its type word, but its first word becomes the free list's link: 0 or
+// an address in an arena (mmap'd, far above 2^40).
+const maxRefcnt = 1 << 40
+
+// live says whether addr holds a live object of type typ (an address
+// from Proc.Types): its type word is typ and its reference count one a
+// live object can have. glibc's free overwrites the type word of the
+// objects CPython gives it (over 512 bytes), pymalloc's the count.
+func (pe *procEntry) live(addr, typ uint64) error {
+	if typ == 0 {
+		return errors.New("the interpreter's type objects were not found (no PyCode_Type, PyUnicode_Type or PyBytes_Type symbol): names cannot be checked")
+	}
+	var h [16]byte
+	if _, err := pe.mem.ReadAt(h[:], int64(addr)); err != nil {
+		return err
+	}
+	refs, t := binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:])
+	if t != typ || refs == 0 || refs >= maxRefcnt {
+		return ErrCodeGone
+	}
+	return nil
+}
+
+// read reads the code object at addr: its names, first line and line
+// table; ErrCodeGone unless it is a live code object, naming live objects,
+// from its first read to its last.
 func (pe *procEntry) read(addr uint64) *codeEntry {
 	ce := &codeEntry{checked: time.Now()}
 	if ce.err = pe.check(addr, &ce.check); ce.err != nil {
 		return ce
 	}
+	if ce.err = pe.live(addr, pe.p.Types.Code); ce.err != nil {
+		return ce
+	}
+	ce.err = pe.fields(addr, ce)
+	// The process runs on: the object may have been freed while it was
+	// read (its names with it).
+	var again [40]byte
+	if ce.err == nil && (pe.check(addr, &again) != nil || again != ce.check || pe.live(addr, pe.p.Types.Code) != nil) {
+		ce.err = ErrCodeGone
+	}
+	if ce.err != nil {
+		ce.name, ce.file, ce.table = "", "", nil
+	}
+	return ce
+}
+
+// fields reads what names the code object at addr into ce.
+func (pe *procEntry) fields(addr uint64, ce *codeEntry) error {
 	l := pe.p.Layout
 	word := func(off uint16) uint64 {
 		var b [8]byte
@@ -255,20 +342,24 @@ func (pe *procEntry) read(addr uint64) *codeEntry {
 	name, file, table := word(nameAt), word(l.CodeFilename), word(l.CodeLinetable)
 	ce.first = int(int32(word(l.CodeFirstLine)))
 	if ce.err != nil {
-		return ce
+		return ce.err
 	}
-	if ce.name, ce.err = pe.str(name); ce.err != nil {
-		return ce
+	var err error
+	if ce.name, err = pe.str(name); err != nil {
+		return err
 	}
 	ce.file, _ = pe.str(file)
 	ce.table, _ = pe.bytesObj(table)
-	return ce
+	return nil
 }
 
 const maxString = 4096
 
 // str reads a str object (compact: its characters follow its header).
 func (pe *procEntry) str(addr uint64) (string, error) {
+	if err := pe.live(addr, pe.p.Types.Str); err != nil {
+		return "", err
+	}
 	l := pe.p.Layout
 	var hdr [8]byte
 	if _, err := pe.mem.ReadAt(hdr[:], int64(addr+uint64(l.UnicodeLength))); err != nil {
@@ -319,6 +410,9 @@ const maxTable = 1 << 20
 
 // bytesObj reads a bytes object's contents.
 func (pe *procEntry) bytesObj(addr uint64) ([]byte, error) {
+	if err := pe.live(addr, pe.p.Types.Bytes); err != nil {
+		return nil, err
+	}
 	l := pe.p.Layout
 	var hdr [8]byte
 	if _, err := pe.mem.ReadAt(hdr[:], int64(addr+uint64(l.BytesSize))); err != nil {
