@@ -84,7 +84,7 @@ type Reader struct {
 	// give others); nil: /proc.
 	ReadMaps func(pid int) ([]procfs.Mapping, error)
 	// open finds the interpreter of pid and opens its memory; nil: from
-	// /proc (tests give a fake memory).
+	// /proc (NewReaderWith gives another).
 	open func(pid int) (*Proc, io.ReaderAt, error)
 }
 
@@ -123,6 +123,15 @@ const recheck = 50 * time.Millisecond
 // NewReader returns an empty reader.
 func NewReader() *Reader {
 	return &Reader{procs: map[int]*procEntry{}, codes: map[codeKey]*codeEntry{}}
+}
+
+// NewReaderWith returns a reader whose processes are opened by open: their
+// interpreter and memory (tests give a fake memory; the memory is closed
+// when the process is gone if it is an io.Closer).
+func NewReaderWith(open func(pid int) (*Proc, io.ReaderAt, error)) *Reader {
+	r := NewReader()
+	r.open = open
+	return r
 }
 
 // Observe names the Python frames of a walked stack now, while its
