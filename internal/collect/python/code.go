@@ -15,11 +15,13 @@ import (
 
 // A walked Python frame (PY_FRAME_MARK in sonde_python.h): bit 63 set,
 // bit 62 clear, the instruction index + 1 in bits 48..61, the code
-// object's address below.
+// object's address in bits 4..47 (objects are 16-byte aligned), its tag
+// (Tag) in bits 0..3.
 const (
 	frameMark       = 1 << 63
 	frameIndexShift = 48
-	frameAddrMask   = 1<<48 - 1
+	frameAddrMask   = 1<<48 - 16
+	frameTagMask    = 15
 )
 
 // pidIndex in the index field marks the value a stack with Python frames
@@ -49,15 +51,31 @@ func StackPid(pcs []uint64) int {
 	return pid
 }
 
-// Decode splits a Python frame into its code object's address and its
-// instruction index in code units (-1: unknown).
-func Decode(v uint64) (code uint64, index int) {
-	return v & frameAddrMask, int(v>>frameIndexShift&0x3fff) - 1
+// Decode splits a Python frame into its code object's address, its tag
+// and its instruction index in code units (-1: unknown).
+func Decode(v uint64) (code, tag uint64, index int) {
+	return v & frameAddrMask, v & frameTagMask, int(v>>frameIndexShift&0x3fff) - 1
 }
 
-// Encode is the walker's encoding (for tests).
-func Encode(code uint64, index int) uint64 {
-	return frameMark | uint64(index+1)<<frameIndexShift | code&frameAddrMask
+// Encode is the walker's encoding (for tests): tag is Tag of the code
+// object's name and file objects.
+func Encode(code, tag uint64, index int) uint64 {
+	return frameMark | uint64(index+1)<<frameIndexShift | code&frameAddrMask | tag&frameTagMask
+}
+
+// Tag is a code object's tag (py_tag in sonde_python.h): the addresses of
+// its name (co_name) and file (co_filename) objects folded to 4 bits. The
+// walker takes it with the sample; a frame is named from the object at its
+// address only if that object's tag is the same, so a code object freed
+// after the sample and another allocated there before the name was read
+// is, 15 times in 16, not given the newcomer's name.
+func Tag(name, file uint64) uint64 {
+	t := name ^ file
+	t ^= t >> 32
+	t ^= t >> 16
+	t ^= t >> 8
+	t ^= t >> 4
+	return t & frameTagMask
 }
 
 // Frame is a named Python frame.
@@ -106,6 +124,7 @@ type codeKey struct {
 
 type codeEntry struct {
 	check   [40]byte // the header words the check compares
+	tag     uint64   // Tag of the name and file words in check
 	checked time.Time
 	name    string
 	file    string
@@ -155,7 +174,7 @@ func (r *Reader) Observe(pcs []uint64) {
 func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	addr, index := Decode(v)
+	addr, tag, index := Decode(v)
 	k := codeKey{pid, addr}
 	ce := r.codes[k]
 	pe := r.proc(pid)
@@ -167,7 +186,7 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 		if ce == nil {
 			return Frame{}, errGone
 		}
-	} else if ce == nil || time.Since(ce.checked) > recheck {
+	} else if ce == nil || ce.err != nil || ce.tag != tag || time.Since(ce.checked) > recheck {
 		var head [40]byte
 		ok := pe.check(addr, &head) == nil
 		if ce == nil || (ok && head != ce.check) {
@@ -180,6 +199,10 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 	}
 	if ce.err != nil {
 		return Frame{}, ce.err
+	}
+	if ce.tag != tag {
+		// The sampled code object is gone; another lies at its address.
+		return Frame{}, ErrCodeGone
 	}
 	fr := Frame{Func: ce.name, File: ce.file}
 	if index >= 0 {
@@ -318,6 +341,8 @@ func (pe *procEntry) read(addr uint64) *codeEntry {
 	if ce.err = pe.check(addr, &ce.check); ce.err != nil {
 		return ce
 	}
+	le := binary.LittleEndian
+	ce.tag = Tag(le.Uint64(ce.check[16:]), le.Uint64(ce.check[8:]))
 	if ce.err = pe.live(addr, pe.p.Types.Code); ce.err != nil {
 		return ce
 	}

@@ -85,7 +85,7 @@ func TestReaderRefusesReplacedCode(t *testing.T) {
 				return &Proc{Layout: l, Types: types}, mem, nil
 			}
 			r := NewReaderWith(open)
-			v := Encode(codeAt, 0)
+			v := Encode(codeAt, Tag(nameAt, fileAt), 0)
 			if fr, err := r.Frame(1, v); err != nil || fr.Func != "load_py" || fr.File != "/tmp/m.py" {
 				t.Fatalf("the live code object: %+v %v", fr, err)
 			}
@@ -124,17 +124,29 @@ func TestReaderRefusesReplacedCode(t *testing.T) {
 			mem.object(otherAt, 1, 0x5555_0000_4000)
 			gone("a name that is no str", NewReaderWith(open))
 
-			// Another code object at the address: read again.
-			mem.str(l, types, nameAt, "other_py")
-			mem.code(l, types, codeAt, nameAt, fileAt, tableAt+0x100)
-			age(r)
-			if fr, err := r.Frame(1, v); err != nil || fr.Func != "other_py" {
-				t.Errorf("a new code object at the address: %+v %v, want other_py", fr, err)
+			// Another code object at the address (naming other objects),
+			// read after the old one was named: a sample of the old one
+			// is not given its name, one of its own is.
+			newName, newFile := uint64(base+0x6000), uint64(base+0x6100)
+			for newFile != base+0x7000 && Tag(newName, newFile) == Tag(nameAt, fileAt) {
+				newFile += 0x10
+			}
+			mem.str(l, types, newName, "other_py")
+			mem.str(l, types, newFile, "/tmp/other.py")
+			mem.code(l, types, codeAt, newName, newFile, tableAt+0x100)
+			fresh := NewReaderWith(open)
+			for _, r := range []*Reader{r, fresh} {
+				if fr, err := r.Frame(1, v); !errors.Is(err, ErrCodeGone) {
+					t.Errorf("a sample of the old code object, another at its address: named %q (%v), want ErrCodeGone", fr.Func, err)
+				}
+				if fr, err := r.Frame(1, Encode(codeAt, Tag(newName, newFile), 0)); err != nil || fr.Func != "other_py" {
+					t.Errorf("a sample of the new code object at the address: %+v %v, want other_py", fr, err)
+				}
 			}
 
 			// No type addresses (symbols missing): nothing is named.
 			noTypes := NewReaderWith(func(int) (*Proc, io.ReaderAt, error) { return &Proc{Layout: l}, mem, nil })
-			if fr, err := noTypes.Frame(1, v); err == nil {
+			if fr, err := noTypes.Frame(1, Encode(codeAt, Tag(newName, newFile), 0)); err == nil {
 				t.Errorf("without the type objects: named %q", fr.Func)
 			}
 		})

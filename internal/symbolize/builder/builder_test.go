@@ -312,7 +312,7 @@ func TestPythonFrameGoneCounted(t *testing.T) {
 		return &python.Proc{Layout: l, Types: python.ObjTypes{Code: 0x1000, Str: 0x2000, Bytes: 0x3000}}, emptyMem{}, nil
 	})
 	end := uint64(1)<<63 | 0x3fff<<48 | 50 // the pid that ends a stack with Python frames
-	locs := b.StackLocs(50, nil, []uint64{python.Encode(0x7f00_0000_1000, 3), 0x10110, 0x10020, end})
+	locs := b.StackLocs(50, nil, []uint64{python.Encode(0x7f00_0000_1000, 0, 3), 0x10110, 0x10020, end})
 	b.SampleLocs(50, 50, locs, 1)
 	p := b.FinishWith(testSyms, model.Meta{})
 	if got, want := names(p, p.Samples[0].Stack), []string{"[python]", "work", "main"}; !slices.Equal(got, want) {
@@ -326,4 +326,6 @@ func TestPythonFrameGoneCounted(t *testing.T) {
 // emptyMem is a process memory with nothing readable.
 type emptyMem struct{}
 
-func (emptyMem) ReadAt(p []byte, off int64) (int, error) { return 0, fmt.Errorf("no memory at %#x", off) }
+func (emptyMem) ReadAt(p []byte, off int64) (int, error) {
+	return 0, fmt.Errorf("no memory at %#x", off)
+}
