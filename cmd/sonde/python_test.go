@@ -332,3 +332,80 @@ func TestNoInterpLeavesPythonOut(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordPythonImportsNoText: record -g of testdata/pyimports.py,
+// which imports short modules and drops each at once (its top-level code
+// object freed right after it ran) while allocating strs of text: no
+// frame is named with text (a docstring, whitespace), whatever took a
+// freed code object's memory by the time its name was read; the frames
+// of a module's top-level code (under builtin_exec) are <module> or the
+// unknown [python], and the unknown ones are counted in a warning.
+func TestRecordPythonImportsNoText(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pyimports.py")
+	native := map[string]bool{"PyEval_EvalCode": true, "_PyEval_Vector": true, "_PyEval_EvalFrameDefault": true, "_PyEval_EvalFrame": true}
+	text := regexp.MustCompile(`\s|not a name`)
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "imports.data")
+			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "2")
+			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
+			var total, texts, modules, unknown, other, unnamed uint64
+			bad := map[string]uint64{}
+			for s, n := range st {
+				total += n
+				frames := strings.Split(s, ";")[1:]
+				if contains(frames, "[python]") {
+					unnamed += n
+				}
+				for _, f := range frames {
+					if text.MatchString(f) {
+						texts += n
+						bad[f] += n
+						break
+					}
+				}
+				// The module's own frame: the first after builtin_exec
+				// that is not the eval loop's.
+				for i, f := range frames {
+					if f != "builtin_exec" {
+						continue
+					}
+					for _, g := range frames[i+1:] {
+						if native[g] {
+							continue
+						}
+						switch g {
+						case "<module>":
+							modules += n
+						case "[python]":
+							unknown += n
+						default:
+							other += n
+							bad[g] += n
+						}
+						break
+					}
+					break
+				}
+			}
+			t.Logf("%s: %d samples; in a module's top-level code: %d <module>, %d unknown, %d named otherwise; %d with a text frame; %d with an unknown frame", name, total, modules, unknown, other, texts, unnamed)
+			if modules+unknown+other < total/10 {
+				t.Errorf("only %d of %d samples in the modules' top-level code: the workload did not exercise it", modules+unknown+other, total)
+			}
+			if texts > 0 {
+				t.Errorf("%d samples have a frame named with text: %v", texts, bad)
+			}
+			// A code object freed after the sample and another allocated
+			// at its address agree on the 4-bit tag once in 16.
+			if other*16 > modules+unknown+other+16 {
+				t.Errorf("%d of %d module frames named after another code object: %v", other, modules+unknown+other, bad)
+			}
+			if unnamed > 0 && !strings.Contains(r.Stderr, "Python frames unnamed") {
+				t.Errorf("[python] frames without the warning counting them:\n%s", r.Stderr)
+			}
+		})
+	}
+}
+
