@@ -408,4 +408,3 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 		})
 	}
 }
-
