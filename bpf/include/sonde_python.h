@@ -129,7 +129,15 @@ static __always_inline __u64 py_read(__u64 addr)
  * address when it reads the name. */
 static __always_inline __u64 py_tag(__u64 code, struct py_proc *p)
 {
-	__u64 t = py_read(code + p->code_name) ^ py_read(code + p->code_filename);
+	__u64 t, pair[2] = {};
+	/* co_filename and co_name are neighbours in every version walked:
+	 * one read for both (each read costs about as much as the frame's). */
+	if (p->code_name == p->code_filename + 8) {
+		bpf_probe_read_user(pair, sizeof(pair), (void *)(code + p->code_filename));
+		t = pair[0] ^ pair[1];
+	} else {
+		t = py_read(code + p->code_name) ^ py_read(code + p->code_filename);
+	}
 	t ^= t >> 32;
 	t ^= t >> 16;
 	t ^= t >> 8;
