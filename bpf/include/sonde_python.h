@@ -17,11 +17,16 @@
 /* A Python frame in unwind_stack.pcs: bit 63 set (no user address has it),
  * bit 62 clear (so no value reaches perf's context marks, >= -4095), bits
  * 48..61 the instruction index + 1 in code units (0: unknown; capped), bits
- * 0..47 the code object's address. */
+ * 4..47 the code object's address (CPython's allocators align objects to 16
+ * bytes), bits 0..3 its tag (py_tag): user space names the frame from the
+ * code object at that address only if its tag is the same, so a code object
+ * freed after the sample and another allocated there by the time the name
+ * is read is (15 times in 16) not given the newcomer's name. */
 #define PY_FRAME_MARK (1ULL << 63)
 #define PY_FRAME_INDEX_SHIFT 48
 #define PY_FRAME_INDEX_MAX 0x3ffd /* index + 1 below PY_PID_INDEX */
-#define PY_FRAME_ADDR_MASK ((1ULL << 48) - 1)
+#define PY_FRAME_ADDR_MASK ((1ULL << 48) - 16)
+#define PY_FRAME_TAG_MASK 15ULL
 /* A stack with Python frames ends with one more value: the index field
  * all ones and the process id below, so user space, which gets stacks
  * without their process, can name the code objects while the process
@@ -66,7 +71,7 @@ struct py_proc {
 	__u16 frame_previous, frame_code, frame_instr;
 	__u16 frame_owner;          /* owner (3.12+) or is_entry (3.11) */
 	__u16 code_adaptive;        /* co_code_adaptive (3.11+): instruction 0 */
-	__u16 unused;
+	__u16 code_name, code_filename; /* co_name, co_filename: the frame's tag */
 };
 
 /* key: process id (tgid, u32); value: struct py_proc. Written by user
@@ -116,6 +121,28 @@ static __always_inline __u64 py_read(__u64 addr)
 	__u64 v = 0;
 	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
 	return v;
+}
+
+/* The tag of a code object (python.Tag in Go): its name and file objects'
+ * addresses folded to 4 bits. Taken with the sample, while the frame holds
+ * the code object, and compared by user space with the object at the
+ * address when it reads the name. */
+static __always_inline __u64 py_tag(__u64 code, struct py_proc *p)
+{
+	__u64 t, pair[2] = {};
+	/* co_filename and co_name are neighbours in every version walked:
+	 * one read for both (each read costs about as much as the frame's). */
+	if (p->code_name == p->code_filename + 8) {
+		bpf_probe_read_user(pair, sizeof(pair), (void *)(code + p->code_filename));
+		t = pair[0] ^ pair[1];
+	} else {
+		t = py_read(code + p->code_name) ^ py_read(code + p->code_filename);
+	}
+	t ^= t >> 32;
+	t ^= t >> 16;
+	t ^= t >> 8;
+	t ^= t >> 4;
+	return t & PY_FRAME_TAG_MASK;
 }
 
 /* The 8 bytes at off of the frame in w->buf (0 beyond it). */
@@ -237,13 +264,14 @@ __noinline __u64 python_step(__u64 pc, __u64 sp, __u32 exact)
 	}
 	if (index > PY_FRAME_INDEX_MAX + 1)
 		index = 0;
-	if (!code) {
+	if (!code || (code & PY_FRAME_TAG_MASK)) {
+		/* No object CPython allocates lies off a 16-byte boundary. */
 		counter_inc(&py_counters, PY_C_BAD_READ);
 		w->frame = 0;
 		w->done_sp = sp;
 		return 0;
 	}
-	__u64 v = PY_FRAME_MARK | (index << PY_FRAME_INDEX_SHIFT) | (code & PY_FRAME_ADDR_MASK);
+	__u64 v = PY_FRAME_MARK | (index << PY_FRAME_INDEX_SHIFT) | (code & PY_FRAME_ADDR_MASK) | py_tag(code, &w->p);
 	w->took++;
 	w->frame = prev;
 	bool last = w->p.style == PY_STYLE_FRAME_OBJECT;

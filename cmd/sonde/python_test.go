@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -330,5 +331,75 @@ func TestNoInterpLeavesPythonOut(t *testing.T) {
 		if strings.Contains(out, "alpha_py") || !strings.Contains(out, "_PyEval_EvalFrameDefault") {
 			t.Errorf("%s --no-interp: want the eval loop and no Python function:\n%.2000s", tool, out)
 		}
+	}
+}
+
+// TestRecordPythonImportsNoText: record -g of testdata/pyimports.py,
+// which imports short modules and drops each at once (its top-level code
+// object freed right after it ran) while allocating strs of text: no
+// frame is named with text (a docstring, whitespace), whatever took a
+// freed code object's memory by the time its name was read; the frames
+// of a module's top-level code (run by importlib) are <module> or the
+// unknown [python] (about 1 in 16 of those whose memory went to another
+// code object keep its name: the tag agrees), and the unknown ones are
+// counted in a warning.
+func TestRecordPythonImportsNoText(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	script := filepath.Join(testutil.RepoRoot(), "testdata", "pyimports.py")
+	text := regexp.MustCompile(`\s|not a name`)
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "imports.data")
+			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "2")
+			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
+			var total, texts, modules, unknown, other, unnamed uint64
+			bad := map[string]uint64{}
+			for s, n := range st {
+				total += n
+				frames := strings.Split(s, ";")[1:]
+				if contains(frames, "[python]") {
+					unnamed += n
+				}
+				for _, f := range frames {
+					if text.MatchString(f) {
+						texts += n
+						bad[f] += n
+						break
+					}
+				}
+				// The module's own frame: the first after the eval loop
+				// that importlib's _call_with_frames_removed calls (through
+				// builtin_exec, unnamed in Debian's stripped build).
+				if i := slices.Index(frames, "_call_with_frames_removed"); i >= 0 {
+					if j := slices.Index(frames[i:], "_PyEval_EvalFrameDefault"); j >= 0 && i+j+1 < len(frames) {
+						switch g := frames[i+j+1]; g {
+						case "<module>":
+							modules += n
+						case "[python]":
+							unknown += n
+						default:
+							other += n
+							bad[g] += n
+						}
+					}
+				}
+			}
+			t.Logf("%s: %d samples; in a module's top-level code: %d <module>, %d unknown, %d named otherwise; %d with a text frame; %d with an unknown frame", name, total, modules, unknown, other, texts, unnamed)
+			if modules+unknown+other < total/10 {
+				t.Errorf("only %d of %d samples in the modules' top-level code: the workload did not exercise it", modules+unknown+other, total)
+			}
+			if texts > 0 {
+				t.Errorf("%d samples have a frame named with text: %v", texts, bad)
+			}
+			// A code object freed after the sample and another allocated
+			// at its address agree on the 4-bit tag once in 16.
+			if other*16 > modules+unknown+other+16 {
+				t.Errorf("%d of %d module frames named after another code object: %v", other, modules+unknown+other, bad)
+			}
+			if unnamed > 0 && !strings.Contains(r.Stderr, "Python frames unnamed") {
+				t.Errorf("[python] frames without the warning counting them:\n%s", r.Stderr)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -14,11 +15,13 @@ import (
 
 // A walked Python frame (PY_FRAME_MARK in sonde_python.h): bit 63 set,
 // bit 62 clear, the instruction index + 1 in bits 48..61, the code
-// object's address below.
+// object's address in bits 4..47 (objects are 16-byte aligned), its tag
+// (Tag) in bits 0..3.
 const (
 	frameMark       = 1 << 63
 	frameIndexShift = 48
-	frameAddrMask   = 1<<48 - 1
+	frameAddrMask   = 1<<48 - 16
+	frameTagMask    = 15
 )
 
 // pidIndex in the index field marks the value a stack with Python frames
@@ -48,15 +51,31 @@ func StackPid(pcs []uint64) int {
 	return pid
 }
 
-// Decode splits a Python frame into its code object's address and its
-// instruction index in code units (-1: unknown).
-func Decode(v uint64) (code uint64, index int) {
-	return v & frameAddrMask, int(v>>frameIndexShift&0x3fff) - 1
+// Decode splits a Python frame into its code object's address, its tag
+// and its instruction index in code units (-1: unknown).
+func Decode(v uint64) (code, tag uint64, index int) {
+	return v & frameAddrMask, v & frameTagMask, int(v>>frameIndexShift&0x3fff) - 1
 }
 
-// Encode is the walker's encoding (for tests).
-func Encode(code uint64, index int) uint64 {
-	return frameMark | uint64(index+1)<<frameIndexShift | code&frameAddrMask
+// Encode is the walker's encoding (for tests): tag is Tag of the code
+// object's name and file objects.
+func Encode(code, tag uint64, index int) uint64 {
+	return frameMark | uint64(index+1)<<frameIndexShift | code&frameAddrMask | tag&frameTagMask
+}
+
+// Tag is a code object's tag (py_tag in sonde_python.h): the addresses of
+// its name (co_name) and file (co_filename) objects folded to 4 bits. The
+// walker takes it with the sample; a frame is named from the object at its
+// address only if that object's tag is the same, so a code object freed
+// after the sample and another allocated there before the name was read
+// is, 15 times in 16, not given the newcomer's name.
+func Tag(name, file uint64) uint64 {
+	t := name ^ file
+	t ^= t >> 32
+	t ^= t >> 16
+	t ^= t >> 8
+	t ^= t >> 4
+	return t & frameTagMask
 }
 
 // Frame is a named Python frame.
@@ -70,7 +89,11 @@ type Frame struct {
 // memory, caching each by its address and a check of its header (the
 // type and the name, file and line-table objects it points to), so a
 // code object freed and another allocated at its address is read again,
-// not misnamed.
+// not misnamed. Only a live object of the interpreter's code type is
+// read, and only live str and bytes objects it points to: memory that
+// held a code object the interpreter freed (a module's top-level code,
+// freed once the import ran) gives ErrCodeGone, never the text of what
+// lies there now.
 type Reader struct {
 	mu    sync.Mutex
 	procs map[int]*procEntry
@@ -78,13 +101,21 @@ type Reader struct {
 	// ReadMaps reads a process's mappings (tests and exited processes
 	// give others); nil: /proc.
 	ReadMaps func(pid int) ([]procfs.Mapping, error)
+	// open finds the interpreter of pid and opens its memory; nil: from
+	// /proc (NewReaderWith gives another).
+	open func(pid int) (*Proc, io.ReaderAt, error)
 }
 
 type procEntry struct {
 	p   *Proc
 	err error
-	mem *os.File
+	mem io.ReaderAt // nil once the process is gone
 }
+
+// ErrCodeGone: the walked address no longer holds a live code object (it
+// was freed, or another object lies there now) or one of the objects it
+// names is not a live str or bytes object, so the frame is not named.
+var ErrCodeGone = errors.New("the code object was freed or replaced before its name was read")
 
 type codeKey struct {
 	pid  int
@@ -93,6 +124,7 @@ type codeKey struct {
 
 type codeEntry struct {
 	check   [40]byte // the header words the check compares
+	tag     uint64   // Tag of the name and file words in check
 	checked time.Time
 	name    string
 	file    string
@@ -110,6 +142,15 @@ const recheck = 50 * time.Millisecond
 // NewReader returns an empty reader.
 func NewReader() *Reader {
 	return &Reader{procs: map[int]*procEntry{}, codes: map[codeKey]*codeEntry{}}
+}
+
+// NewReaderWith returns a reader whose processes are opened by open: their
+// interpreter and memory (tests give a fake memory; the memory is closed
+// when the process is gone if it is an io.Closer).
+func NewReaderWith(open func(pid int) (*Proc, io.ReaderAt, error)) *Reader {
+	r := NewReader()
+	r.open = open
+	return r
 }
 
 // Observe names the Python frames of a walked stack now, while its
@@ -133,7 +174,7 @@ func (r *Reader) Observe(pcs []uint64) {
 func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	addr, index := Decode(v)
+	addr, tag, index := Decode(v)
 	k := codeKey{pid, addr}
 	ce := r.codes[k]
 	pe := r.proc(pid)
@@ -145,7 +186,7 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 		if ce == nil {
 			return Frame{}, errGone
 		}
-	} else if ce == nil || time.Since(ce.checked) > recheck {
+	} else if ce == nil || ce.err != nil || ce.tag != tag || time.Since(ce.checked) > recheck {
 		var head [40]byte
 		ok := pe.check(addr, &head) == nil
 		if ce == nil || (ok && head != ce.check) {
@@ -158,6 +199,10 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 	}
 	if ce.err != nil {
 		return Frame{}, ce.err
+	}
+	if ce.tag != tag {
+		// The sampled code object is gone; another lies at its address.
+		return Frame{}, ErrCodeGone
 	}
 	fr := Frame{Func: ce.name, File: ce.file}
 	if index >= 0 {
@@ -176,10 +221,22 @@ func (r *Reader) Frame(pid int, v uint64) (Frame, error) {
 func (r *Reader) Execed(pid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if pe := r.procs[pid]; pe != nil && pe.mem != nil {
-		pe.mem.Close()
+	if pe := r.procs[pid]; pe != nil {
+		closeMem(pe)
 	}
 	delete(r.procs, pid)
+	for k, ce := range r.codes {
+		if k.pid == pid {
+			ce.checked = time.Time{} // checked on its next use, however recent its reading
+		}
+	}
+}
+
+func closeMem(pe *procEntry) {
+	if c, ok := pe.mem.(io.Closer); ok {
+		c.Close()
+	}
+	pe.mem = nil
 }
 
 func (r *Reader) proc(pid int) *procEntry {
@@ -188,19 +245,37 @@ func (r *Reader) proc(pid int) *procEntry {
 	}
 	pe := &procEntry{}
 	r.procs[pid] = pe
+	open := r.open
+	if open == nil {
+		open = r.openProc
+	}
+	p, mem, err := open(pid)
+	if err == nil {
+		pe.p, pe.mem = p, mem
+	}
+	pe.err = err
+	return pe
+}
+
+// openProc finds the interpreter in pid's mappings and opens its memory.
+func (r *Reader) openProc(pid int) (*Proc, io.ReaderAt, error) {
 	read := r.ReadMaps
 	if read == nil {
 		read = procfs.ReadMaps
 	}
 	ms, err := read(pid)
-	if err == nil {
-		pe.p, err = Find(pid, ms)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err == nil {
-		pe.mem, err = os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	p, err := Find(pid, ms)
+	if err != nil {
+		return nil, nil, err
 	}
-	pe.err = err
-	return pe
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, mem, nil
 }
 
 // Gone tells the reader that pid exited: its cached names stay, its
@@ -208,13 +283,12 @@ func (r *Reader) proc(pid int) *procEntry {
 func (r *Reader) Gone(pid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if pe := r.procs[pid]; pe != nil && pe.mem != nil {
-		pe.mem.Close()
-		pe.mem = nil
+	if pe := r.procs[pid]; pe != nil {
+		closeMem(pe)
 	}
 }
 
-// checkWords are the code object's header words compared by the check:
+// checkOffsets are the code object's header words compared by the check:
 // its type and the objects it names.
 func (pe *procEntry) checkOffsets() [5]uint16 {
 	l := pe.p.Layout
@@ -234,12 +308,59 @@ func (pe *procEntry) check(addr uint64, out *[40]byte) error {
 	return nil
 }
 
-// read reads the code object at addr: its names, first line and line table.
+// maxRefcnt bounds the reference count of a live object. Immortal objects
+// (3.12+) hold about 2^32; a block CPython's allocator has freed keeps
+// its type word, but its first word becomes the free list's link: 0 or
+// an address in an arena (mmap'd, far above 2^40).
+const maxRefcnt = 1 << 40
+
+// live says whether addr holds a live object of type typ (an address
+// from Proc.Types): its type word is typ and its reference count one a
+// live object can have. glibc's free overwrites the type word of the
+// objects CPython gives it (over 512 bytes), pymalloc's the count.
+func (pe *procEntry) live(addr, typ uint64) error {
+	if typ == 0 {
+		return errors.New("the interpreter's type objects were not found (no PyCode_Type, PyUnicode_Type or PyBytes_Type symbol): names cannot be checked")
+	}
+	var h [16]byte
+	if _, err := pe.mem.ReadAt(h[:], int64(addr)); err != nil {
+		return err
+	}
+	refs, t := binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:])
+	if t != typ || refs == 0 || refs >= maxRefcnt {
+		return ErrCodeGone
+	}
+	return nil
+}
+
+// read reads the code object at addr: its names, first line and line
+// table; ErrCodeGone unless it is a live code object, naming live objects,
+// from its first read to its last.
 func (pe *procEntry) read(addr uint64) *codeEntry {
 	ce := &codeEntry{checked: time.Now()}
 	if ce.err = pe.check(addr, &ce.check); ce.err != nil {
 		return ce
 	}
+	le := binary.LittleEndian
+	ce.tag = Tag(le.Uint64(ce.check[16:]), le.Uint64(ce.check[8:]))
+	if ce.err = pe.live(addr, pe.p.Types.Code); ce.err != nil {
+		return ce
+	}
+	ce.err = pe.fields(addr, ce)
+	// The process runs on: the object may have been freed while it was
+	// read (its names with it).
+	var again [40]byte
+	if ce.err == nil && (pe.check(addr, &again) != nil || again != ce.check || pe.live(addr, pe.p.Types.Code) != nil) {
+		ce.err = ErrCodeGone
+	}
+	if ce.err != nil {
+		ce.name, ce.file, ce.table = "", "", nil
+	}
+	return ce
+}
+
+// fields reads what names the code object at addr into ce.
+func (pe *procEntry) fields(addr uint64, ce *codeEntry) error {
 	l := pe.p.Layout
 	word := func(off uint16) uint64 {
 		var b [8]byte
@@ -255,20 +376,24 @@ func (pe *procEntry) read(addr uint64) *codeEntry {
 	name, file, table := word(nameAt), word(l.CodeFilename), word(l.CodeLinetable)
 	ce.first = int(int32(word(l.CodeFirstLine)))
 	if ce.err != nil {
-		return ce
+		return ce.err
 	}
-	if ce.name, ce.err = pe.str(name); ce.err != nil {
-		return ce
+	var err error
+	if ce.name, err = pe.str(name); err != nil {
+		return err
 	}
 	ce.file, _ = pe.str(file)
 	ce.table, _ = pe.bytesObj(table)
-	return ce
+	return nil
 }
 
 const maxString = 4096
 
 // str reads a str object (compact: its characters follow its header).
 func (pe *procEntry) str(addr uint64) (string, error) {
+	if err := pe.live(addr, pe.p.Types.Str); err != nil {
+		return "", err
+	}
 	l := pe.p.Layout
 	var hdr [8]byte
 	if _, err := pe.mem.ReadAt(hdr[:], int64(addr+uint64(l.UnicodeLength))); err != nil {
@@ -319,6 +444,9 @@ const maxTable = 1 << 20
 
 // bytesObj reads a bytes object's contents.
 func (pe *procEntry) bytesObj(addr uint64) ([]byte, error) {
+	if err := pe.live(addr, pe.p.Types.Bytes); err != nil {
+		return nil, err
+	}
 	l := pe.p.Layout
 	var hdr [8]byte
 	if _, err := pe.mem.ReadAt(hdr[:], int64(addr+uint64(l.BytesSize))); err != nil {

@@ -22,7 +22,16 @@ type Proc struct {
 	EvalStart, EvalEnd uint64 // _PyEval_EvalFrameDefault's code
 	Path               string // the file that holds the interpreter
 	HowFound           string // "_Py_DebugOffsets", "table"
+	// Types are the addresses of the type objects a code object and the
+	// objects it names point to (PyCode_Type, PyUnicode_Type,
+	// PyBytes_Type): the reader names a frame only from a live object of
+	// the right type at the walked address (0: not found, so not named).
+	Types ObjTypes
 }
+
+// ObjTypes are the addresses of the interpreter's type objects the reader
+// checks.
+type ObjTypes struct{ Code, Str, Bytes uint64 }
 
 // ErrNotPython: no mapping of the process is a CPython interpreter.
 var ErrNotPython = errors.New("not a CPython process")
@@ -69,7 +78,8 @@ func findIn(pid int, m procfs.Mapping) (*Proc, error) {
 		return nil, ErrNotPython
 	}
 	syms := map[string]elf.Symbol{}
-	want := map[string]bool{"_PyRuntime": true, "_PyEval_EvalFrameDefault": true, "Py_Version": true}
+	want := map[string]bool{"_PyRuntime": true, "_PyEval_EvalFrameDefault": true, "Py_Version": true,
+		"PyCode_Type": true, "PyUnicode_Type": true, "PyBytes_Type": true}
 	for _, read := range []func() ([]elf.Symbol, error){ef.DynamicSymbols, ef.Symbols} {
 		ss, _ := read()
 		for _, s := range ss {
@@ -93,6 +103,13 @@ func findIn(pid int, m procfs.Mapping) (*Proc, error) {
 		return nil, fmt.Errorf("%s: mapping at offset %#x matches no executable segment", m.Path, m.Offset)
 	}
 	p := &Proc{Runtime: rt.Value + bias, EvalStart: ev.Value + bias, EvalEnd: ev.Value + ev.Size + bias, Path: m.Path}
+	at := func(name string) uint64 {
+		if s, ok := syms[name]; ok {
+			return s.Value + bias
+		}
+		return 0
+	}
+	p.Types = ObjTypes{Code: at("PyCode_Type"), Str: at("PyUnicode_Type"), Bytes: at("PyBytes_Type")}
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
 		return nil, fmt.Errorf("reading process %d's memory: %w", pid, err)

@@ -192,9 +192,10 @@ func TestParseDebugOffsetsRefuses(t *testing.T) {
 }
 
 // lineScript prints, for a function of several lines: its code object's
-// address, qualname and file, its line table (hex) and first line, and
-// each instruction's line as co_lines() gives it ("start end line"
-// triples in bytes), then sleeps while the test reads the process.
+// address, qualname and file, its line table (hex) and first line, each
+// instruction's line as co_lines() gives it ("start:end:line" triples in
+// bytes), and the addresses of its name and file objects (its tag), then
+// sleeps while the test reads the process.
 const lineScript = `
 import sys, time
 class K:
@@ -209,7 +210,7 @@ class K:
                 n]
 c = K.f.__code__
 print(hex(id(c)), getattr(c, "co_qualname", c.co_name), c.co_filename, c.co_linetable.hex(), c.co_firstlineno,
-      ",".join("%d:%d:%s" % (a, b, l) for a, b, l in c.co_lines()), flush=True)
+      ",".join("%d:%d:%s" % (a, b, l) for a, b, l in c.co_lines()), hex(id(c.co_name)), hex(id(c.co_filename)), flush=True)
 time.sleep(60)
 `
 
@@ -222,10 +223,14 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 		t.Run(in.bin, func(t *testing.T) {
 			cmd, line := running(t, in.bin, lineScript)
 			f := strings.Fields(line)
-			if len(f) != 6 {
+			if len(f) != 8 {
 				t.Fatalf("script printed %q", line)
 			}
-			addr, _ := strconv.ParseUint(strings.TrimPrefix(f[0], "0x"), 16, 64)
+			hexAddr := func(s string) uint64 {
+				v, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+				return v
+			}
+			addr, tag := hexAddr(f[0]), Tag(hexAddr(f[6]), hexAddr(f[7]))
 			table, _ := hex.DecodeString(f[3])
 			first, _ := strconv.Atoi(f[4])
 			r := NewReader()
@@ -240,7 +245,7 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 					want, _ = strconv.Atoi(p[2])
 				}
 				for off := a; off < b; off += 2 {
-					fr, err := r.Frame(pid, Encode(addr, off/2))
+					fr, err := r.Frame(pid, Encode(addr, tag, off/2))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -271,12 +276,12 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 // a stack holding them (sonde_python.h) decode as encoded, and no native
 // address or perf context mark reads as one.
 func TestEncoding(t *testing.T) {
-	v := Encode(0x7f12_3456_7890, 41)
+	v := Encode(0x7f12_3456_7890, 9, 41)
 	if !IsFrame(v) {
 		t.Fatalf("%#x is not a Python frame", v)
 	}
-	if code, index := Decode(v); code != 0x7f12_3456_7890 || index != 41 {
-		t.Errorf("decoded %#x, %d", code, index)
+	if code, tag, index := Decode(v); code != 0x7f12_3456_7890 || tag != 9 || index != 41 {
+		t.Errorf("decoded %#x, tag %d, %d", code, tag, index)
 	}
 	if _, ok := Pid(v); ok {
 		t.Errorf("a frame reads as the pid value")

@@ -52,6 +52,7 @@ func (l *Loader) python(pid int, ms []procfs.Mapping) {
 			TstateNext: p.TstateNext, TstateTid: p.TstateTid, TstateFrame: p.TstateFrame,
 			CframeFrame: p.CFrameFrame, FramePrevious: p.FramePrevious, FrameCode: p.FrameCode,
 			FrameInstr: p.FrameInstr, FrameOwner: p.FrameOwner, CodeAdaptive: p.CodeAdaptive,
+			CodeName: p.CodeName, CodeFilename: p.CodeFilename,
 		})
 	}
 	// A process is counted once, however often it is reloaded.

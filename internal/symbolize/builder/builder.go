@@ -8,6 +8,7 @@ package builder
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -496,6 +497,9 @@ func (b *Builder) FinishLive(meta model.Meta, pid int, user bool, stacks *stacks
 // FinishWith names locations with s (tests pass fake resolvers).
 func (b *Builder) FinishWith(s *symbolize.Symbolizer, meta model.Meta) *model.Profile {
 	b.prof.Meta = meta
+	if w := b.py.warning(); w != "" {
+		b.prof.Meta.Warnings = append(slices.Clip(b.prof.Meta.Warnings), w) // not into the caller's array
+	}
 	s.Profile(&b.prof, b.objs)
 	return &b.prof
 }

@@ -2,12 +2,15 @@ package builder
 
 import (
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/collect/python"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/symbolize"
 )
@@ -294,4 +297,35 @@ func TestAddressOutsideCode(t *testing.T) {
 			t.Errorf("sample %d: %v, want %v", i, got, want)
 		}
 	}
+}
+
+// TestPythonFrameGoneCounted: a walked Python frame whose code object
+// cannot be read (here: nothing lies at its address) is the unknown
+// [python], and the profile's warnings count it among the Python frames.
+func TestPythonFrameGoneCounted(t *testing.T) {
+	sys := &fakeSystem{maps: map[int][]procfs.Mapping{
+		50: {{Start: 0x10000, End: 0x11000, Perms: "r-xp", Offset: 0x1000, Path: "/bin/app"}},
+	}}
+	b := newTestBuilder(sys)
+	b.Python = python.NewReaderWith(func(int) (*python.Proc, io.ReaderAt, error) {
+		l, _ := python.Known(10)
+		return &python.Proc{Layout: l, Types: python.ObjTypes{Code: 0x1000, Str: 0x2000, Bytes: 0x3000}}, emptyMem{}, nil
+	})
+	end := uint64(1)<<63 | 0x3fff<<48 | 50 // the pid that ends a stack with Python frames
+	locs := b.StackLocs(50, nil, []uint64{python.Encode(0x7f00_0000_1000, 0, 3), 0x10110, 0x10020, end})
+	b.SampleLocs(50, 50, locs, 1)
+	p := b.FinishWith(testSyms, model.Meta{})
+	if got, want := names(p, p.Samples[0].Stack), []string{"[python]", "work", "main"}; !slices.Equal(got, want) {
+		t.Errorf("stack %v, want %v", got, want)
+	}
+	if len(p.Meta.Warnings) != 1 || !strings.HasPrefix(p.Meta.Warnings[0], "1 of 1 Python frames unnamed ([python])") {
+		t.Errorf("warnings %q, want one counting the unnamed Python frame", p.Meta.Warnings)
+	}
+}
+
+// emptyMem is a process memory with nothing readable.
+type emptyMem struct{}
+
+func (emptyMem) ReadAt(p []byte, off int64) (int, error) {
+	return 0, fmt.Errorf("no memory at %#x", off)
 }

@@ -1,6 +1,8 @@
 package builder
 
 import (
+	"fmt"
+
 	"github.com/sonde-dev/sonde/internal/collect/python"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/symbolize"
@@ -20,16 +22,33 @@ type pyNames struct {
 	locs  map[pyLocKey]int32
 	funcs map[[2]string]int32
 	files map[string]int32
+	// taken and unnamed count the Python frames of the samples, and those
+	// left [python] (their code object was gone or could not be read);
+	// why is the last reason.
+	taken, unnamed int
+	why            error
+}
+
+// warning is the line that counts the unnamed Python frames, "" if none.
+func (n *pyNames) warning() string {
+	if n.unnamed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d Python frames unnamed ([python]): %v", n.unnamed, n.taken, n.why)
 }
 
 // pyLoc is the location of the walked Python frame v of pid: named now,
 // from the process's memory, so the name survives the process.
 func (b *Builder) pyLoc(pid uint32, v uint64) int32 {
 	fr, err := b.Python.Frame(int(pid), v)
-	if err != nil {
-		fr = python.Frame{Func: "[python]"}
-	}
 	n := &b.py
+	n.taken++
+	if err != nil {
+		// Unknown, and counted: never another object's text.
+		fr = python.Frame{Func: "[python]"}
+		n.unnamed++
+		n.why = err
+	}
 	if n.locs == nil {
 		n.dso = int32(len(b.prof.DSOs))
 		b.prof.DSOs = append(b.prof.DSOs, model.DSO{Name: "[python]", Kind: model.DSOUnknown})
