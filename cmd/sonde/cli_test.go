@@ -184,8 +184,7 @@ func TestCompletionBash(t *testing.T) {
 	rc := filepath.Join(dir, "bashrc")
 	os.WriteFile(rc, []byte(fmt.Sprintf("PS1='$ '\nPATH=%s:$PATH\nsource %s\nsource %s\n", filepath.Dir(bin), bashCompletion, script)), 0o644)
 	// An empty directory, so that file names cannot complete "rec".
-	home := filepath.Join(dir, "empty")
-	os.Mkdir(home, 0o755)
+	home := mkdir(t, dir, "empty")
 	tm("new-session", "-d", "-c", home, "-x", "200", "-y", "20", "bash", "--noprofile", "--rcfile", rc, "-i")
 	defer exec.Command(tmux, "-L", sock, "kill-server").Run()
 	screen := func(want string) string {

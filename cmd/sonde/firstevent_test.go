@@ -41,7 +41,7 @@ func TestFirstEventsOfACommand(t *testing.T) {
 				data := filepath.Join(dir, fmt.Sprintf("%s%d.data", c.tool, run))
 				args := append(append(append([]string{c.tool}, c.args...), "-o", data, "--", bin), c.cmd...)
 				testutil.MustRun(t, dir, args...)
-				out := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+				out := foldedOf(t, dir, data)
 				u := firstStacks(t, out, c.fn)
 				t.Logf("run %d: %d units of work through %s, %d before or after main, %d wrong", run, u.work, c.fn, u.outside, u.wrong)
 				if u.work < c.want || u.wrong > 0 {

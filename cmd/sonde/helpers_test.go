@@ -1,0 +1,30 @@
+package main
+
+// Helpers the end-to-end tests of several files share.
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
+)
+
+// mkdir makes the folder dir/name (and any missing parent) and returns its
+// path; a folder that cannot be made stops the test, whose setup would
+// then prove nothing.
+func mkdir(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// foldedOf is the recording data's stacks, folded (flamegraph --format
+// folded).
+func foldedOf(t *testing.T, dir, data string) string {
+	t.Helper()
+	return testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+}
