@@ -99,14 +99,7 @@ func TestRecordJavaJIT(t *testing.T) {
 		t.Fatalf("javac: %v\n%s", err, b)
 	}
 	jvm := exec.Command(java, "-XX:+PreserveFramePointer", "-cp", dir, "JitSpin")
-	out, err := jvm.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := jvm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jvm.Process.Kill(); jvm.Wait() })
+	out := testutil.StartPiped(t, jvm)
 	ready := make(chan bool, 1)
 	go func() { ready <- bufio.NewScanner(out).Scan() }() // its "ready" line
 	select {

@@ -187,11 +187,7 @@ func TestProfileNamesPythonAfterExit(t *testing.T) {
 func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out := testutil.StartPiped(t, cmd)
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("%s: %q %v", script, line, err)
 	}
