@@ -105,7 +105,7 @@ func TestCLIHabits(t *testing.T) {
 func TestCLIRecordHabits(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	spin := testutil.Start(t, "sh", "-c", "while :; do :; done")
+	spin := cpuHog(t)
 	pid := strconv.Itoa(spin.Process.Pid)
 
 	start := time.Now()

@@ -20,7 +20,7 @@ import (
 // each, a CPU hog beside.
 func TestFirstEventsOfACommand(t *testing.T) {
 	dir, bin := testutil.Workload(t, "first", []string{"first.c"}, "-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls")
-	testutil.Start(t, "sh", "-c", "while :; do :; done")
+	cpuHog(t)
 	cases := []struct {
 		tool string
 		args []string // before -- CMD

@@ -62,7 +62,7 @@ func foldedStacks(t *testing.T, out string) map[string]uint64 {
 func TestGoStacksReachRoots(t *testing.T) {
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, bin := testutil.GoWorkload(t, "gostacks", "gostacks")
-	testutil.Start(t, "sh", "-c", "while :; do :; done")
+	cpuHog(t)
 	for _, mode := range []string{"cpu", "timers", "gc"} {
 		t.Run(mode, func(t *testing.T) {
 			data := dir + "/" + mode + ".data"

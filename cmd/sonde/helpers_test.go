@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -27,4 +28,12 @@ func mkdir(t *testing.T, dir, name string) string {
 func foldedOf(t *testing.T, dir, data string) string {
 	t.Helper()
 	return testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+}
+
+// cpuHog keeps a CPU busy until the test ends: what the tests measure must
+// hold on a loaded machine (and a spinning shell is a process always on
+// a CPU, to record).
+func cpuHog(t *testing.T) *exec.Cmd {
+	t.Helper()
+	return testutil.Start(t, "sh", "-c", "while :; do :; done")
 }
