@@ -99,7 +99,14 @@ func TestRecordJavaJIT(t *testing.T) {
 		t.Fatalf("javac: %v\n%s", err, b)
 	}
 	jvm := exec.Command(java, "-XX:+PreserveFramePointer", "-cp", dir, "JitSpin")
-	out := testutil.StartPiped(t, jvm)
+	out, err := jvm.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jvm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jvm.Process.Kill(); jvm.Wait() })
 	ready := make(chan bool, 1)
 	go func() { ready <- bufio.NewScanner(out).Scan() }() // its "ready" line
 	select {

@@ -187,7 +187,11 @@ func TestProfileNamesPythonAfterExit(t *testing.T) {
 func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...)
-	out := testutil.StartPiped(t, cmd)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("%s: %q %v", script, line, err)
 	}

@@ -122,7 +122,15 @@ func compare(t *testing.T, l Layout, h map[string]uint64) {
 func running(t *testing.T, bin, script string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, "-c", script)
-	line, err := bufio.NewReader(testutil.StartPiped(t, cmd)).ReadString('\n')
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("%s: %v", bin, err)
 	}

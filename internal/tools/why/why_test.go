@@ -43,7 +43,15 @@ func readSchedstats(pid int) map[int]schedstat {
 func startReady(t *testing.T, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	line, err := bufio.NewReader(testutil.StartPiped(t, cmd)).ReadString('\n')
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "ready" {
 		t.Fatalf("%s: %q, %v", bin, line, err)
 	}
