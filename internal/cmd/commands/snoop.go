@@ -65,9 +65,11 @@ type snoopTool[E snoopLine, R snoopResult] struct {
 	// own adds the tool's own flags and returns its check of them (nil:
 	// none), run before the shared checks.
 	own    func(f *pflag.FlagSet) func(*cobra.Command, []string) error
-	header func(w io.Writer, timestamps bool)      // the text's column names
-	text   func(e E, w io.Writer, timestamps bool) // one event in text
-	run    func(ctx context.Context, sc snoopScope, out func(E)) (R, error)
+	header func(w io.Writer, timestamps bool) // the text's column names
+	// text writes one event; the event comes first so that a method
+	// expression (exitsnoop.Exit.WriteText) serves as it is.
+	text func(e E, w io.Writer, timestamps bool)
+	run  func(ctx context.Context, sc snoopScope, out func(E)) (R, error)
 }
 
 // command builds the tool's command: shared flags, own flags, runSnoop.
