@@ -166,7 +166,7 @@ func checkAgree(t *testing.T, dir, tool, out, stdout, data, flame string) {
 		t.Fatalf("%s %s: the data file holds no sample of keepme", tool, out)
 	}
 	// Folded stacks, as flamegraph makes them from the data file.
-	fromData := foldedTotals(testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
+	fromData := foldedTotals(foldedOf(t, dir, data))
 	flameTotals := flameGraphTotals(t, flame)
 	if !sameTotals(fromData, flameTotals) || len(fromData) != 1 || fromData["keepme"] == 0 {
 		t.Errorf("%s %s: the flame graph counts %v, the data file %v (want keepme only)", tool, out, flameTotals, fromData)

@@ -105,7 +105,7 @@ func TestCLIHabits(t *testing.T) {
 func TestCLIRecordHabits(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	spin := testutil.Start(t, "sh", "-c", "while :; do :; done")
+	spin := cpuHog(t)
 	pid := strconv.Itoa(spin.Process.Pid)
 
 	start := time.Now()
@@ -184,8 +184,7 @@ func TestCompletionBash(t *testing.T) {
 	rc := filepath.Join(dir, "bashrc")
 	os.WriteFile(rc, []byte(fmt.Sprintf("PS1='$ '\nPATH=%s:$PATH\nsource %s\nsource %s\n", filepath.Dir(bin), bashCompletion, script)), 0o644)
 	// An empty directory, so that file names cannot complete "rec".
-	home := filepath.Join(dir, "empty")
-	os.Mkdir(home, 0o755)
+	home := mkdir(t, dir, "empty")
 	tm("new-session", "-d", "-c", home, "-x", "200", "-y", "20", "bash", "--noprofile", "--rcfile", rc, "-i")
 	defer exec.Command(tmux, "-L", sock, "kill-server").Run()
 	screen := func(want string) string {

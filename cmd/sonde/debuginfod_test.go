@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,8 +23,7 @@ func TestDebuginfodNamesAStrippedBinary(t *testing.T) {
 	testutil.RequireTool(t, "debuginfod", "debuginfod")
 	testutil.RequireTool(t, "objcopy", "binutils")
 	dir, full := testutil.Workload(t, "work", []string{"work.c"})
-	srv := filepath.Join(dir, "srv")
-	os.Mkdir(srv, 0o755)
+	srv := mkdir(t, dir, "srv")
 	bin := filepath.Join(dir, "ledger")
 	for _, args := range [][]string{
 		{"objcopy", "--only-keep-debug", full, filepath.Join(srv, "work.debug")},

@@ -152,10 +152,8 @@ type diffJSON []struct {
 func TestDiffKnapsack(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "slow"), 0o755)
-	os.MkdirAll(filepath.Join(dir, "fast"), 0o755)
-	slow := buildExample(t, filepath.Join(dir, "slow"), "knapsack", "knapsack/knapsack.c")
-	fast := buildExample(t, filepath.Join(dir, "fast"), "knapsack", "knapsack/knapsack.c", "-DIMPROVED")
+	slow := buildExample(t, mkdir(t, dir, "slow"), "knapsack", "knapsack/knapsack.c")
+	fast := buildExample(t, mkdir(t, dir, "fast"), "knapsack", "knapsack/knapsack.c", "-DIMPROVED")
 	testutil.MustRun(t, dir, "record", "-q", "-F", "4999", "-g", "-o", "slow.data", "--", slow)
 	testutil.MustRun(t, dir, "record", "-q", "-F", "4999", "-g", "-o", "fast.data", "--", fast)
 	r := testutil.MustRun(t, dir, "diff", "slow.data", "fast.data", "--json")

@@ -21,7 +21,7 @@ import (
 // each, a CPU hog beside.
 func TestFirstEventsOfACommand(t *testing.T) {
 	dir, bin := testutil.Workload(t, "first", []string{"first.c"}, "-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls")
-	testutil.Start(t, "sh", "-c", "while :; do :; done")
+	cpuHog(t)
 	cases := []struct {
 		tool string
 		args []string // before -- CMD
@@ -47,7 +47,7 @@ func TestFirstEventsOfACommand(t *testing.T) {
 				if rr.Code != 0 {
 					t.Fatalf("sonde %v: exit %d\n%s", args, rr.Code, rr.Stderr)
 				}
-				out := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+				out := foldedOf(t, dir, data)
 				u := firstStacks(t, out, c.fn)
 				t.Logf("run %d: %d units of work through %s, %d before or after main, %d wrong", run, u.work, c.fn, u.outside, u.wrong)
 				if u.work < c.want || u.wrong > 0 {

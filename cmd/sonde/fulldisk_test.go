@@ -23,8 +23,7 @@ import (
 func TestFullDisk(t *testing.T) {
 	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	testutil.MustRun(t, dir, "record", "-q", "-g", "-o", "rec.data", "--", "./work", "30")
-	full := filepath.Join(dir, "full")
-	os.Mkdir(full, 0o755)
+	full := mkdir(t, dir, "full")
 	if err := unix.Mount("tmpfs", full, "tmpfs", 0, "size=64k"); err != nil {
 		t.Fatalf("mounting a small tmpfs: %v", err)
 	}

@@ -62,19 +62,19 @@ func foldedStacks(t *testing.T, out string) map[string]uint64 {
 func TestGoStacksReachRoots(t *testing.T) {
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, bin := testutil.GoWorkload(t, "gostacks", "gostacks")
-	testutil.Start(t, "sh", "-c", "while :; do :; done")
+	cpuHog(t)
 	for _, mode := range []string{"cpu", "timers", "gc"} {
 		t.Run(mode, func(t *testing.T) {
 			data := dir + "/" + mode + ".data"
 			testutil.MustRun(t, dir, "record", "-q", "-g", "-F", "999", "-o", data, "--", bin, mode, "2")
-			sf := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+			sf := foldedOf(t, dir, data)
 			rooted, total, invented := goUserStacks(t, sf)
 
 			pdata := dir + "/" + mode + ".perf"
 			if out, err := exec.Command(perfBin, "record", "-q", "--call-graph", "fp", "-F", "999", "-o", pdata, "--", bin, mode, "2").CombinedOutput(); err != nil {
 				t.Fatalf("perf record: %v\n%s", err, out)
 			}
-			pf := testutil.MustRun(t, dir, "flamegraph", "-i", pdata, "--format", "folded").Stdout
+			pf := foldedOf(t, dir, pdata)
 			prooted, ptotal, _ := goUserStacks(t, pf)
 
 			share, pshare := pct(rooted, total), pct(prooted, ptotal)

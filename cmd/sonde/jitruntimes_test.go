@@ -20,7 +20,7 @@ import (
 // runs Java on): JIT frames named and the stacks through them whole.
 func jitShare(t *testing.T, dir, data, fn string) (named, whole float64) {
 	t.Helper()
-	folded := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+	folded := foldedOf(t, dir, data)
 	var total, hit, reach float64
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
 		i := strings.LastIndexByte(l, ' ')

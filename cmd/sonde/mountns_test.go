@@ -16,10 +16,7 @@ import (
 func TestRecordNamesAProgramOfAnotherMountNamespace(t *testing.T) {
 	testutil.RequireTool(t, "unshare", "util-linux")
 	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
-	root := filepath.Join(dir, "nsroot")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root := mkdir(t, dir, "nsroot")
 	script := fmt.Sprintf("mount -t tmpfs none %[1]s && cp %[2]s %[1]s/innerhot && exec %[1]s/innerhot 1s", root, bin)
 	// With -g the unwinder holds the file for its tables; without it only
 	// the recording's own hold keeps it reachable after the exit.

@@ -75,9 +75,7 @@ func buildIDCache(t *testing.T) string {
 // (build-id cache, --symfs) is to find it.
 func placeWorkELF(t *testing.T, path string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, filepath.Dir(path), "")
 	elf, err := os.ReadFile(perfFixture("work.elf"))
 	if err != nil {
 		t.Fatal(err)
@@ -427,10 +425,7 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// perf record fills $HOME/.debug, its build-id cache: keep it aside.
-	home := filepath.Join(dir, "home")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	home := mkdir(t, dir, "home")
 	env := []string{"HOME=" + home}
 	perf := func(stdout *os.File, args ...string) []byte {
 		t.Helper()

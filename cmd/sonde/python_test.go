@@ -46,6 +46,55 @@ func pythons(t *testing.T) map[string]string {
 	return m
 }
 
+// eachPython runs fn as a subtest per CPython here (pythons), with the
+// path of testdata/SCRIPT.
+func eachPython(t *testing.T, script string, fn func(t *testing.T, name, py, script string)) {
+	t.Helper()
+	testutil.RequirePrivileged(t)
+	script = filepath.Join(testutil.RepoRoot(), "testdata", script)
+	for name, py := range pythons(t) {
+		t.Run(name, func(t *testing.T) { fn(t, name, py, script) })
+	}
+}
+
+// debianPython is Debian's CPython 3.11, the one interpreter of the tests
+// that need only one; they skip without it.
+func debianPython(t *testing.T) string {
+	t.Helper()
+	testutil.RequirePrivileged(t)
+	py := "/usr/bin/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip(err)
+	}
+	return py
+}
+
+// checkPyWork checks the stacks of testdata/pywork.py, whose alpha_py,
+// beta_py and gamma_py do 50/30/20 of the work: at least tenths/10 of
+// all samples in the three (else it stops the test, showing stderr), and
+// each one's share of those within 3 points. It returns the samples in
+// the three and those of them that also hold the interpreter's eval loop
+// and main.
+func checkPyWork(t *testing.T, what string, st map[string]uint64, tenths uint64, stderr string) (any, native uint64) {
+	t.Helper()
+	in, native, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
+	var total uint64
+	for _, n := range st {
+		total += n
+	}
+	t.Logf("%s: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%), %d of those with the eval loop and main",
+		what, total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any), native)
+	if any < total*tenths/10 {
+		t.Fatalf("%s: only %d of %d samples name alpha_py, beta_py or gamma_py\n%s", what, any, total, stderr)
+	}
+	for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
+		if got := pct(in[fn], any); got < want-3 || got > want+3 {
+			t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
+		}
+	}
+	return any, native
+}
+
 // pyShares are the samples whose stack holds each of fns (inclusive),
 // how many of those also hold native frames of the interpreter (its
 // eval loop and its main), and the samples holding any of fns.
@@ -78,44 +127,23 @@ func pyShares(st map[string]uint64, fns ...string) (in map[string]uint64, native
 // loop, main), and report --sort srcline --no-children puts a line of
 // step() (where the work is) first among the script's lines.
 func TestRecordNamesPythonFunctions(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			data := filepath.Join(dir, "py.data")
-			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "3")
-			f := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded")
-			st := folded(t, f.Stdout)
-			in, native, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
-			var total uint64
-			for _, n := range st {
-				total += n
-			}
-			t.Logf("%s: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%), %d of those with the eval loop and main",
-				name, total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any), native)
-			if any < total/2 {
-				t.Fatalf("only %d of %d samples name alpha_py, beta_py or gamma_py\n%s", any, total, r.Stderr)
-			}
-			for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
-				if got := pct(in[fn], any); got < want-3 || got > want+3 {
-					t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
-				}
-			}
-			if pct(native, any) < 95 {
-				t.Errorf("%d of %d samples in the Python functions hold the eval loop and main, want ≥ 95%%", native, any)
-			}
-			rep := testutil.MustRun(t, dir, "report", "-i", data, "--sort", "srcline", "--no-children", "-g", "none")
-			top := regexp.MustCompile(`pywork\.py:(\d+)`).FindStringSubmatch(rep.Stdout)
-			if top == nil {
-				t.Fatalf("report --sort srcline names no line of pywork.py:\n%s", rep.Stdout)
-			}
-			if l, _ := strconv.Atoi(top[1]); l < 10 || l > 13 {
-				t.Errorf("the first pywork.py line in report --sort srcline --no-children is %s, want one of step's (10–13)", top[0])
-			}
-			t.Logf("%s: first Python line by srcline: %s", name, top[0])
-		})
-	}
+	eachPython(t, "pywork.py", func(t *testing.T, name, py, script string) {
+		dir := t.TempDir()
+		st, stderr := recordFolded(t, dir, "py", "-g", "-F", "999", "--", py, script, "3")
+		any, native := checkPyWork(t, name, st, 5, stderr)
+		if pct(native, any) < 95 {
+			t.Errorf("%d of %d samples in the Python functions hold the eval loop and main, want ≥ 95%%", native, any)
+		}
+		rep := testutil.MustRun(t, dir, "report", "-i", filepath.Join(dir, "py.data"), "--sort", "srcline", "--no-children", "-g", "none")
+		top := regexp.MustCompile(`pywork\.py:(\d+)`).FindStringSubmatch(rep.Stdout)
+		if top == nil {
+			t.Fatalf("report --sort srcline names no line of pywork.py:\n%s", rep.Stdout)
+		}
+		if l, _ := strconv.Atoi(top[1]); l < 10 || l > 13 {
+			t.Errorf("the first pywork.py line in report --sort srcline --no-children is %s, want one of step's (10–13)", top[0])
+		}
+		t.Logf("%s: first Python line by srcline: %s", name, top[0])
+	})
 }
 
 // evalLoop is the interpreter's eval loop, the native frame Python frames sit on.
@@ -125,37 +153,24 @@ var evalLoop = regexp.MustCompile(`^_PyEval_EvalFrameDefault$`)
 // sleeps in time.sleep inside sleepy_py: the blocked time's stacks name
 // sleepy_py under main, on each CPython here.
 func TestOffcpuNamesPythonFunction(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	script := filepath.Join(testutil.RepoRoot(), "testdata", "pysleep.py")
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			cmd := exec.Command(py, script, "30")
-			out, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("pysleep.py: %q %v", line, err)
-			}
-			o := offcpuRun(t, dir, "offcpu", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
-			var in, total float64
-			for _, s := range o.Stacks {
-				total += s.BlockedNS
-				for i, f := range s.Frames {
-					if f.Sym == "sleepy_py" && hasFrame(s.Frames[i+1:], evalLoop, false) {
-						in += s.BlockedNS
-						break
-					}
+	eachPython(t, "pysleep.py", func(t *testing.T, name, py, _ string) {
+		cmd := startPython(t, py, "pysleep.py", "30")
+		o := offcpuRun(t, t.TempDir(), "offcpu", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+		var in, total float64
+		for _, s := range o.Stacks {
+			total += s.BlockedNS
+			for i, f := range s.Frames {
+				if f.Sym == "sleepy_py" && hasFrame(s.Frames[i+1:], evalLoop, false) {
+					in += s.BlockedNS
+					break
 				}
 			}
-			t.Logf("%s: %.0f of %.0f ns blocked in sleepy_py above the eval loop (%.1f%%)", name, in, total, 100*in/max(total, 1))
-			if total == 0 || in/total < 0.9 {
-				t.Errorf("sleepy_py above the eval loop holds %.1f%% of the blocked time, want ≥ 90%%", 100*in/max(total, 1))
-			}
-		})
-	}
+		}
+		t.Logf("%s: %.0f of %.0f ns blocked in sleepy_py above the eval loop (%.1f%%)", name, in, total, 100*in/max(total, 1))
+		if total == 0 || in/total < 0.9 {
+			t.Errorf("sleepy_py above the eval loop holds %.1f%% of the blocked time, want ≥ 90%%", 100*in/max(total, 1))
+		}
+	})
 }
 
 // TestProfileNamesPythonAfterExit: profile of a Python command reports
@@ -163,29 +178,10 @@ func TestOffcpuNamesPythonFunction(t *testing.T) {
 // functions are still named (read while it ran, as its stacks were
 // drained), with the 50/30/20 split.
 func TestProfileNamesPythonAfterExit(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	py := "/usr/bin/python3.11"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip(err)
-	}
+	py := debianPython(t)
 	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
 	r := testutil.MustRun(t, t.TempDir(), "profile", "-F", "999", "--folded", "--", py, script, "2")
-	st := folded(t, r.Stdout)
-	in, _, any := pyShares(st, "alpha_py", "beta_py", "gamma_py")
-	var total uint64
-	for _, n := range st {
-		total += n
-	}
-	t.Logf("profile -- python3.11: %d samples, %d in the three functions (alpha %.1f%%, beta %.1f%%, gamma %.1f%%)",
-		total, any, pct(in["alpha_py"], any), pct(in["beta_py"], any), pct(in["gamma_py"], any))
-	if any < total*9/10 {
-		t.Fatalf("only %d of %d samples name alpha_py, beta_py or gamma_py after the process exited\n%s", any, total, r.Stderr)
-	}
-	for fn, want := range map[string]float64{"alpha_py": 50, "beta_py": 30, "gamma_py": 20} {
-		if got := pct(in[fn], any); got < want-3 || got > want+3 {
-			t.Errorf("%s holds %.1f%% of the samples in the three, want %.0f ± 3", fn, got, want)
-		}
-	}
+	checkPyWork(t, "profile -- python3.11, after the process exited", folded(t, r.Stdout), 9, r.Stderr)
 }
 
 // startPython runs a testdata script under py and waits for its "ready".
@@ -246,11 +242,7 @@ func TestMemleakNamesPythonFunction(t *testing.T) {
 // of a CPython started before it and of one started during it (its
 // command).
 func TestRecordAllPythonProcesses(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	py := "/usr/bin/python3.11"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip(err)
-	}
+	py := debianPython(t)
 	before := startPython(t, py, "pywork.py", "60")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "all.data")
@@ -280,52 +272,41 @@ func TestRecordAllPythonProcesses(t *testing.T) {
 // holds at least a quarter of the samples in work), on each CPython here
 // (3.10 finds threads by pthread_self, later versions by native id).
 func TestRecordPythonThreads(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	script := filepath.Join(testutil.RepoRoot(), "testdata", "pythreads.py")
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			data := filepath.Join(dir, "threads.data")
-			testutil.MustRun(t, dir, "record", "-q", "-o", data, "-g", "-F", "499", "--", py, script, "2")
-			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
-			var a, b, both, work uint64
-			for s, n := range st {
-				frames := strings.Split(s, ";")
-				if !contains(frames, "work") {
-					continue
-				}
-				work += n
-				inA, inB := contains(frames, "thread_a_py"), contains(frames, "main_b_py")
-				switch {
-				case inA && inB:
-					both += n
-				case inA:
-					a += n
-				case inB:
-					b += n
-				}
+	eachPython(t, "pythreads.py", func(t *testing.T, name, py, script string) {
+		st, _ := recordFolded(t, t.TempDir(), "threads", "-q", "-g", "-F", "499", "--", py, script, "2")
+		var a, b, both, work uint64
+		for s, n := range st {
+			frames := strings.Split(s, ";")
+			if !contains(frames, "work") {
+				continue
 			}
-			t.Logf("%s: %d samples in work: %d under thread_a_py, %d under main_b_py, %d under both", name, work, a, b, both)
-			if both > 0 || a < work/4 || b < work/4 {
-				t.Errorf("want each thread's function over a quarter of work's %d samples and none under both: %d, %d, %d", work, a, b, both)
+			work += n
+			inA, inB := contains(frames, "thread_a_py"), contains(frames, "main_b_py")
+			switch {
+			case inA && inB:
+				both += n
+			case inA:
+				a += n
+			case inB:
+				b += n
 			}
-		})
-	}
+		}
+		t.Logf("%s: %d samples in work: %d under thread_a_py, %d under main_b_py, %d under both", name, work, a, b, both)
+		if both > 0 || a < work/4 || b < work/4 {
+			t.Errorf("want each thread's function over a quarter of work's %d samples and none under both: %d, %d, %d", work, a, b, both)
+		}
+	})
 }
 
 // TestNoInterpLeavesPythonOut: --no-interp gives the interpreter's C
 // frames only, in record and profile.
 func TestNoInterpLeavesPythonOut(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	py := "/usr/bin/python3.11"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip(err)
-	}
+	py := debianPython(t)
 	script := filepath.Join(testutil.RepoRoot(), "testdata", "pywork.py")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "noint.data")
 	testutil.MustRun(t, dir, "record", "-q", "-o", data, "-g", "-F", "499", "--no-interp", "--", py, script, "1")
-	rec := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout
+	rec := foldedOf(t, dir, data)
 	prof := testutil.MustRun(t, dir, "profile", "-F", "499", "--no-interp", "--folded", "--", py, script, "1").Stdout
 	for tool, out := range map[string]string{"record": rec, "profile": prof} {
 		if strings.Contains(out, "alpha_py") || !strings.Contains(out, "_PyEval_EvalFrameDefault") {

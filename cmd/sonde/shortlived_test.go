@@ -198,7 +198,7 @@ func perfShortSamples(out string) []shortSample {
 // is printed beside.
 func TestRecordAllShortLivedProcesses(t *testing.T) {
 	dir, bin := testutil.Workload(t, "first", []string{"first.c"}, "-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls")
-	testutil.Start(t, "sh", "-c", "while :; do :; done")
+	cpuHog(t)
 
 	pidFile := filepath.Join(dir, "sonde-pids.txt")
 	data := filepath.Join(dir, "short.data")

@@ -272,10 +272,7 @@ func (s *syncBuf) String() string {
 func TestDeletedDirectory(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	gone := filepath.Join(dir, "gone")
-	if err := os.Mkdir(gone, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	gone := mkdir(t, dir, "gone")
 	work := testutil.BuildC(t, gone, "split", []string{"work.c"})
 	ticker := testutil.BuildC(t, gone, "ticker", []string{"ticker.c"})
 	start := func(args ...string) *exec.Cmd { return testutil.Start(t, args[0], args[1:]...) }

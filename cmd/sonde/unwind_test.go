@@ -462,14 +462,13 @@ func TestProfileShortLivedChildren(t *testing.T) {
 
 // record -g goes through the same walker (--call-graph auto).
 
-// recordFolded records args (after "record -q -o FILE") and returns the
+// recordFolded records args (after "record -o DIR/NAME.data") and returns the
 // folded stacks and record's stderr.
 func recordFolded(t *testing.T, dir, name string, args ...string) (map[string]uint64, string) {
 	t.Helper()
 	data := filepath.Join(dir, name+".data")
 	r := testutil.MustRun(t, dir, append([]string{"record", "-o", data}, args...)...)
-	f := testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded")
-	return folded(t, f.Stdout), r.Stderr
+	return folded(t, foldedOf(t, dir, data)), r.Stderr
 }
 
 // TestRecordUnwindsWithoutFramePointers: record -g (auto) on main →

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
@@ -16,36 +17,55 @@ import (
 // wait with -O) as a histogram, overall or per process or thread.
 func newCpudistCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true}
-	var pids, tids, offcpu bool
+	var offcpu bool
+	var sf splitFlags
 	cmd := l.Command(cli.Doc("cpudist", &cobra.Command{}), "measure only this process")
 	f := cmd.Flags()
 	f.BoolVarP(&offcpu, "offcpu", "O", false, "time off the CPU between runs instead of on it")
-	f.BoolVarP(&pids, "pids", "P", false, "one distribution per process")
-	f.BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
-	cli.Conflicting(f, "pids", "tids", "choose one split")
+	sf.add(f)
 	remote.MarkValues(f, "offcpu")
 	cmd.RunE = l.RunE("tracing CPU time per run", func(ctx context.Context, tgt string, _ []string) error {
 		do := l.DistOptions
 		o := cpudist.Options{Pid: l.Pid, OffCPU: offcpu, Duration: l.Duration, Interval: l.Interval}
-		split := dist.All
-		if pids {
-			o.Split, split = cpudist.SplitPid, dist.ByProcess
-		}
-		if tids {
-			o.Split, split = cpudist.SplitTid, dist.ByThread
-		}
-		comm := func(id uint32) string { return procfs.Comm(int(id), int(id)) }
+		var split dist.Split
+		o.Split, split = splitOf(sf, cpudist.SplitPid, cpudist.SplitTid)
 		o.OnInterval = func(g map[uint32]*cpudist.Group) {
-			l.W.Interval(dist.NewCPURuns(do, tgt, offcpu, split, runsOf(g), comm, 0, 0, l.Lap()))
+			l.W.Interval(dist.NewCPURuns(do, tgt, offcpu, split, runsOf(g), splitComm, 0, 0, l.Lap()))
 		}
 		res, err := cpudist.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.W.Final(dist.NewCPURuns(do, tgt, offcpu, split, runsOf(res.Groups), comm, res.Unknown, res.LostMap, l.Span(res.Elapsed)))
+		return l.W.Final(dist.NewCPURuns(do, tgt, offcpu, split, runsOf(res.Groups), splitComm, res.Unknown, res.LostMap, l.Span(res.Elapsed)))
 	})
 	return cmd
 }
+
+// splitFlags are -P/--pids and -L/--tids (bcc's letters): cpudist's and
+// runqlat's split of their distributions.
+type splitFlags struct{ pids, tids bool }
+
+func (sf *splitFlags) add(f *pflag.FlagSet) {
+	f.BoolVarP(&sf.pids, "pids", "P", false, "one distribution per process")
+	f.BoolVarP(&sf.tids, "tids", "L", false, "one distribution per thread")
+	cli.Conflicting(f, "pids", "tids", "choose one split")
+}
+
+// splitOf is the tool's split (its zero value: none; perPid, perTid) and
+// the view's, as the flags ask.
+func splitOf[S any](sf splitFlags, perPid, perTid S) (S, dist.Split) {
+	var none S
+	switch {
+	case sf.tids:
+		return perTid, dist.ByThread
+	case sf.pids:
+		return perPid, dist.ByProcess
+	}
+	return none, dist.All
+}
+
+// splitComm names the process or thread id of a split, as the view asks.
+func splitComm(id uint32) string { return procfs.Comm(int(id), int(id)) }
 
 // runsOf hands cpudist's groups to the view.
 func runsOf(g map[uint32]*cpudist.Group) map[uint32]dist.Runs {

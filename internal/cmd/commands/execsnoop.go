@@ -1,13 +1,11 @@
 package commands
 
 import (
-	"cmp"
 	"context"
-	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
 	"github.com/sonde-dev/sonde/internal/tools/execsnoop"
 )
@@ -16,47 +14,22 @@ import (
 // JSON Lines with --json; the counts and losses end the text on stdout
 // (on stderr with --json, whose lines are execs only).
 func newExecsnoopCmd() *cobra.Command {
-	l := &cli.Live{}
 	var o execsnoop.Options
-	var timestamps bool
-	cmd := l.Command(cli.Doc("execsnoop", &cobra.Command{Args: cobra.NoArgs}), "")
-	f := cmd.Flags()
-	f.BoolVarP(&o.Fails, "fails", "x", false, "include execs that failed (with their errno)")
-	f.BoolVarP(&timestamps, "timestamp", "t", false, "print the time (seconds since boot) first")
-	f.StringSliceVar(&o.Comms, "comm", nil, "only execs whose new command name is one of these (comma-separated)")
-	remote.MarkValues(f, "fails", "timestamp")
-	cmd.RunE = l.RunE("", func(ctx context.Context, _ string, _ []string) error {
-		o.Duration = l.Duration
-		w := l.W
-		if !l.JSON {
-			execsnoop.Header(w, timestamps)
-			w.Flush()
-		}
-		var werr error
-		res, err := execsnoop.Run(ctx, o, func(x execsnoop.Exec) {
-			if l.JSON {
-				werr = cmp.Or(werr, x.WriteJSON(w))
-			} else {
-				x.WriteText(w, timestamps)
-			}
-			werr = cmp.Or(werr, w.Flush())
-		})
-		if err != nil {
-			return err
-		}
-		if l.JSON {
-			res.WriteFooter(os.Stderr)
-		} else {
-			res.WriteFooter(w)
-		}
-		return cmp.Or(werr, w.Flush())
-	})
-	return cmd
+	return snoopTool[execsnoop.Exec, *execsnoop.Result]{
+		name:  "execsnoop",
+		flags: snoopFlags{timeShort: "t", comm: "only execs whose new command name is one of these (comma-separated)"},
+		own: func(f *pflag.FlagSet) func(*cobra.Command, []string) error {
+			f.BoolVarP(&o.Fails, "fails", "x", false, "include execs that failed (with their errno)")
+			remote.MarkValues(f, "fails")
+			return nil
+		},
+		header: execsnoop.Header,
+		text:   execsnoop.Exec.WriteText,
+		run: func(ctx context.Context, sc snoopScope, out func(execsnoop.Exec)) (*execsnoop.Result, error) {
+			o.Comms, o.Duration = sc.Comms, sc.Duration
+			return execsnoop.Run(ctx, o, out)
+		},
+	}.command()
 }
 
-var _ = Register(Spec{Name: "execsnoop", Group: BPF, New: newExecsnoopCmd, JSON: []any{execsnoop.Exec{}}, Keys: execsnoop.Vocabulary, Remote: true,
-	Smoke: []string{"execsnoop", "-d", "1"},
-	BadInput: []BadInput{
-		{Name: "execsnoop_argument", Args: []string{"now"}, Code: 2, Want: `unknown command "now"|unexpected argument`},
-		{Name: "execsnoop_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s: want a positive duration`},
-	}})
+var _ = Register(snoopSpec("execsnoop", newExecsnoopCmd, execsnoop.Exec{}, execsnoop.Vocabulary))

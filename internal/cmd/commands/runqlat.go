@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
-	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 	"github.com/sonde-dev/sonde/internal/tools/runqlat"
 	"github.com/sonde-dev/sonde/internal/view/dist"
@@ -16,11 +15,9 @@ import (
 
 func newRunqlatCmd() *cobra.Command {
 	l := &cli.Live{Intervals: true, DurationArg: true, Dist: true, Cgroups: true}
-	var pids, tids bool
+	var sf splitFlags
 	cmd := l.Command(cli.Doc("runqlat", &cobra.Command{}), "measure only this process")
-	cmd.Flags().BoolVarP(&pids, "pids", "P", false, "one distribution per process")
-	cmd.Flags().BoolVarP(&tids, "tids", "L", false, "one distribution per thread")
-	cli.Conflicting(cmd.Flags(), "pids", "tids", "choose one split")
+	sf.add(cmd.Flags())
 	l.Check = func(_ *cobra.Command, args []string) error {
 		if len(args) == 2 { // bcc's runqlat INTERVAL COUNT
 			iv, err1 := cli.ParseDuration(args[0])
@@ -34,22 +31,16 @@ func newRunqlatCmd() *cobra.Command {
 	cmd.RunE = l.RunE("tracing run-queue latency", func(ctx context.Context, tgt string, _ []string) error {
 		do := l.DistOptions
 		o := runqlat.Options{Pid: l.Pid, Cgroup: l.Cgroup, Duration: l.Duration, Interval: l.Interval}
-		split := dist.All
-		if pids {
-			o.Split, split = runqlat.SplitPid, dist.ByProcess
-		}
-		if tids {
-			o.Split, split = runqlat.SplitTid, dist.ByThread
-		}
-		comm := func(id uint32) string { return procfs.Comm(int(id), int(id)) }
+		var split dist.Split
+		o.Split, split = splitOf(sf, runqlat.SplitPid, runqlat.SplitTid)
 		o.OnInterval = func(g map[uint32]*histogram.Hist) {
-			l.W.Interval(dist.NewRunQueue(do, tgt, split, g, comm, 0, 0, l.Lap()))
+			l.W.Interval(dist.NewRunQueue(do, tgt, split, g, splitComm, 0, 0, l.Lap()))
 		}
 		res, err := runqlat.Run(ctx, o)
 		if err != nil {
 			return err
 		}
-		return l.W.Final(dist.NewRunQueue(do, tgt, split, res.Groups, comm, res.Switches, res.Unknown, l.Span(res.Elapsed)))
+		return l.W.Final(dist.NewRunQueue(do, tgt, split, res.Groups, splitComm, res.Switches, res.Unknown, l.Span(res.Elapsed)))
 	})
 	return cmd
 }
