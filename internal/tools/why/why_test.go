@@ -130,13 +130,14 @@ func hasFrame(fs []Frame, name string) bool {
 	return false
 }
 
-// Seed 004: the workers' wait in poll under resolve_peer comes first, its
-// chain ends at the responder's sleep, and its share is the workers'
-// blocked time by schedstat within 2 points.
-func TestSeed004Resolver(t *testing.T) {
-	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
+// firstFinding runs the multithreaded testdata workload name with args
+// (it prints ready once set up) beside a CPU hog, measures it for 3 s,
+// checks the budgets, and logs finding 1's stack and chain.
+func firstFinding(t *testing.T, name string, args ...string) (measured, Finding) {
+	t.Helper()
+	_, bin := testutil.Workload(t, name, []string{name + ".c"}, "-pthread")
 	hog(t)
-	cmd := testutil.StartReady(t, bin, "4", "20")
+	cmd := testutil.StartReady(t, bin, args...)
 	m := measure(t, cmd.Cmd.Process.Pid, 3*time.Second)
 	m.checkBudgets(t)
 	f := m.rep.Findings[0]
@@ -144,6 +145,14 @@ func TestSeed004Resolver(t *testing.T) {
 	for _, l := range f.Chain {
 		t.Logf("chain: %s (%d) %s share %.2f woke from %s; waited %s", l.Comm, l.TID, l.Reason, l.Share, frameNames(l.Frames), frameNames(l.WaitFrames))
 	}
+	return m, f
+}
+
+// Seed 004: the workers' wait in poll under resolve_peer comes first, its
+// chain ends at the responder's sleep, and its share is the workers'
+// blocked time by schedstat within 2 points.
+func TestSeed004Resolver(t *testing.T) {
+	m, f := firstFinding(t, "whyserver", "4", "20")
 	if f.Kind != ReasonNet || f.Function != "resolve_peer" || !strings.Contains(f.Call, "poll") {
 		t.Fatalf("finding 1 is %s in %s under %s, want net in poll under resolve_peer", f.Kind, f.Call, f.Function)
 	}
@@ -165,16 +174,7 @@ func TestSeed004Resolver(t *testing.T) {
 // A lock convoy: the waiters' futex wait under take_lock comes first, and
 // its chain names the holder inside the lock (asleep in critical_section).
 func TestLockConvoy(t *testing.T) {
-	_, bin := testutil.Workload(t, "convoy", []string{"convoy.c"}, "-pthread")
-	hog(t)
-	cmd := testutil.StartReady(t, bin, "4", "10")
-	m := measure(t, cmd.Cmd.Process.Pid, 3*time.Second)
-	m.checkBudgets(t)
-	f := m.rep.Findings[0]
-	t.Logf("finding 1 stack: %s", frameNames(f.Frames))
-	for _, l := range f.Chain {
-		t.Logf("chain: %s (%d) %s share %.2f woke from %s; waited %s", l.Comm, l.TID, l.Reason, l.Share, frameNames(l.Frames), frameNames(l.WaitFrames))
-	}
+	_, f := firstFinding(t, "convoy", "4", "10")
 	if f.Kind != ReasonLock || f.Function != "take_lock" {
 		t.Fatalf("finding 1 is %s in %s under %s, want lock under take_lock", f.Kind, f.Call, f.Function)
 	}
