@@ -18,7 +18,6 @@
 #include "sonde_cgroup.h"
 #include "sonde_tp.h"
 #include "sonde_sock.h"
-#include "sonde_fd.h"
 #include "sonde_syscalls.h"
 #include "tcpconn.h"
 
@@ -132,10 +131,29 @@ struct file {
 	void *private_data; /* a socket's struct socket */
 } __attribute__((preserve_access_index));
 
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct files_struct *files;
+} __attribute__((preserve_access_index));
+
 /* The socket behind fd in the current task's file table; NULL when none. */
 static __always_inline struct sock *fd_sock(long fd)
 {
-	struct file *f = fd_file(fd);
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt || fd < 0 || (unsigned long)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), fds + fd);
 	if (!f)
 		return NULL;
 	struct socket *s = BPF_CORE_READ(f, private_data);
