@@ -278,3 +278,27 @@ func StartReady(t testing.TB, bin string, args ...string) *Piped {
 	}
 	return p
 }
+
+// Damaged is an input a reader must refuse, and what its error must say.
+type Damaged struct {
+	Name string
+	Data []byte
+	Want string
+}
+
+// Refuses checks that read refuses each damaged input with an error of
+// one line containing its Want.
+func Refuses(t *testing.T, read func(io.Reader) error, cases []Damaged) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			err := read(bytes.NewReader(c.Data))
+			if err == nil || !strings.Contains(err.Error(), c.Want) {
+				t.Fatalf("error %v, want one containing %q", err, c.Want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
