@@ -4,24 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"time"
 )
-
-// deepPy spins with its stack 20 Python frames deep (rec(19) and the
-// module's frame), for as long as the bench needs it.
-const deepPy = `import time
-def rec(d):
-    if d == 0:
-        s = 0
-        for i in range(20000):
-            s += i * i % 7
-        return s
-    return rec(d - 1)
-while True:
-    rec(19)
-`
 
 // pythonCost is what walking CPython frames costs per sample: the BPF time
 // of profile's programs per run (kernel.bpf_stats) at 999 Hz on a Python
@@ -38,12 +23,8 @@ func pythonCost(dir string) {
 		fmt.Printf("python cost: skipped (%s: %v)\n", py, err)
 		return
 	}
-	script := filepath.Join(dir, "deep.py")
-	if err := os.WriteFile(script, []byte(deepPy), 0o644); err != nil {
-		fmt.Println("python cost:", err)
-		return
-	}
-	target := exec.Command(py, script)
+	// Its stack is 20 Python frames deep for an hour, or until killed.
+	target := exec.Command(py, "testdata/pydeep.py", "3600")
 	if err := target.Start(); err != nil {
 		fmt.Println("python cost:", err)
 		return

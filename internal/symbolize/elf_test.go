@@ -149,24 +149,14 @@ func TestStrippedGoBinary(t *testing.T) {
 		return bin
 	}
 	full, stripped := build("full", ""), build("stripped", "-s -w")
-	ef, err := elf.Open(stripped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ef.Section(".symtab") != nil {
+	if testutil.OpenELF(t, stripped).Section(".symtab") != nil {
 		t.Fatal("-s left a .symtab")
 	}
-	ef.Close()
 	e, err := OpenELF(stripped, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ff, err := elf.Open(full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ff.Close()
-	syms, err := ff.Symbols()
+	syms, err := testutil.OpenELF(t, full).Symbols()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -229,4 +230,75 @@ func AliasKey(sym string) string {
 		sym = sym[:i]
 	}
 	return strings.TrimLeft(sym, "_")
+}
+
+// Piped is a workload the test drives: it writes to In and reads Out.
+type Piped struct {
+	Cmd *exec.Cmd
+	In  io.WriteCloser
+	Out *bufio.Reader
+}
+
+// StartPiped starts bin with args, its stdin and stdout piped to the
+// test; it is killed when the test ends.
+func StartPiped(t testing.TB, bin string, args ...string) *Piped {
+	t.Helper()
+	p := &Piped{Cmd: exec.Command(bin, args...)}
+	in, err := p.Cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Cmd.Process.Kill(); p.Cmd.Wait() })
+	p.In, p.Out = in, bufio.NewReader(out)
+	return p
+}
+
+// Line reads the workload's next line, without its newline ("" and the
+// error when it ended first).
+func (p *Piped) Line() (string, error) {
+	l, err := p.Out.ReadString('\n')
+	return strings.TrimSuffix(l, "\n"), err
+}
+
+// StartReady starts bin with args and waits for its first line, which
+// must be ready (a workload saying it is set up); it is killed when the
+// test ends.
+func StartReady(t testing.TB, bin string, args ...string) *Piped {
+	t.Helper()
+	p := StartPiped(t, bin, args...)
+	if l, err := p.Line(); l != "ready" {
+		t.Fatalf("%s printed %q (%v), not ready", bin, l, err)
+	}
+	return p
+}
+
+// Damaged is an input a reader must refuse, and what its error must say.
+type Damaged struct {
+	Name string
+	Data []byte
+	Want string
+}
+
+// Refuses checks that read refuses each damaged input with an error of
+// one line containing its Want.
+func Refuses(t *testing.T, read func(io.Reader) error, cases []Damaged) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			err := read(bytes.NewReader(c.Data))
+			if err == nil || !strings.Contains(err.Error(), c.Want) {
+				t.Fatalf("error %v, want one containing %q", err, c.Want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
 }

@@ -75,11 +75,7 @@ func buildClones(t *testing.T) (string, map[string]uint64) {
 
 func TestResolveClones(t *testing.T) {
 	bin, syms := buildClones(t)
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
+	ef := testutil.OpenELF(t, bin)
 	mainSym := elfSymbol(t, ef, "main")
 	tests := []struct {
 		name       string

@@ -1,7 +1,6 @@
 package python
 
 import (
-	"bufio"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -121,20 +120,12 @@ func compare(t *testing.T, l Layout, h map[string]uint64) {
 // then sleeps; it returns the process and its first output line.
 func running(t *testing.T, bin, script string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "-c", script)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	p := testutil.StartPiped(t, bin, "-c", script)
+	line, err := p.Line()
 	if err != nil {
 		t.Fatalf("%s: %v", bin, err)
 	}
-	return cmd, strings.TrimSpace(line)
+	return p.Cmd, strings.TrimSpace(line)
 }
 
 // TestOffsetsMatchHeaders: the layout Find gives each interpreter of this

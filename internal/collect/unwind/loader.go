@@ -738,6 +738,18 @@ func (l *Loader) RestoreExited(b interface{ Mmap(perf.Mmap) }, pid uint32) {
 	}
 }
 
+// Restorer is RestoreExited once per process: call it with each pid
+// before b first sees it. A nil l (no walker) restores nothing.
+func (l *Loader) Restorer(b interface{ Mmap(perf.Mmap) }) func(pid uint32) {
+	seen := map[uint32]bool{}
+	return func(pid uint32) {
+		if l != nil && !seen[pid] {
+			seen[pid] = true
+			l.RestoreExited(b, pid)
+		}
+	}
+}
+
 // FileOf names the file mapped at pc in process pid ("" if unknown).
 func (l *Loader) FileOf(pid uint32, pc uint64) string {
 	l.mu.Lock()

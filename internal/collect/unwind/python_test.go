@@ -16,21 +16,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-// deepPython is a pure-Python loop 20 Python frames deep (rec 20 times
-// and the module).
-const deepPython = `import time
-def rec(d):
-    if d == 0:
-        s = 0
-        for i in range(20000):
-            s += i * i % 7
-        return s
-    return rec(d - 1)
-end = time.time() + 60
-while time.time() < end:
-    rec(19)
-`
-
 // TestPythonWalkCost: the walker's cost per sample on python3.11 with its
 // stack 20 Python frames deep, with the Python frames taken and without
 // (the native walk), and what the Python walk costs the verifier (the
@@ -42,12 +27,8 @@ func TestPythonWalkCost(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip(err)
 	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "deep.py")
-	if err := os.WriteFile(script, []byte(deepPython), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := testutil.Start(t, py, script)
+	// 20 Python frames deep for 60 s.
+	cmd := testutil.Start(t, py, filepath.Join(testutil.RepoRoot(), "testdata/pydeep.py"), "60")
 	time.Sleep(300 * time.Millisecond) // past the interpreter's start
 	noPy := compileWalker(t, true)
 	for _, c := range []struct {

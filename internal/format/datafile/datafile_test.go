@@ -40,27 +40,19 @@ func TestReadErrors(t *testing.T) {
 	b := good.Bytes()
 	newer := append([]byte(nil), b...)
 	newer[8] = Version + 1
-	cases := []struct {
-		name string
-		data []byte
-		want string
-	}{
-		{"empty", nil, "too short"},
-		{"bad_magic", []byte("XXXXXXXXXXXXXXXXXXXXXXXX"), "bad magic"},
-		{"perf_data", []byte("PERFILE2xxxxxxxxxxxxxxxx"), "perf.data"},
-		{"newer", newer, "newer"},
-		{"truncated_header", b[:10], "too short"},
-		{"truncated_body", b[:len(b)-20], "truncated"},
-		{"zero_version", append([]byte("SONDEPRF\x00\x00\x00\x00"), b[12:]...), "version 0"},
+	read := func(r io.Reader) error {
+		_, err := Read(r)
+		return err
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(bytes.NewReader(c.data))
-			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
-				t.Errorf("error %v, want %q", err, c.want)
-			}
-		})
-	}
+	testutil.Refuses(t, read, []testutil.Damaged{
+		{Name: "empty", Data: nil, Want: "too short"},
+		{Name: "bad_magic", Data: []byte("XXXXXXXXXXXXXXXXXXXXXXXX"), Want: "bad magic"},
+		{Name: "perf_data", Data: []byte("PERFILE2xxxxxxxxxxxxxxxx"), Want: "perf.data"},
+		{Name: "newer", Data: newer, Want: "newer"},
+		{Name: "truncated_header", Data: b[:10], Want: "too short"},
+		{Name: "truncated_body", Data: b[:len(b)-20], Want: "truncated"},
+		{Name: "zero_version", Data: append([]byte("SONDEPRF\x00\x00\x00\x00"), b[12:]...), Want: "version 0"},
+	})
 }
 
 // FuzzRead feeds damaged data files to the reader: it must return an error

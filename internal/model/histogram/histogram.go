@@ -420,3 +420,15 @@ func (h *Hist) AddSlots(counts []uint64, sum, lo, hi uint64) {
 		h.oct[o][s] += k
 	}
 }
+
+// LogLinearValue is a representative value of a slot of the coarser
+// log-linear layout (log_linear_slot in bpf/include/sonde_bits.h: the
+// octave above 8 times 8, plus the top 3 bits below it): its middle.
+func LogLinearValue(slot uint32) uint64 {
+	if slot < 8 {
+		return uint64(slot)
+	}
+	msb, mant := slot>>3, uint64(slot&7)
+	lo := (8 + mant) << (msb - 3)
+	return lo + (uint64(1)<<(msb-3))/2
+}

@@ -315,3 +315,21 @@ func TestAddSlots(t *testing.T) {
 		t.Errorf("direct %+v\nslots  %+v", direct.Stats(), slots.Stats())
 	}
 }
+
+// LogLinearValue lands in the slot it stands for: log_linear_slot
+// (bpf/include/sonde_bits.h), written again here, puts it back there.
+func TestLogLinearValue(t *testing.T) {
+	slotOf := func(v uint64) uint32 {
+		if v < 8 {
+			return uint32(v)
+		}
+		msb := uint32(bits.Len64(v) - 1)
+		return msb<<3 | uint32(v>>(msb-3)&7)
+	}
+	for _, v := range []uint64{0, 7, 8, 9, 15, 16, 1000, 123456789, 1 << 40} {
+		s := slotOf(v)
+		if got := slotOf(LogLinearValue(s)); got != s {
+			t.Errorf("value %d: slot %d, its value %d is in slot %d", v, s, LogLinearValue(s), got)
+		}
+	}
+}

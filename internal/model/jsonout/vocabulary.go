@@ -34,6 +34,17 @@ var Vocabulary = map[string]string{
 	"group":       "the name of a row's group (process, key field value)",
 	"key":         "what pairs a start with its end: the field names, or one pair's field values",
 
+	// processes, system calls and connections (the bcc-style tools)
+	"ppid":   "the parent's process id",
+	"uid":    "the real user id of the process",
+	"ret":    "a system call's return value (negative: -errno)",
+	"errno":  "the name of the error a system call failed with (ENOENT)",
+	"family": "the IP version of a connection: 4 or 6",
+	"laddr":  "a connection's local address",
+	"lport":  "a connection's local port",
+	"raddr":  "a connection's remote address",
+	"rport":  "a connection's remote port",
+
 	// record and report
 	"recording":        "report: the data file's header (the rest of the keys in this block)",
 	"argv":             "the recorded command line",

@@ -12,7 +12,6 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
@@ -58,17 +57,6 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// slotValue is a representative length (ns) of a log-linear slot
-// (log_linear_slot in bpf/include/sonde_bits.h): its middle.
-func slotValue(slot uint32) uint64 {
-	if slot < 8 {
-		return uint64(slot)
-	}
-	msb, mant := slot>>3, uint64(slot&7)
-	lo := (8 + mant) << (msb - 3)
-	return lo + (uint64(1)<<(msb-3))/2
-}
-
 // Run measures until the duration passes or ctx ends.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps cpudistMaps
@@ -81,21 +69,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
-		if o.OnInterval == nil {
-			return nil
-		}
-		g, err := drain(maps.Hist, maps.Totals, true)
-		if err != nil {
-			return err
-		}
-		o.OnInterval(g)
-		return nil
-	}})
-	if err != nil {
-		return nil, err
-	}
-	g, err := drain(maps.Hist, maps.Totals, false)
+	read := func(reset bool) (map[uint32]*Group, error) { return drain(maps.Hist, maps.Totals, reset) }
+	g, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +97,7 @@ func drain(hist, totals *ebpf.Map, reset bool) (map[uint32]*Group, error) {
 	var c uint64
 	var keys []cpudistCpudistKey
 	for it := hist.Iterate(); it.Next(&k, &c); {
-		group(k.Group).Hist.AddN(slotValue(k.Slot), c)
+		group(k.Group).Hist.AddN(histogram.LogLinearValue(k.Slot), c)
 		keys = append(keys, k)
 	}
 	var id uint32

@@ -1,7 +1,6 @@
 package cpudist_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -77,20 +76,10 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	dir := t.TempDir()
 	bin := testutil.BuildC(t, dir, "cpuwork", []string{filepath.Join(testutil.RepoRoot(), "internal/tools/cpudist/testdata/cpuwork.c")})
 	const n = 50
-	work := exec.Command(bin, strconv.Itoa(n))
-	in, _ := work.StdinPipe()
-	out, _ := work.StdoutPipe()
-	if err := work.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer work.Process.Kill()
-	pid := work.Process.Pid
-	rd := bufio.NewReader(out)
 	// Started and blocked in its read of stdin: not running when tracing
 	// begins, so its first run is seen from its start.
-	if l, err := rd.ReadString('\n'); l != "ready\n" {
-		t.Fatalf("cpuwork printed %q (%v)", l, err)
-	}
+	work := testutil.StartReady(t, bin, strconv.Itoa(n))
+	pid := work.Cmd.Process.Pid
 	waitBlocked(t, pid)
 
 	peer := exec.Command(peerBin, "-p", strconv.Itoa(pid))
@@ -120,8 +109,8 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	testutil.WaitBPFLinks(t, peer.Process.Pid, 1, 30*time.Second)
 
 	before, switched := onCPU(t, pid), switches(t, pid)
-	fmt.Fprintln(in, "go")
-	if l, err := rd.ReadString('\n'); l != "done\n" {
+	fmt.Fprintln(work.In, "go")
+	if l, err := work.Line(); l != "done" {
 		t.Fatalf("cpuwork printed %q (%v)", l, err)
 	}
 	waitBlocked(t, pid)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -42,10 +42,6 @@ type Exec struct {
 // Vocabulary is what execsnoop's JSON keys mean beyond the shared
 // vocabulary (internal/model/jsonout); docs/execsnoop.md says the same.
 var Vocabulary = map[string]string{
-	"ppid":     "the parent's process id",
-	"uid":      "the real user id of the process",
-	"ret":      "a system call's return value (negative: -errno)",
-	"errno":    "the name of the error a system call failed with (ENOENT)",
 	"argv_cut": "execsnoop: the argument list was longer than what was kept (20 arguments of 127 bytes)",
 }
 
@@ -58,18 +54,18 @@ type Lost struct {
 
 func (l Lost) total() uint64 { return l.InFlight + l.Ring }
 
-// Result of a run.
+// Result of a run: the execs read and shown, and what was lost.
 type Result struct {
-	Execs, Shown uint64
-	Lost         Lost
-	Elapsed      time.Duration
+	bpfskel.Tally
+	Lost Lost
 }
 
 // Run reports each exec to out as its execve returns, until the duration
 // passes or ctx ends.
 func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 	var maps execsnoopMaps
-	s, err := bpfskel.Open(bpfskel.Tool{
+	res := &Result{}
+	tool := bpfskel.Tool{
 		Name: "exec tracer", Spec: loadExecsnoop, Maps: &maps,
 		Hooks: []bpfskel.Hook{
 			bpfskel.TracepointHook("syscalls", "sys_exit_execve", execsnoopProgExitExecve),
@@ -77,47 +73,26 @@ func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 			bpfskel.TracepointHook("syscalls", "sys_enter_execve", execsnoopProgEnterExecve),
 			bpfskel.TracepointHook("syscalls", "sys_enter_execveat", execsnoopProgEnterExecveat),
 		},
-	})
-	if err != nil {
-		return nil, err
 	}
-	defer s.Close()
-	res := &Result{}
-	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e, ok := eventOf(raw)
-		if !ok {
-			return
-		}
-		res.Execs++
-		if x := execOf(e); o.keep(x) {
-			res.Shown++
-			out(x)
-		}
-	})
-	if err != nil {
+	st := bpfskel.Stream[execsnoopExecsnoopEvent, Exec]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost,
+		Duration: o.Duration, Decode: eventOf}
+	var err error
+	if res.Tally, err = st.Run(ctx, tool, execOf, o.keep, out); err != nil {
 		return nil, err
-	}
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	if err != nil {
-		return nil, err
-	}
-	res.Elapsed = run.Elapsed
-	if err := maps.Lost.Read(&res.Lost); err != nil {
-		return nil, fmt.Errorf("reading the lost counters: %w", err)
 	}
 	return res, nil
 }
 
 // eventOf reads a record: the program sends only the argument slots in
 // use, so the rest of the event stays zero.
-func eventOf(raw []byte) (*execsnoopExecsnoopEvent, bool) {
+func eventOf(raw []byte) *execsnoopExecsnoopEvent {
 	var e execsnoopExecsnoopEvent
 	head := int(unsafe.Offsetof(e.Argv))
 	if len(raw) < head {
-		return nil, false
+		return nil
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), unsafe.Sizeof(e)), raw)
-	return &e, true
+	return &e
 }
 
 func execOf(e *execsnoopExecsnoopEvent) Exec {
@@ -132,18 +107,7 @@ func execOf(e *execsnoopExecsnoopEvent) Exec {
 }
 
 func (o Options) keep(x Exec) bool {
-	if !o.Fails && x.Ret != 0 {
-		return false
-	}
-	if len(o.Comms) == 0 {
-		return true
-	}
-	for _, c := range o.Comms {
-		if c == x.Comm {
-			return true
-		}
-	}
-	return false
+	return (o.Fails || x.Ret == 0) && (len(o.Comms) == 0 || slices.Contains(o.Comms, x.Comm))
 }
 
 // Header is the text view's first line, as bcc's execsnoop prints it
@@ -172,6 +136,6 @@ func (x Exec) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many execs, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %d execs (%d shown) in %s, %d lost (in-flight map full %d, ring full %d)\n",
-		r.Execs, r.Shown, r.Elapsed.Round(time.Millisecond), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
+	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n",
+		r.Summary("execs"), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -46,7 +46,6 @@ type Exit struct {
 // Vocabulary is what exitsnoop's JSON keys mean beyond the shared
 // vocabulary (internal/model/jsonout); docs/exitsnoop.md says the same.
 var Vocabulary = map[string]string{
-	"ppid":        "the parent's process id",
 	"age_ns":      "exitsnoop: how long the process (or thread) lived, from fork to exit, in nanoseconds",
 	"code":        "exitsnoop: the exit code the process passed to exit (0 when a signal ended it)",
 	"signal":      "exitsnoop: the number of the signal that ended the process",
@@ -60,51 +59,29 @@ type Lost struct {
 	Ring uint64 `counter:"EXITSNOOP_LOST_RING"` // the ring buffer was full
 }
 
-// Result of a run.
+// Result of a run: the exits read and shown, and what was lost.
 type Result struct {
-	Exits, Shown uint64
-	Lost         Lost
-	Elapsed      time.Duration
+	bpfskel.Tally
+	Lost Lost
 }
 
 // Run reports each exit to out as it happens, until the duration passes or
 // ctx ends.
 func Run(ctx context.Context, o Options, out func(Exit)) (*Result, error) {
 	var maps exitsnoopMaps
-	s, err := bpfskel.Open(bpfskel.Tool{Cgroup: o.Cgroup,
+	res := &Result{}
+	tool := bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: "exit tracer", Spec: loadExitsnoop, Maps: &maps,
 		Consts: map[string]any{
 			exitsnoopVarTargetPid: uint32(o.Pid),
 			exitsnoopVarPerThread: o.PerThread, exitsnoopVarFailedOnly: o.Failed,
 		},
 		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("sched_process_exit", exitsnoopProgTpBtfExit, exitsnoopProgRawExit)},
-	})
-	if err != nil {
-		return nil, err
 	}
-	defer s.Close()
-	res := &Result{}
-	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[exitsnoopExitsnoopEvent](raw)
-		if e == nil {
-			return
-		}
-		res.Exits++
-		if x := exitOf(e); o.keep(x) {
-			res.Shown++
-			out(x)
-		}
-	})
-	if err != nil {
+	st := bpfskel.Stream[exitsnoopExitsnoopEvent, Exit]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost, Duration: o.Duration}
+	var err error
+	if res.Tally, err = st.Run(ctx, tool, exitOf, o.keep, out); err != nil {
 		return nil, err
-	}
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	if err != nil {
-		return nil, err
-	}
-	res.Elapsed = run.Elapsed
-	if err := maps.Lost.Read(&res.Lost); err != nil {
-		return nil, fmt.Errorf("reading the lost counters: %w", err)
 	}
 	return res, nil
 }
@@ -123,17 +100,7 @@ func exitOf(e *exitsnoopExitsnoopEvent) Exit {
 	return x
 }
 
-func (o Options) keep(x Exit) bool {
-	if len(o.Comms) == 0 {
-		return true
-	}
-	for _, c := range o.Comms {
-		if c == x.Comm {
-			return true
-		}
-	}
-	return false
-}
+func (o Options) keep(x Exit) bool { return len(o.Comms) == 0 || slices.Contains(o.Comms, x.Comm) }
 
 // Header is the text view's first line, as bcc's exitsnoop prints it
 // (with the time in seconds since boot first when asked).
@@ -172,6 +139,5 @@ func (x Exit) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many exits, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %d exits (%d shown) in %s, %d lost (ring full)\n",
-		r.Exits, r.Shown, r.Elapsed.Round(time.Millisecond), r.Lost.Ring)
+	fmt.Fprintf(w, "# %s, %d lost (ring full)\n", r.Summary("exits"), r.Lost.Ring)
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +16,10 @@ import (
 )
 
 // run is one exitsnoop.Run in the test process, collecting its exits.
-type run struct {
-	mu    sync.Mutex
-	exits []exitsnoop.Exit
-	res   *exitsnoop.Result
-	err   error
-	done  chan struct{}
-}
+type run = *testutil.Events[exitsnoop.Exit, *exitsnoop.Result]
 
-func start(ctx context.Context, o exitsnoop.Options) *run {
-	r := &run{done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.res, r.err = exitsnoop.Run(ctx, o, func(x exitsnoop.Exit) {
-			r.mu.Lock()
-			r.exits = append(r.exits, x)
-			r.mu.Unlock()
-		})
-	}()
-	return r
+func start(ctx context.Context, o exitsnoop.Options) run {
+	return testutil.Collect(func(out func(exitsnoop.Exit)) (*exitsnoop.Result, error) { return exitsnoop.Run(ctx, o, out) })
 }
 
 // child is one process the test ran, with what it knows of it.
@@ -58,32 +42,13 @@ func TestExitsnoopAgainstLibbpfTools(t *testing.T) {
 	name := fmt.Sprintf("xs%d", time.Now().UnixNano()%1e9)
 	bin := testutil.BuildC(t, dir, name, []string{filepath.Join(testutil.RepoRoot(), "internal/tools/exitsnoop/testdata/exitwork.c")}, "-pthread")
 
-	peer := exec.Command(testutil.RequireTool(t, "stdbuf", "coreutils"), "-oL", peerBin)
-	pout, _ := peer.StdoutPipe()
-	if err := peer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Process.Kill()
-	var peerMu sync.Mutex
-	var peerLines []string
-	peerDone := make(chan struct{})
-	go func() {
-		defer close(peerDone)
-		sc := bufio.NewScanner(pout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), name+" ") {
-				peerMu.Lock()
-				peerLines = append(peerLines, sc.Text())
-				peerMu.Unlock()
-			}
-		}
-	}()
+	peer := testutil.StartPeer(t, func(l string) bool { return strings.HasPrefix(l, name+" ") }, peerBin)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	procs := start(ctx, exitsnoop.Options{Comms: []string{name}})
 	threads := start(ctx, exitsnoop.Options{Comms: []string{name}, PerThread: true})
 	testutil.WaitBPFLinks(t, os.Getpid(), 2, 30*time.Second)
-	testutil.WaitBPFLinks(t, peer.Process.Pid, 1, 30*time.Second)
+	testutil.WaitBPFLinks(t, peer.Cmd.Process.Pid, 1, 30*time.Second)
 
 	var kids []child
 	runOne := func(minAge time.Duration, code, signal int, args ...string) {
@@ -114,33 +79,23 @@ func TestExitsnoopAgainstLibbpfTools(t *testing.T) {
 	runOne(0, 0, 0, "threads", "3") // the last: its four exits end the per-thread run
 
 	last := kids[len(kids)-1].pid
-	waitFor(t, "sonde", func() bool { return procs.has(last, 1) && threads.has(last, 4) })
-	waitFor(t, "libbpf-tools", func() bool {
-		peerMu.Lock()
-		defer peerMu.Unlock()
-		return len(peerLines) >= len(kids)
-	})
+	testutil.WaitFor(t, 30*time.Second, "sonde to report the test's last exit", func() bool { return has(procs, last, 1) && has(threads, last, 4) })
+	testutil.WaitFor(t, 30*time.Second, "libbpf-tools to report the test's last exit", func() bool { return len(peer.Lines()) >= len(kids) })
 	cancel()
-	<-procs.done
-	<-threads.done
-	peer.Process.Signal(os.Interrupt)
-	peer.Wait()
-	<-peerDone
-	for _, r := range []*run{procs, threads} {
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		if r.res.Lost.Ring != 0 {
-			t.Errorf("lost %d exits", r.res.Lost.Ring)
+	for _, r := range []run{procs, threads} {
+		if res := r.Wait(t); res.Lost.Ring != 0 {
+			t.Errorf("lost %d exits", res.Lost.Ring)
 		}
 	}
+	peerLines := peer.Stop()
+	procExits, threadExits := procs.All(), threads.All()
 
-	if len(procs.exits) != len(kids) {
-		t.Errorf("sonde reported %d exits of the test's %d processes: %+v", len(procs.exits), len(kids), procs.exits)
+	if len(procExits) != len(kids) {
+		t.Errorf("sonde reported %d exits of the test's %d processes: %+v", len(procExits), len(kids), procExits)
 	}
 	for _, k := range kids {
 		var got []exitsnoop.Exit
-		for _, x := range procs.exits {
+		for _, x := range procExits {
 			if int(x.Pid) == k.pid {
 				got = append(got, x)
 			}
@@ -156,11 +111,11 @@ func TestExitsnoopAgainstLibbpfTools(t *testing.T) {
 				k.pid, x, x.Status(), k.code, k.signal, os.Getpid(), k.minAge, k.life)
 		}
 	}
-	if n := threads.count(last); n != 4 {
+	if n := count(threads, last); n != 4 {
 		t.Errorf("--per-thread: %d exits of the threaded process, want its 4 threads", n)
 	}
-	if len(threads.exits) != len(kids)+3 {
-		t.Errorf("--per-thread: %d exits, want %d", len(threads.exits), len(kids)+3)
+	if len(threadExits) != len(kids)+3 {
+		t.Errorf("--per-thread: %d exits, want %d", len(threadExits), len(kids)+3)
 	}
 	// The peer prints one line per process (PCOMM PID PPID TID AGE(s) EXIT_CODE).
 	if len(peerLines) != len(kids) {
@@ -171,14 +126,13 @@ func TestExitsnoopAgainstLibbpfTools(t *testing.T) {
 			t.Errorf("libbpf-tools' line %q disagrees on the killed process %d", l, kids[7].pid)
 		}
 	}
-	t.Logf("sonde: %d process exits, %d thread exits; libbpf-tools: %d", len(procs.exits), len(threads.exits), len(peerLines))
+	t.Logf("sonde: %d process exits, %d thread exits; libbpf-tools: %d", len(procExits), len(threadExits), len(peerLines))
 }
 
-func (r *run) count(pid int) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// count is how many exits of pid r reported so far.
+func count(r run, pid int) int {
 	n := 0
-	for _, x := range r.exits {
+	for _, x := range r.All() {
 		if int(x.Pid) == pid {
 			n++
 		}
@@ -186,15 +140,4 @@ func (r *run) count(pid int) int {
 	return n
 }
 
-func (r *run) has(pid, n int) bool { return r.count(pid) >= n }
-
-// waitFor waits until ok (a tool printed what the test made); the test
-// fails after 30 s.
-func waitFor(t *testing.T, who string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reported the test's last exit", who)
-		}
-	}
-}
+func has(r run, pid, n int) bool { return count(r, pid) >= n }

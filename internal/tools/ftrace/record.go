@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/funcexit"
 	"github.com/sonde-dev/sonde/internal/collect/host"
@@ -329,7 +330,7 @@ func recordUprobes(ctx context.Context, o Options, fs []Func) (*Summary, error) 
 		if maps.Shadows.Lookup(key, &sh) != nil {
 			return ""
 		}
-		return cString(sh.Comm[:])
+		return bpfmaps.CString(sh.Comm[:])
 	}
 	err = s.ReadRing(maps.Events, func(raw []byte) {
 		e := bpfskel.View[ftraceFtraceEvent](raw)
@@ -424,16 +425,4 @@ func watchPid(ctx context.Context, pid int) <-chan struct{} {
 		}
 	}()
 	return done
-}
-
-// cString is a NUL-terminated C char array as a string.
-func cString(b []int8) string {
-	out := make([]byte, 0, len(b))
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		out = append(out, byte(c))
-	}
-	return string(out)
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
@@ -76,21 +75,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
-		if o.OnInterval == nil {
-			return nil
-		}
-		irqs, err := drain(maps.Totals, maps.Hist, o, true)
-		if err != nil {
-			return err
-		}
-		o.OnInterval(irqs)
-		return nil
-	}})
-	if err != nil {
-		return nil, err
-	}
-	irqs, err := drain(maps.Totals, maps.Hist, o, false)
+	read := func(reset bool) ([]Irq, error) { return drain(maps.Totals, maps.Hist, o, reset) }
+	irqs, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -99,17 +85,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// slotValue is a representative length (ns) of a log-linear slot
-// (log_linear_slot in bpf/include/sonde_bits.h): its middle.
-func slotValue(slot uint32) uint64 {
-	if slot < 8 {
-		return uint64(slot)
-	}
-	msb, mant := slot>>3, uint64(slot&7)
-	lo := (8 + mant) << (msb - 3)
-	return lo + (uint64(1)<<(msb-3))/2
 }
 
 // drain reads the totals and slots, most time first, deleting them when
@@ -142,7 +117,7 @@ func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 	var keys []irqsIrqsKey
 	for hi := hist.Iterate(); hi.Next(&k, &c); {
 		if x := by[k.Irq]; x != nil && x.Hist != nil {
-			x.Hist.AddN(slotValue(k.Slot), c)
+			x.Hist.AddN(histogram.LogLinearValue(k.Slot), c)
 		}
 		keys = append(keys, k)
 	}

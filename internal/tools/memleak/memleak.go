@@ -319,15 +319,12 @@ func (c *collector) collect(final bool) (*Result, error) {
 	}
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
-	seen := map[uint32]bool{}
+	restore := c.ld.Restorer(b)
 	for k, g := range rows {
 		if g.bytes <= 0 || g.count <= 0 {
 			continue
 		}
-		if c.ld != nil && !seen[k.Pid] {
-			seen[k.Pid] = true
-			c.ld.RestoreExited(b, k.Pid)
-		}
+		restore(k.Pid)
 		var user []uint64
 		if c.ld != nil {
 			if us, ok := c.ld.Stack(k.UserStack, &ubuf); ok {

@@ -2,7 +2,6 @@ package memleak
 
 import (
 	"bytes"
-	"debug/elf"
 	"strings"
 	"testing"
 	"time"
@@ -80,13 +79,8 @@ func TestSamplingText(t *testing.T) {
 // the program, and libc's aliases are probed once.
 func TestDefinedFuncs(t *testing.T) {
 	bin := testutil.BuildC(t, t.TempDir(), "leakp", []string{"leak.c"}, "-O2", "-DPREFIX")
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
 	var names []string
-	for _, f := range definedFuncs(ef, "t_") {
+	for _, f := range definedFuncs(testutil.OpenELF(t, bin), "t_") {
 		names = append(names, f.symbol)
 	}
 	if got := strings.Join(names, ","); got != "t_malloc,t_calloc,t_realloc,t_free" {
@@ -96,12 +90,7 @@ func TestDefinedFuncs(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	lf, err := elf.Open(libc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	a := &allocator{funcs: definedFuncs(lf, "")}
+	a := &allocator{funcs: definedFuncs(testutil.OpenELF(t, libc), "")}
 	if !a.has("malloc") || !a.has("free") || !a.has("mmap") {
 		t.Errorf("%s: found %v, want at least malloc, free and mmap", libc, a.funcs)
 	}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
@@ -135,9 +134,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ld.NoInterp = o.NoInterp
 	ld.Only = only
 	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := bpfskel.Open(t)
+	s, err := ld.Open(t)
 	if err != nil {
-		ld.Stop()
 		return nil, err
 	}
 	defer s.Close()
@@ -203,12 +201,9 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	b.Python = ld.PythonNames() // read while the processes ran
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
-	seen := map[uint32]bool{}
+	restore := ld.Restorer(b)
 	stackLocs := func(pid uint32, ustack uint64, kstack int32) []int32 {
-		if !seen[pid] {
-			seen[pid] = true
-			ld.RestoreExited(b, pid)
-		}
+		restore(pid)
 		us, _ := ld.Stack(ustack, &ubuf)
 		return b.StackLocs(pid, bpfmaps.Stack(m.Stacks, kstack, kbuf), us.PCs)
 	}
@@ -270,22 +265,6 @@ func build(m *offcpuMaps, ld *unwind.Loader, o Options, attach string, start tim
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
 	res.Profile.Meta.Target = model.FilteredTarget(res.Profile.Meta.Target, o.Only)
-	trimBPFFrames(res.Profile)
+	res.Profile.TrimTracing()
 	return res, nil
-}
-
-// trimBPFFrames drops the program's own frames (bpf_prog_…, bpf_trace_run…)
-// from the top of kernel stacks walked inside the tracepoint.
-func trimBPFFrames(p *model.Profile) {
-	for i, st := range p.Stacks {
-		out := st[:0:0]
-		for _, loc := range st {
-			n := p.FrameName(loc)
-			if p.Kind(loc).IsKernel() && (strings.HasPrefix(n, "bpf_prog_") || strings.HasPrefix(n, "bpf_trace_run") || strings.HasPrefix(n, "__bpf_trace_") || strings.HasPrefix(n, "__traceiter_")) {
-				continue
-			}
-			out = append(out, loc)
-		}
-		p.Stacks[i] = out
-	}
 }

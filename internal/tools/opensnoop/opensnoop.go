@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
@@ -52,9 +52,6 @@ const PathMax = len(opensnoopOpensnoopEvent{}.Path) - 1
 // Vocabulary is what opensnoop's JSON keys mean beyond the shared
 // vocabulary (internal/model/jsonout); docs/opensnoop.md says the same.
 var Vocabulary = map[string]string{
-	"uid":       "the real user id of the process",
-	"ret":       "a system call's return value (negative: -errno)",
-	"errno":     "the name of the error a system call failed with (ENOENT)",
 	"flags":     "opensnoop: the open flags (O_RDONLY, O_CREAT…) as a number",
 	"file_mode": "opensnoop: the permission bits given to a file created by the open",
 	"path_cut":  "opensnoop: the path filled the 255 bytes kept, and may go on",
@@ -69,11 +66,10 @@ type Lost struct {
 
 func (l Lost) total() uint64 { return l.InFlight + l.Ring }
 
-// Result of a run.
+// Result of a run: the opens read and shown, and what was lost.
 type Result struct {
-	Opens, Shown uint64
-	Lost         Lost
-	Elapsed      time.Duration
+	bpfskel.Tally
+	Lost Lost
 }
 
 // hooks are the tracepoints of the calls this kernel has (arm64 has no
@@ -99,40 +95,19 @@ func hooks() []bpfskel.Hook {
 // or ctx ends.
 func Run(ctx context.Context, o Options, out func(Open)) (*Result, error) {
 	var maps opensnoopMaps
-	s, err := bpfskel.Open(bpfskel.Tool{Cgroup: o.Cgroup,
+	res := &Result{}
+	tool := bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: "open tracer", Spec: loadOpensnoop, Maps: &maps,
 		Consts: map[string]any{
 			opensnoopVarTargetPid: uint32(o.Pid), opensnoopVarTargetTid: uint32(o.Tid),
 			opensnoopVarFailedOnly: o.Failed,
 		},
 		Hooks: hooks(),
-	})
-	if err != nil {
-		return nil, err
 	}
-	defer s.Close()
-	res := &Result{}
-	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[opensnoopOpensnoopEvent](raw)
-		if e == nil {
-			return
-		}
-		res.Opens++
-		if x := openOf(e); o.keep(x) {
-			res.Shown++
-			out(x)
-		}
-	})
-	if err != nil {
+	st := bpfskel.Stream[opensnoopOpensnoopEvent, Open]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost, Duration: o.Duration}
+	var err error
+	if res.Tally, err = st.Run(ctx, tool, openOf, o.keep, out); err != nil {
 		return nil, err
-	}
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	if err != nil {
-		return nil, err
-	}
-	res.Elapsed = run.Elapsed
-	if err := maps.Lost.Read(&res.Lost); err != nil {
-		return nil, fmt.Errorf("reading the lost counters: %w", err)
 	}
 	return res, nil
 }
@@ -157,17 +132,7 @@ func openOf(e *opensnoopOpensnoopEvent) Open {
 	return x
 }
 
-func (o Options) keep(x Open) bool {
-	if len(o.Comms) == 0 {
-		return true
-	}
-	for _, c := range o.Comms {
-		if c == x.Comm {
-			return true
-		}
-	}
-	return false
-}
+func (o Options) keep(x Open) bool { return len(o.Comms) == 0 || slices.Contains(o.Comms, x.Comm) }
 
 // Columns are the text view's optional columns (bcc's -T, -U, -e).
 type Columns struct {
@@ -218,6 +183,6 @@ func (x Open) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many opens, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %d opens (%d shown) in %s, %d lost (in-flight map full %d, ring full %d)\n",
-		r.Opens, r.Shown, r.Elapsed.Round(time.Millisecond), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
+	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n",
+		r.Summary("opens"), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
 }

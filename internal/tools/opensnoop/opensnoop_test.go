@@ -1,7 +1,6 @@
 package opensnoop_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,45 +41,18 @@ func TestOpensnoopAgainstStrace(t *testing.T) {
 	name := fmt.Sprintf("os%d", time.Now().UnixNano()%1e9)
 	bin := testutil.BuildC(t, dir, name, []string{filepath.Join(testutil.RepoRoot(), "internal/tools/opensnoop/testdata/openwork.c")})
 
-	peer := exec.Command(testutil.RequireTool(t, "stdbuf", "coreutils"), "-oL", peerBin, "-n", name)
-	pout, _ := peer.StdoutPipe()
-	if err := peer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Process.Kill()
-	var mu sync.Mutex
-	var peerLines []string
-	peerDone := make(chan struct{})
-	go func() {
-		defer close(peerDone)
-		for sc := bufio.NewScanner(pout); sc.Scan(); {
-			if strings.Contains(sc.Text(), " "+name+" ") {
-				mu.Lock()
-				peerLines = append(peerLines, sc.Text())
-				mu.Unlock()
-			}
-		}
-	}()
+	peer := testutil.StartPeer(t, func(l string) bool { return strings.Contains(l, " "+name+" ") }, peerBin, "-n", name)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var got []opensnoop.Open
-	var res *opensnoop.Result
-	var runErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		res, runErr = opensnoop.Run(ctx, opensnoop.Options{Comms: []string{name}}, func(x opensnoop.Open) {
-			mu.Lock()
-			got = append(got, x)
-			mu.Unlock()
-		})
-	}()
+	run := testutil.Collect(func(out func(opensnoop.Open)) (*opensnoop.Result, error) {
+		return opensnoop.Run(ctx, opensnoop.Options{Comms: []string{name}}, out)
+	})
 	links := 4 // openat and openat2, entry and exit; open(2) too where the kernel has it
 	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls/sys_enter_open"); err == nil {
 		links = 6
 	}
 	testutil.WaitBPFLinks(t, os.Getpid(), links, 30*time.Second)
-	testutil.WaitBPFLinks(t, peer.Process.Pid, 2, 30*time.Second)
+	testutil.WaitBPFLinks(t, peer.Cmd.Process.Pid, 2, 30*time.Second)
 
 	trace := filepath.Join(dir, "strace.out")
 	if out, err := exec.Command(straceBin, "-qq", "-s", "4096", "-e", "trace=open,openat,openat2", "-o", trace, bin, dir).CombinedOutput(); err != nil {
@@ -89,19 +60,13 @@ func TestOpensnoopAgainstStrace(t *testing.T) {
 	}
 	end := filepath.Join(dir, "end")
 	last := func(ls []string) bool { return len(ls) > 0 && strings.HasSuffix(ls[len(ls)-1], end) }
-	waitFor(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) > 0 && got[len(got)-1].Path == end && last(peerLines)
+	testutil.WaitFor(t, 30*time.Second, "both tools to report the program's last open", func() bool {
+		got := run.All()
+		return len(got) > 0 && got[len(got)-1].Path == end && last(peer.Lines())
 	})
 	cancel()
-	<-done
-	peer.Process.Signal(os.Interrupt)
-	peer.Wait()
-	<-peerDone
-	if runErr != nil {
-		t.Fatal(runErr)
-	}
+	res := run.Wait(t)
+	got, peerLines := run.All(), peer.Stop()
 	if res.Lost.InFlight+res.Lost.Ring != 0 {
 		t.Errorf("lost: %+v", res.Lost)
 	}
@@ -188,14 +153,4 @@ func errnoOf(t *testing.T, name string) int {
 	}
 	t.Fatalf("unknown errno %s", name)
 	return 0
-}
-
-// waitFor waits until ok; the test fails after 30 s.
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a tool never reported the program's last open")
-		}
-	}
 }

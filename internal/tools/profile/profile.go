@@ -236,9 +236,8 @@ func open(maps *profileMaps, sm sampler, consts map[string]any) (*bpfskel.Sessio
 		// Keys are read at the end: the stacks map must not fill meanwhile.
 		ld.KeepStacks()
 	}
-	s, err := bpfskel.Open(t)
+	s, err := ld.Open(t)
 	if err != nil {
-		ld.Stop()
 		return nil, nil, err
 	}
 	return s, ld, nil
@@ -257,17 +256,14 @@ func collect(objs *profileMaps, ld *unwind.Loader, o Options, elapsed time.Durat
 	var count uint64
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
-	seen := map[uint32]bool{}
+	restore := ld.Restorer(b)
 	it := objs.Counts.Iterate()
 	for it.Next(&key, &count) {
 		comm := bpfmaps.CString(key.Comm[:])
 		if !o.Only.Keep(model.Thread{Pid: int32(key.Pid), Tid: int32(key.Tid), Comm: comm}) {
 			continue
 		}
-		if !seen[key.Pid] {
-			seen[key.Pid] = true
-			ld.RestoreExited(b, key.Pid)
-		}
+		restore(key.Pid)
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid

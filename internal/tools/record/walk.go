@@ -101,9 +101,8 @@ func openWalker(pid int, evs []events.Spec, filter, noInterp bool) (*walker, err
 			Stacks: m.UnwindStacks, Counters: m.UnwindCounters, Notices: m.UnwindNotices}
 	})
 	w.ld.NoInterp = noInterp
-	s, err := bpfskel.Open(t)
+	s, err := w.ld.Open(t)
 	if err != nil {
-		w.ld.Stop()
 		return nil, err
 	}
 	w.sess = s

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
@@ -52,16 +51,6 @@ type Counts struct {
 	Unknown  uint64 `counter:"RUNQLAT_UNKNOWN"`  // ... whose wait began before tracing (not in the distributions)
 }
 
-// SlotValue is a representative latency (ns) for a histogram slot.
-func SlotValue(slot uint32) uint64 {
-	if slot < 8 {
-		return uint64(slot)
-	}
-	msb, mant := slot>>3, uint64(slot&7)
-	lo := (8 + mant) << (msb - 3)
-	return lo + (uint64(1)<<(msb-3))/2
-}
-
 // Run measures until the duration passes, ctx ends or a signal arrives.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps runqlatMaps
@@ -78,21 +67,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: func() error {
-		if o.OnInterval == nil {
-			return nil
-		}
-		g, err := drain(maps.Hist, true)
-		if err != nil {
-			return err
-		}
-		o.OnInterval(g)
-		return nil
-	}})
-	if err != nil {
-		return nil, err
-	}
-	g, err := drain(maps.Hist, false)
+	read := func(reset bool) (map[uint32]*histogram.Hist, error) { return drain(maps.Hist, reset) }
+	g, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +92,7 @@ func drain(m *ebpf.Map, reset bool) (map[uint32]*histogram.Hist, error) {
 			h = &histogram.Hist{}
 			out[k.Group] = h
 		}
-		h.AddN(SlotValue(k.Slot), c)
+		h.AddN(histogram.LogLinearValue(k.Slot), c)
 		keys = append(keys, k)
 	}
 	if err := it.Err(); err != nil {

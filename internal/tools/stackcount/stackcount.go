@@ -107,9 +107,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	ld := unwind.Wire(&t, o.Pid, nil)
 	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := bpfskel.Open(t)
+	s, err := ld.Open(t)
 	if err != nil {
-		ld.Stop()
 		return nil, err
 	}
 	defer s.Close()
@@ -132,13 +131,10 @@ func build(m *stackcountMaps, ld *unwind.Loader, o Options, start time.Time, ela
 	b.Symbolizer = symbolize.DefaultWith(!o.NoLines)
 	kbuf := make([]uint64, perf.MaxStack)
 	var ubuf [unwind.MaxFrames]uint64
-	seen := map[uint32]bool{}
+	restore := ld.Restorer(b)
 	err := bpfmaps.Drain(m.Counts, func(key stackcountStackcountKey, n uint64) {
 		res.Hits += n
-		if !seen[key.Pid] {
-			seen[key.Pid] = true
-			ld.RestoreExited(b, key.Pid)
-		}
+		restore(key.Pid)
 		tid := key.Tid
 		if !o.PerThread {
 			tid = key.Pid
@@ -167,24 +163,6 @@ func build(m *stackcountMaps, ld *unwind.Loader, o Options, start time.Time, ela
 		warn = append(warn, fmt.Sprintf("%d kernel stack walks failed (stack map full or hash collisions)", res.Errors.StackFailures))
 	}
 	res.Profile = b.FinishLive(meta, o.Pid, o.User, &res.Stacks, warn...)
-	trimBPFFrames(res.Profile)
+	res.Profile.TrimTracing()
 	return res, nil
-}
-
-// trimBPFFrames drops the program's own frames (bpf_prog_…, the trace
-// calls) from the top of kernel stacks walked inside the probe.
-func trimBPFFrames(p *model.Profile) {
-	for i, st := range p.Stacks {
-		out := st[:0:0]
-		for _, loc := range st {
-			n := p.FrameName(loc)
-			if p.Kind(loc).IsKernel() && (strings.HasPrefix(n, "bpf_prog_") || strings.HasPrefix(n, "bpf_trace_run") ||
-				strings.HasPrefix(n, "__bpf_trace_") || strings.HasPrefix(n, "__traceiter_") || strings.HasPrefix(n, "perf_trace_") ||
-				n == "trace_call_bpf") {
-				continue
-			}
-			out = append(out, loc)
-		}
-		p.Stacks[i] = out
-	}
 }

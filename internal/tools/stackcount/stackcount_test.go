@@ -1,11 +1,9 @@
 package stackcount_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,14 +39,8 @@ func TestStackcountExact(t *testing.T) {
 	dir := t.TempDir()
 	bin := testutil.BuildC(t, dir, "stackwork", []string{filepath.Join(testutil.RepoRoot(), "internal/tools/stackcount/testdata/stackwork.c")})
 	const a, b = 3000, 1000
-	work := exec.Command(bin, strconv.Itoa(a), strconv.Itoa(b))
-	in, _ := work.StdinPipe()
-	out, _ := work.StdoutPipe()
-	if err := work.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer work.Process.Kill()
-	pid := work.Process.Pid
+	work := testutil.StartPiped(t, bin, strconv.Itoa(a), strconv.Itoa(b))
+	pid := work.Cmd.Process.Pid
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -67,8 +59,8 @@ func TestStackcountExact(t *testing.T) {
 	}
 	// Each run holds its probe's link and the unwinder's two (exec, exit).
 	testutil.WaitBPFLinks(t, os.Getpid(), 2*3, 60*time.Second)
-	fmt.Fprintln(in, "go")
-	if l, err := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(l, "done") {
+	fmt.Fprintln(work.In, "go")
+	if l, err := work.Line(); !strings.HasPrefix(l, "done") {
 		t.Fatalf("stackwork printed %q (%v)", l, err)
 	}
 	cancel()

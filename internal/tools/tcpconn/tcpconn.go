@@ -17,7 +17,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
@@ -55,13 +54,6 @@ type Conn struct {
 // shared vocabulary (internal/model/jsonout); docs/tcpconnect.md and
 // docs/tcpaccept.md say the same.
 var Vocabulary = map[string]string{
-	"uid":             "the real user id of the process",
-	"family":          "the IP version of a connection: 4 or 6",
-	"laddr":           "a connection's local address",
-	"lport":           "a connection's local port",
-	"raddr":           "a connection's remote address",
-	"rport":           "a connection's remote port",
-	"errno":           "the name of the error a system call failed with (ENOENT)",
 	"connect_ns":      "tcpconnect: from the SYN sent to the connection established (or failed), in nanoseconds",
 	"accept_queue_ns": "tcpaccept: from the connection established to its accept, in nanoseconds (absent: established before tracing began)",
 }
@@ -74,11 +66,10 @@ type Counts struct {
 	Untimed  uint64 `counter:"TCPCONN_UNTIMED"`   // accepted, established before tracing began
 }
 
-// Result of a run.
+// Result of a run: the connections read and shown, and the counts.
 type Result struct {
-	Conns, Shown uint64
-	Counts       Counts
-	Elapsed      time.Duration
+	bpfskel.Tally
+	Counts Counts
 }
 
 // Connects reports each connection a process makes when it is established
@@ -108,36 +99,16 @@ func run(ctx context.Context, o Options, accepts bool, out func(Conn)) (*Result,
 	if accepts {
 		name = "TCP accept tracer"
 	}
-	s, err := bpfskel.Open(bpfskel.Tool{Cgroup: o.Cgroup,
+	tool := bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: name, Spec: loadTcpconn, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{tcpconnVarTargetPid: uint32(o.Pid), tcpconnVarAccepts: accepts},
-	})
-	if err != nil {
-		return nil, err
 	}
-	defer s.Close()
 	res := &Result{}
-	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[tcpconnTcpconnEvent](raw)
-		if e == nil {
-			return
-		}
-		res.Conns++
-		if x := connOf(e, accepts); o.keep(x) {
-			res.Shown++
-			out(x)
-		}
-	})
-	if err != nil {
+	st := bpfskel.Stream[tcpconnTcpconnEvent, Conn]{Ring: &maps.Events, Counters: &maps.Counts, Into: &res.Counts, Duration: o.Duration}
+	conn := func(e *tcpconnTcpconnEvent) Conn { return connOf(e, accepts) }
+	var err error
+	if res.Tally, err = st.Run(ctx, tool, conn, o.keep, out); err != nil {
 		return nil, err
-	}
-	r, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	if err != nil {
-		return nil, err
-	}
-	res.Elapsed = r.Elapsed
-	if err := maps.Counts.Read(&res.Counts); err != nil {
-		return nil, fmt.Errorf("reading the counters: %w", err)
 	}
 	return res, nil
 }
@@ -240,8 +211,8 @@ func (x Conn) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 // WriteFooter ends the text view: how many connections, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
 	c := r.Counts
-	fmt.Fprintf(w, "# %d connections (%d shown) in %s, %d lost (ring full %d, pending map full %d)",
-		r.Conns, r.Shown, r.Elapsed.Round(time.Millisecond), c.LostRing+c.LostMap, c.LostRing, c.LostMap)
+	fmt.Fprintf(w, "# %s, %d lost (ring full %d, pending map full %d)",
+		r.Summary("connections"), c.LostRing+c.LostMap, c.LostRing, c.LostMap)
 	if c.Untimed > 0 {
 		fmt.Fprintf(w, ", %d accepted untimed (established before tracing began)", c.Untimed)
 	}

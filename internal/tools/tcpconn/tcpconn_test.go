@@ -26,33 +26,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/tools/tcpretrans"
 )
 
-// collector runs one tool in the test process and keeps what it reports.
-type collector[T any] struct {
-	mu   sync.Mutex
-	got  []T
-	err  error
-	done chan struct{}
-}
-
-func collect[T any, R any](run func(out func(T)) (R, error)) *collector[T] {
-	c := &collector[T]{done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		_, c.err = run(func(x T) {
-			c.mu.Lock()
-			c.got = append(c.got, x)
-			c.mu.Unlock()
-		})
-	}()
-	return c
-}
-
-func (c *collector[T]) all() []T {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]T(nil), c.got...)
-}
-
 // lockedBuf is a buffer a command writes while the test reads it.
 type lockedBuf struct {
 	mu sync.Mutex
@@ -181,9 +154,9 @@ func TestConnectAcceptRetransmitInNetns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	me := tcpconn.Options{Pid: os.Getpid()}
-	connects := collect(func(out func(tcpconn.Conn)) (*tcpconn.Result, error) { return tcpconn.Connects(ctx, me, out) })
-	accepts := collect(func(out func(tcpconn.Conn)) (*tcpconn.Result, error) { return tcpconn.Accepts(ctx, me, out) })
-	retrans := collect(func(out func(tcpretrans.Retransmit)) (*tcpretrans.Result, error) {
+	connects := testutil.Collect(func(out func(tcpconn.Conn)) (*tcpconn.Result, error) { return tcpconn.Connects(ctx, me, out) })
+	accepts := testutil.Collect(func(out func(tcpconn.Conn)) (*tcpconn.Result, error) { return tcpconn.Accepts(ctx, me, out) })
+	retrans := testutil.Collect(func(out func(tcpretrans.Retransmit)) (*tcpretrans.Result, error) {
 		return tcpretrans.Run(ctx, tcpretrans.Options{}, out)
 	})
 	testutil.WaitBPFLinks(t, os.Getpid(), 1+2+1, 30*time.Second) // accept4 at least; accept where it exists
@@ -242,24 +215,21 @@ func TestConnectAcceptRetransmitInNetns(t *testing.T) {
 	for _, c := range clients {
 		clientPorts[uint16(c.LocalAddr().(*net.TCPAddr).Port)] = true
 	}
-	waitFor(t, "tcpconnect and tcpaccept", func() bool { return len(connects.all()) >= n+1 && len(accepts.all()) >= n })
+	testutil.WaitFor(t, 60*time.Second, "tcpconnect and tcpaccept to report all of the test's connections", func() bool {
+		return len(connects.All()) >= n+1 && len(accepts.All()) >= n
+	})
 	// Every byte was acknowledged before the loss was removed and the
 	// connections closed: nothing is left to retransmit, so bpftrace and
 	// sonde, stopped one after the other, counted the same events.
 	peer.Process.Signal(os.Interrupt)
 	peer.Wait()
 	cancel()
-	<-connects.done
-	<-accepts.done
-	<-retrans.done
-	for _, err := range []error{connects.err, accepts.err, retrans.err} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	connects.Wait(t)
+	accepts.Wait(t)
+	retrans.Wait(t)
 
 	var ok, fail int
-	for _, c := range connects.all() {
+	for _, c := range connects.All() {
 		switch {
 		case c.Errno == "" && c.RPort == uint16(port) && clientPorts[c.LPort] && c.LAddr == "127.0.0.1" && c.ConnectNS > 0 && time.Duration(c.ConnectNS) <= setup:
 			ok++
@@ -270,10 +240,10 @@ func TestConnectAcceptRetransmitInNetns(t *testing.T) {
 		}
 	}
 	if ok != n || fail != 1 {
-		t.Errorf("tcpconnect: %d of %d connections, %d of 1 refused: %+v", ok, n, fail, connects.all())
+		t.Errorf("tcpconnect: %d of %d connections, %d of 1 refused: %+v", ok, n, fail, connects.All())
 	}
 	var acc int
-	for _, c := range accepts.all() {
+	for _, c := range accepts.All() {
 		if c.LPort == uint16(port) && clientPorts[c.RPort] && c.Pid == uint32(os.Getpid()) && c.QueuedNS > 0 && time.Duration(c.QueuedNS) <= setup {
 			acc++
 		} else {
@@ -281,9 +251,9 @@ func TestConnectAcceptRetransmitInNetns(t *testing.T) {
 		}
 	}
 	if acc != n {
-		t.Errorf("tcpaccept: %d of %d accepts: %+v", acc, n, accepts.all())
+		t.Errorf("tcpaccept: %d of %d accepts: %+v", acc, n, accepts.All())
 	}
-	rt, want := checkRetransmits(t, retrans.all(), port, peerOut.String(), peerErr.String())
+	rt, want := checkRetransmits(t, retrans.All(), port, peerOut.String(), peerErr.String())
 	t.Logf("tcpconnect %d+%d refused, tcpaccept %d, tcpretrans %d retransmits (bpftrace %d)", ok, fail, acc, rt, want)
 }
 
@@ -351,14 +321,4 @@ func tcpInfo(t *testing.T, raw syscall.RawConn) *unix.TCPInfo {
 		t.Fatalf("TCP_INFO: %v %v", cerr, err)
 	}
 	return info
-}
-
-// waitFor waits until ok; the test fails after 60 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reported all of the test's connections", what)
-		}
-	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -45,11 +44,6 @@ type Session struct {
 // Vocabulary is what tcplife's JSON keys mean beyond the shared vocabulary
 // (internal/model/jsonout); docs/tcplife.md says the same.
 var Vocabulary = map[string]string{
-	"family":   "the IP version of a connection: 4 or 6",
-	"laddr":    "a connection's local address",
-	"lport":    "a connection's local port",
-	"raddr":    "a connection's remote address",
-	"rport":    "a connection's remote port",
 	"tx_bytes": "tcplife: bytes the session sent that the peer acknowledged",
 	"rx_bytes": "tcplife: bytes the session received",
 }
@@ -62,48 +56,26 @@ type Counts struct {
 	Unborn   uint64 `counter:"TCPLIFE_UNBORN"`    // already open when tracing began
 }
 
-// Result of a run.
+// Result of a run: the sessions read and shown, and the counts.
 type Result struct {
-	Sessions, Shown uint64
-	Counts          Counts
-	Elapsed         time.Duration
+	bpfskel.Tally
+	Counts Counts
 }
 
 // Run reports each session to out as it closes, until the duration
 // passes or ctx ends.
 func Run(ctx context.Context, o Options, out func(Session)) (*Result, error) {
 	var maps tcplifeMaps
-	s, err := bpfskel.Open(bpfskel.Tool{
+	res := &Result{}
+	tool := bpfskel.Tool{
 		Name: "TCP session tracer", Spec: loadTcplife, Maps: &maps,
 		Consts: map[string]any{tcplifeVarTargetPid: uint32(o.Pid)},
 		Hooks:  []bpfskel.Hook{bpfskel.BTFTracepoint("inet_sock_set_state", tcplifeProgTpBtfSetState, tcplifeProgRawSetState)},
-	})
-	if err != nil {
-		return nil, err
 	}
-	defer s.Close()
-	res := &Result{}
-	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[tcplifeTcplifeEvent](raw)
-		if e == nil {
-			return
-		}
-		res.Sessions++
-		if x := sessionOf(e); o.keep(x) {
-			res.Shown++
-			out(x)
-		}
-	})
-	if err != nil {
+	st := bpfskel.Stream[tcplifeTcplifeEvent, Session]{Ring: &maps.Events, Counters: &maps.Counts, Into: &res.Counts, Duration: o.Duration}
+	var err error
+	if res.Tally, err = st.Run(ctx, tool, sessionOf, o.keep, out); err != nil {
 		return nil, err
-	}
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	if err != nil {
-		return nil, err
-	}
-	res.Elapsed = run.Elapsed
-	if err := maps.Counts.Read(&res.Counts); err != nil {
-		return nil, fmt.Errorf("reading the counters: %w", err)
 	}
 	return res, nil
 }
@@ -156,6 +128,6 @@ func (x Session) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 // because they began before tracing, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
 	c := r.Counts
-	fmt.Fprintf(w, "# %d sessions (%d shown) in %s, %d already open when tracing began, %d lost (ring full %d, socket map full %d)\n",
-		r.Sessions, r.Shown, r.Elapsed.Round(time.Millisecond), c.Unborn, c.LostRing+c.LostMap, c.LostRing, c.LostMap)
+	fmt.Fprintf(w, "# %s, %d already open when tracing began, %d lost (ring full %d, socket map full %d)\n",
+		r.Summary("sessions"), c.Unborn, c.LostRing+c.LostMap, c.LostRing, c.LostMap)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,19 +66,9 @@ func TestTcplifeLoopbackBytes(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mu sync.Mutex
-	var got []tcplife.Session
-	var res *tcplife.Result
-	var runErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		res, runErr = tcplife.Run(ctx, tcplife.Options{Pid: os.Getpid()}, func(s tcplife.Session) {
-			mu.Lock()
-			got = append(got, s)
-			mu.Unlock()
-		})
-	}()
+	run := testutil.Collect(func(out func(tcplife.Session)) (*tcplife.Result, error) {
+		return tcplife.Run(ctx, tcplife.Options{Pid: os.Getpid()}, out)
+	})
 	testutil.WaitBPFLinks(t, os.Getpid(), 1, 30*time.Second)
 
 	type want struct {
@@ -113,11 +102,9 @@ func TestTcplifeLoopbackBytes(t *testing.T) {
 			want{c.family, host, sv, cl, uint64(c.down), uint64(c.up), life})
 	}
 	find := func(w want) (tcplife.Session, int) {
-		mu.Lock()
-		defer mu.Unlock()
 		var s tcplife.Session
 		n := 0
-		for _, g := range got {
+		for _, g := range run.All() {
 			if g.LPort == w.lport && g.RPort == w.rport {
 				s = g
 				n++
@@ -125,25 +112,17 @@ func TestTcplifeLoopbackBytes(t *testing.T) {
 		}
 		return s, n
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		all := true
+	testutil.WaitFor(t, 30*time.Second, "every end of the test's sessions to be reported", func() bool {
 		for _, w := range wants {
 			if _, n := find(w); n == 0 {
-				all = false
+				return false
 			}
 		}
-		if all {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not every end of the test's sessions was reported: %+v", got)
-		}
-	}
+		return true
+	})
 	cancel()
-	<-done
-	if runErr != nil {
-		t.Fatal(runErr)
-	}
+	res := run.Wait(t)
+	got := run.All()
 	for _, w := range wants {
 		s, n := find(w)
 		if n != 1 || s.Pid != uint32(os.Getpid()) || s.Family != w.family || s.LAddr != w.addr || s.RAddr != w.addr ||

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
-	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -40,11 +39,6 @@ type Retransmit struct {
 // Vocabulary is what tcpretrans's JSON keys mean beyond the shared
 // vocabulary (internal/model/jsonout); docs/tcpretrans.md says the same.
 var Vocabulary = map[string]string{
-	"family":    "the IP version of a connection: 4 or 6",
-	"laddr":     "a connection's local address",
-	"lport":     "a connection's local port",
-	"raddr":     "a connection's remote address",
-	"rport":     "a connection's remote port",
 	"tcp_state": "tcpretrans: the connection's TCP state when it retransmitted (ESTABLISHED, SYN_SENT…)",
 }
 
@@ -54,11 +48,10 @@ type Lost struct {
 	Ring uint64 `counter:"TCPRETRANS_LOST_RING"` // the ring buffer was full
 }
 
-// Result of a run.
+// Result of a run: the retransmits read and shown, and what was lost.
 type Result struct {
-	Retransmits, Shown uint64
-	Lost               Lost
-	Elapsed            time.Duration
+	bpfskel.Tally
+	Lost Lost
 }
 
 // states names the TCP states (include/net/tcp_states.h).
@@ -76,42 +69,25 @@ func StateName(s uint32) string {
 // Run reports each retransmit to out, until the duration passes or ctx ends.
 func Run(ctx context.Context, o Options, out func(Retransmit)) (*Result, error) {
 	var maps tcpretransMaps
-	s, err := bpfskel.Open(bpfskel.Tool{
+	res := &Result{}
+	tool := bpfskel.Tool{
 		Name: "TCP retransmit tracer", Spec: loadTcpretrans, Maps: &maps,
 		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("tcp_retransmit_skb", tcpretransProgTpBtfRetransmit, tcpretransProgRawRetransmit)},
-	})
-	if err != nil {
-		return nil, err
 	}
-	defer s.Close()
-	res := &Result{}
-	err = s.ReadRing(maps.Events, func(raw []byte) {
-		e := bpfskel.View[tcpretransTcpretransEvent](raw)
-		if e == nil {
-			return
-		}
-		res.Retransmits++
-		l, fam := bpfmaps.IP(e.Conn.Family, e.Conn.Laddr)
-		r, _ := bpfmaps.IP(e.Conn.Family, e.Conn.Raddr)
-		if o.Family != 0 && fam != o.Family {
-			return
-		}
-		res.Shown++
-		out(Retransmit{TimeNS: e.TimeNs, Family: fam, LAddr: l.String(), LPort: e.Conn.Lport,
-			RAddr: r.String(), RPort: e.Conn.Rport, State: StateName(e.State)})
-	})
-	if err != nil {
+	st := bpfskel.Stream[tcpretransTcpretransEvent, Retransmit]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost, Duration: o.Duration}
+	keep := func(r Retransmit) bool { return o.Family == 0 || r.Family == o.Family }
+	var err error
+	if res.Tally, err = st.Run(ctx, tool, retransmitOf, keep, out); err != nil {
 		return nil, err
-	}
-	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
-	if err != nil {
-		return nil, err
-	}
-	res.Elapsed = run.Elapsed
-	if err := maps.Lost.Read(&res.Lost); err != nil {
-		return nil, fmt.Errorf("reading the lost counters: %w", err)
 	}
 	return res, nil
+}
+
+func retransmitOf(e *tcpretransTcpretransEvent) Retransmit {
+	l, fam := bpfmaps.IP(e.Conn.Family, e.Conn.Laddr)
+	r, _ := bpfmaps.IP(e.Conn.Family, e.Conn.Raddr)
+	return Retransmit{TimeNS: e.TimeNs, Family: fam, LAddr: l.String(), LPort: e.Conn.Lport,
+		RAddr: r.String(), RPort: e.Conn.Rport, State: StateName(e.State)}
 }
 
 // Counter counts retransmits per connection (bcc's -c).
@@ -173,6 +149,5 @@ func (r Retransmit) WriteJSON(w io.Writer) error { return jsonout.Line(w, r) }
 
 // WriteFooter ends the text view: how many retransmits, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %d retransmits (%d shown) in %s, %d lost (ring full)\n",
-		r.Retransmits, r.Shown, r.Elapsed.Round(time.Millisecond), r.Lost.Ring)
+	fmt.Fprintf(w, "# %s, %d lost (ring full)\n", r.Summary("retransmits"), r.Lost.Ring)
 }

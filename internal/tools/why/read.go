@@ -2,7 +2,6 @@ package why
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
@@ -290,22 +289,22 @@ const noRef ref = -1
 
 // namer names the stacks of a run in one symbolize pass.
 type namer struct {
-	maps *whyMaps
-	ld   *unwind.Loader
-	user bool
-	b    *builder.Builder
-	prof *model.Profile
-	locs [][]int32
-	ids  map[string]ref
-	seen map[uint32]bool
-	kbuf []uint64
-	ubuf [unwind.MaxFrames]uint64
+	maps    *whyMaps
+	ld      *unwind.Loader
+	user    bool
+	b       *builder.Builder
+	prof    *model.Profile
+	locs    [][]int32
+	ids     map[string]ref
+	restore func(pid uint32) // the loader's Restorer
+	kbuf    []uint64
+	ubuf    [unwind.MaxFrames]uint64
 }
 
 func newNamer(m *whyMaps, ld *unwind.Loader, user bool) *namer {
 	b := builder.New()
 	b.Symbolizer = symbolize.DefaultWith(false)
-	return &namer{maps: m, ld: ld, user: user, b: b, ids: map[string]ref{}, seen: map[uint32]bool{}, kbuf: make([]uint64, perf.MaxStack)}
+	return &namer{maps: m, ld: ld, user: user, b: b, ids: map[string]ref{}, restore: ld.Restorer(b), kbuf: make([]uint64, perf.MaxStack)}
 }
 
 func (n *namer) want(pid uint32, u uint64, k int32) ref {
@@ -313,10 +312,7 @@ func (n *namer) want(pid uint32, u uint64, k int32) ref {
 	if r, ok := n.ids[id]; ok {
 		return r
 	}
-	if !n.seen[pid] {
-		n.seen[pid] = true
-		n.ld.RestoreExited(n.b, pid)
-	}
+	n.restore(pid)
 	var us []uint64
 	if n.user {
 		if st, ok := n.ld.Stack(u, &n.ubuf); ok {
@@ -339,7 +335,7 @@ func (n *namer) frames(r ref) []Frame {
 	for _, loc := range n.locs[r] {
 		name := n.prof.FrameName(loc)
 		kernel := n.prof.Kind(loc).IsKernel()
-		if kernel && (strings.HasPrefix(name, "bpf_prog_") || strings.HasPrefix(name, "bpf_trace_run") || strings.HasPrefix(name, "__bpf_trace_") || strings.HasPrefix(name, "__traceiter_")) {
+		if kernel && model.TracingFrame(name) {
 			continue
 		}
 		out = append(out, Frame{Sym: name, DSO: n.prof.DSOName(loc), Kernel: kernel})

@@ -85,9 +85,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ld := unwind.Wire(&t, o.Pid, nil)
 	ld.Only = 0
 	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := bpfskel.Open(t)
+	s, err := ld.Open(t)
 	if err != nil {
-		ld.Stop()
 		return nil, err
 	}
 	defer s.Close()

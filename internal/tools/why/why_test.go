@@ -1,12 +1,10 @@
 package why
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,25 +35,6 @@ func readSchedstats(pid int) map[int]schedstat {
 		out[tid] = schedstat{on, rd}
 	}
 	return out
-}
-
-// startReady starts a workload and waits for its "ready" line.
-func startReady(t *testing.T, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("%s: %q, %v", bin, line, err)
-	}
-	return cmd
 }
 
 // hog keeps a CPU busy for the test: the results must hold on a loaded machine.
@@ -151,20 +130,29 @@ func hasFrame(fs []Frame, name string) bool {
 	return false
 }
 
-// Seed 004: the workers' wait in poll under resolve_peer comes first, its
-// chain ends at the responder's sleep, and its share is the workers'
-// blocked time by schedstat within 2 points.
-func TestSeed004Resolver(t *testing.T) {
-	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
+// firstFinding runs the multithreaded testdata workload name with args
+// (it prints ready once set up) beside a CPU hog, measures it for 3 s,
+// checks the budgets, and logs finding 1's stack and chain.
+func firstFinding(t *testing.T, name string, args ...string) (measured, Finding) {
+	t.Helper()
+	_, bin := testutil.Workload(t, name, []string{name + ".c"}, "-pthread")
 	hog(t)
-	cmd := startReady(t, bin, "4", "20")
-	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	cmd := testutil.StartReady(t, bin, args...)
+	m := measure(t, cmd.Cmd.Process.Pid, 3*time.Second)
 	m.checkBudgets(t)
 	f := m.rep.Findings[0]
 	t.Logf("finding 1 stack: %s", frameNames(f.Frames))
 	for _, l := range f.Chain {
 		t.Logf("chain: %s (%d) %s share %.2f woke from %s; waited %s", l.Comm, l.TID, l.Reason, l.Share, frameNames(l.Frames), frameNames(l.WaitFrames))
 	}
+	return m, f
+}
+
+// Seed 004: the workers' wait in poll under resolve_peer comes first, its
+// chain ends at the responder's sleep, and its share is the workers'
+// blocked time by schedstat within 2 points.
+func TestSeed004Resolver(t *testing.T) {
+	m, f := firstFinding(t, "whyserver", "4", "20")
 	if f.Kind != ReasonNet || f.Function != "resolve_peer" || !strings.Contains(f.Call, "poll") {
 		t.Fatalf("finding 1 is %s in %s under %s, want net in poll under resolve_peer", f.Kind, f.Call, f.Function)
 	}
@@ -186,16 +174,7 @@ func TestSeed004Resolver(t *testing.T) {
 // A lock convoy: the waiters' futex wait under take_lock comes first, and
 // its chain names the holder inside the lock (asleep in critical_section).
 func TestLockConvoy(t *testing.T) {
-	_, bin := testutil.Workload(t, "convoy", []string{"convoy.c"}, "-pthread")
-	hog(t)
-	cmd := startReady(t, bin, "4", "10")
-	m := measure(t, cmd.Process.Pid, 3*time.Second)
-	m.checkBudgets(t)
-	f := m.rep.Findings[0]
-	t.Logf("finding 1 stack: %s", frameNames(f.Frames))
-	for _, l := range f.Chain {
-		t.Logf("chain: %s (%d) %s share %.2f woke from %s; waited %s", l.Comm, l.TID, l.Reason, l.Share, frameNames(l.Frames), frameNames(l.WaitFrames))
-	}
+	_, f := firstFinding(t, "convoy", "4", "10")
 	if f.Kind != ReasonLock || f.Function != "take_lock" {
 		t.Fatalf("finding 1 is %s in %s under %s, want lock under take_lock", f.Kind, f.Call, f.Function)
 	}
@@ -302,8 +281,8 @@ func TestThrottled(t *testing.T) {
 func TestDiskReader(t *testing.T) {
 	dir, bin := testutil.Workload(t, "diskread", []string{"diskread.c"})
 	hog(t)
-	cmd := startReady(t, bin, dir+"/diskread.dat")
-	m := measure(t, cmd.Process.Pid, 3*time.Second)
+	cmd := testutil.StartReady(t, bin, dir+"/diskread.dat")
+	m := measure(t, cmd.Cmd.Process.Pid, 3*time.Second)
 	m.checkBudgets(t)
 	f := m.rep.Findings[0]
 	t.Logf("finding 1 stack: %s; latency %+v", frameNames(f.Frames), f.Latency)

@@ -3,7 +3,6 @@ package dist
 import (
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/model/histogram"
@@ -35,9 +34,7 @@ type CPURuns struct {
 
 // RunGroup is one distribution: the system's, or one process's or thread's.
 type RunGroup struct {
-	Pid     uint32 `json:"pid,omitempty"`
-	Tid     uint32 `json:"tid,omitempty"`
-	Comm    string `json:"comm,omitempty"`
+	Task
 	Runs    uint64 `json:"count"`
 	TotalNS uint64 `json:"total_ns"`
 	Dist
@@ -48,21 +45,10 @@ type RunGroup struct {
 func NewCPURuns(o Options, target string, offcpu bool, split Split, groups map[uint32]Runs, comm func(uint32) string, unknown, lost uint64, d time.Duration) *CPURuns {
 	r := &CPURuns{Run: jsonout.Run{Command: "cpudist", Target: target, DurationNS: jsonout.NS(d)},
 		OffCPU: offcpu, Unit: o.Unit.Name, UnknownStart: unknown, Lost: lost, unit: o.Unit, split: split}
-	ids := make([]uint32, 0, len(groups))
-	for id := range groups {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	ids, ts := tasks(split, groups, comm)
+	for i, id := range ids {
 		g := groups[id]
-		rg := RunGroup{Runs: g.Count, TotalNS: g.TotalNS, Dist: o.Of(g.Hist)}
-		switch split {
-		case ByProcess:
-			rg.Pid, rg.Comm = id, comm(id)
-		case ByThread:
-			rg.Tid, rg.Comm = id, comm(id)
-		}
-		r.Groups = append(r.Groups, rg)
+		r.Groups = append(r.Groups, RunGroup{Task: ts[i], Runs: g.Count, TotalNS: g.TotalNS, Dist: o.Of(g.Hist)})
 	}
 	return r
 }
@@ -75,12 +61,7 @@ func (r *CPURuns) WriteText(w io.Writer) {
 		what, each = "off-CPU time per wait", "waits"
 	}
 	for _, g := range r.Groups {
-		switch r.split {
-		case ByProcess:
-			fmt.Fprintf(w, "pid = %d %s\n", g.Pid, g.Comm)
-		case ByThread:
-			fmt.Fprintf(w, "tid = %d %s\n", g.Tid, g.Comm)
-		}
+		r.split.writeTask(w, g.Task)
 		g.WriteText(w, r.unit)
 		fmt.Fprintf(w, "total %s in %d %s\n\n", time.Duration(g.TotalNS), g.Runs, each)
 	}

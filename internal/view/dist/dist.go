@@ -5,7 +5,10 @@
 package dist
 
 import (
+	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
@@ -21,6 +24,51 @@ type Options struct {
 type Dist struct {
 	Stats   histogram.Stats    `json:"stats"`
 	Buckets []histogram.Bucket `json:"buckets"`
+}
+
+// Split says what a report's distributions are kept apart by (runqlat's
+// and cpudist's -P and -L).
+type Split int
+
+const (
+	All       Split = iota // one distribution
+	ByProcess              // one per pid
+	ByThread               // one per tid
+)
+
+// Task is the process or thread a distribution of a split report is of
+// (empty when not split).
+type Task struct {
+	Pid  uint32 `json:"pid,omitempty"`
+	Tid  uint32 `json:"tid,omitempty"`
+	Comm string `json:"comm,omitempty"`
+}
+
+// tasks are the keys of groups (pids or tids, 0 when not split) in order,
+// each with the task it names; comm names a key.
+func tasks[G any](s Split, groups map[uint32]G, comm func(uint32) string) ([]uint32, []Task) {
+	ids := slices.Sorted(maps.Keys(groups))
+	ts := make([]Task, len(ids))
+	for i, id := range ids {
+		switch s {
+		case ByProcess:
+			ts[i] = Task{Pid: id, Comm: comm(id)}
+		case ByThread:
+			ts[i] = Task{Tid: id, Comm: comm(id)}
+		}
+	}
+	return ids, ts
+}
+
+// writeTask heads a group's block as bcc does ("pid = 42 name"; nothing
+// when not split).
+func (s Split) writeTask(w io.Writer, t Task) {
+	switch s {
+	case ByProcess:
+		fmt.Fprintf(w, "pid = %d %s\n", t.Pid, t.Comm)
+	case ByThread:
+		fmt.Fprintf(w, "tid = %d %s\n", t.Tid, t.Comm)
+	}
 }
 
 // Of buckets h for display.

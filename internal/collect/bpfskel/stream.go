@@ -1,0 +1,78 @@
+package bpfskel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
+)
+
+// Tally is what a tool that sends one ring record per event (the snoop
+// tools) counted: the events it read, those its filters kept, and how
+// long its programs ran.
+type Tally struct {
+	Events, Shown uint64
+	Elapsed       time.Duration
+}
+
+// Summary is the start of such a tool's footer: "12 exits (3 shown) in
+// 1.002s", noun naming the events.
+func (t Tally) Summary(noun string) string {
+	return fmt.Sprintf("%d %s (%d shown) in %s", t.Events, noun, t.Shown, t.Elapsed.Round(time.Millisecond))
+}
+
+// Stream is the run of a tool whose programs send one ring record per
+// event, the C struct E, which the tool reads as its Go event X. Its
+// fields point into the tool's Maps struct, which Open fills, so they are
+// set before the maps exist.
+type Stream[E, X any] struct {
+	Ring     **ebpf.Map // the ring buffer the events come in
+	Counters **Counters // the counters of what was lost, read into Into after the run
+	Into     any
+	Duration time.Duration // 0: until ctx ends (or a signal)
+	// Decode reads a record as the C struct E; nil is View[E]. It returns
+	// nil for a record too short to be one, which is not counted.
+	Decode func(raw []byte) *E
+}
+
+// Run opens t and, until the duration passes or ctx ends, reads each
+// record as an event (event's pointer is valid only until it returns) and
+// hands those keep keeps to out, as they come; then it reads the counters.
+func (st Stream[E, X]) Run(ctx context.Context, t Tool, event func(*E) X, keep func(X) bool, out func(X)) (Tally, error) {
+	decode := st.Decode
+	if decode == nil {
+		decode = View[E]
+	}
+	s, err := Open(t)
+	if err != nil {
+		return Tally{}, err
+	}
+	defer s.Close()
+	var n Tally
+	err = s.ReadRing(*st.Ring, func(raw []byte) {
+		e := decode(raw)
+		if e == nil {
+			return
+		}
+		n.Events++
+		if x := event(e); keep(x) {
+			n.Shown++
+			out(x)
+		}
+	})
+	if err != nil {
+		return Tally{}, err
+	}
+	r, err := s.Run(ctx, runctl.Options{Duration: st.Duration})
+	if err != nil {
+		return Tally{}, err
+	}
+	n.Elapsed = r.Elapsed
+	if err := (*st.Counters).Read(st.Into); err != nil {
+		return Tally{}, fmt.Errorf("reading the %s's counters: %w", t.Name, err)
+	}
+	return n, nil
+}
