@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -122,7 +121,7 @@ tracepoint:block:block_rq_issue /@ins[args->dev, args->sector]/ {
 	delete(@ins[args->dev, args->sector]);
 }
 END { clear(@ins); }`
-	var btOut, btErr syncBuf
+	var btOut, btErr testutil.SyncBuffer
 	b := exec.Command(bt, "-e", script)
 	b.Stdout, b.Stderr = &btOut, &btErr
 	if err := b.Start(); err != nil {
@@ -246,24 +245,6 @@ END { clear(@ins); }`
 	if close < matched*95/100 {
 		t.Errorf("only %d of %d queued times agree with bpftrace", close, matched)
 	}
-}
-
-// syncBuf is a buffer a command writes while the test reads it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestDeletedDirectory: binaries whose directory was deleted while they

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,4 +108,23 @@ func (b *Background) Done() <-chan struct{} { return b.done }
 func (b *Background) Wait() error {
 	<-b.done
 	return b.err
+}
+
+// SyncBuffer is a buffer a command writes (as its Stdout or Stderr) while
+// the test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

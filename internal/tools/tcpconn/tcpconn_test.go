@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,24 +24,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/tools/tcpconn"
 	"github.com/sonde-dev/sonde/internal/tools/tcpretrans"
 )
-
-// lockedBuf is a buffer a command writes while the test reads it.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // netns is a network namespace the test made, with its loopback up.
 type netns string
@@ -144,7 +125,7 @@ func TestConnectAcceptRetransmitInNetns(t *testing.T) {
 	// It prints the count map at its end ("@n: 5"; nothing for none).
 	prog := fmt.Sprintf(`tracepoint:tcp:tcp_retransmit_skb /args->sport == %d || args->dport == %d/ { @n = count(); }`, port, port)
 	peer := exec.Command(bt, "-e", prog)
-	var peerOut, peerErr lockedBuf
+	var peerOut, peerErr testutil.SyncBuffer
 	peer.Stdout, peer.Stderr = &peerOut, &peerErr
 	if err := peer.Start(); err != nil {
 		t.Fatal(err)
