@@ -118,6 +118,19 @@ func TestBadInput(t *testing.T) {
 			}{name: c.name + "_" + bad.kind + "_pid", args: args, code: 1, want: bad.want})
 		}
 	}
+	// why -t takes one thread: a missing or exited one is refused the same way.
+	for _, bad := range []struct{ kind, tid, want string }{
+		{"missing", p.missing, `^sonde why: tid ` + p.missing + `: no such process`},
+		{"zombie", p.zombie, `^sonde why: tid ` + p.zombie + ` \(true\): the process has exited \(a zombie`},
+	} {
+		cases = append(cases, struct {
+			name string
+			args []string
+			code int
+			want string
+			priv bool
+		}{name: "why_" + bad.kind + "_tid", args: []string{"why", "-t", bad.tid, "-d", "1"}, code: 1, want: bad.want})
+	}
 	cases = append(cases, []struct {
 		name string
 		args []string
