@@ -195,7 +195,7 @@ func TestSeed004Resolver(t *testing.T) {
 // -t: one worker of the seed-004 server is the target; the rest of its
 // process counts only as wakers. Its budget is schedstat's, finding 1 is
 // its wait in poll under resolve_peer with the responder's sleep at the
-// chain's end, and its share is the worker's blocked share by schedstat.
+// chain's end, and its waits' share is its blocked share by schedstat.
 func TestOneThread(t *testing.T) {
 	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
 	hog(t)
@@ -235,11 +235,21 @@ func TestOneThread(t *testing.T) {
 	if last := f.Chain[len(f.Chain)-1]; last.Comm != "responder" {
 		t.Errorf("last link %s (%d): want the responder", last.Comm, last.TID)
 	}
+	// One thread's wait in progress as the window opens is a finding of
+	// its own (its stack is read from /proc, kernel frames only): with
+	// one target thread it is a few points, so the net findings together
+	// are what schedstat's blocked time must match.
+	var net float64
+	for _, g := range m.rep.Findings {
+		if g.Kind == ReasonNet {
+			net += g.Share
+		}
+	}
 	blocked, wall := m.schedBlocked(func(th Thread) bool { return th.TID == worker })
 	want := float64(blocked) / float64(wall)
-	t.Logf("finding 1 share %.4f; the worker's blocked share by schedstat %.4f", f.Share, want)
-	if math.Abs(f.Share-want) > 0.02 {
-		t.Errorf("finding 1 share %.4f, schedstat's %.4f: more than 2 points apart", f.Share, want)
+	t.Logf("finding 1 share %.4f, net findings %.4f; the worker's blocked share by schedstat %.4f", f.Share, net, want)
+	if math.Abs(net-want) > 0.02 {
+		t.Errorf("net findings' share %.4f, schedstat's blocked share %.4f: more than 2 points apart", net, want)
 	}
 }
 
