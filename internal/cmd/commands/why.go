@@ -10,8 +10,10 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/service/whyweb"
 	"github.com/sonde-dev/sonde/internal/tools/why"
 	"github.com/sonde-dev/sonde/internal/view/flamegraph"
 )
@@ -22,6 +24,7 @@ func newWhyCmd() *cobra.Command {
 	var top int
 	var kernelOnly bool
 	var flame string
+	var webView bool
 	cmd := l.Command(cli.Doc("why", &cobra.Command{}), "explain this process's threads")
 	f := cmd.Flags()
 	f.IntVarP(&o.Tid, "tid", "t", 0, "explain this thread of a process only (its process's other threads count as wakers)")
@@ -32,6 +35,7 @@ func newWhyCmd() *cobra.Command {
 	cli.Between(f, "depth", 1, 8)
 	f.BoolVarP(&kernelOnly, "kernel", "K", false, "kernel stacks only (no user stacks walked)")
 	f.StringVar(&flame, "flamegraph", "", "also write a wall-clock flame graph: every thread's time under on-CPU, runnable, throttled or blocked: REASON (.html, .svg or .folded)")
+	f.BoolVar(&webView, "web", false, "then show the findings in the browser: ranked, each chain as a graph, every thread's time as a bar (serves until Ctrl-C)")
 	remote.MarkValues(f, "depth")
 	l.Check = func(cmd *cobra.Command, args []string) error {
 		if err := checkWhyTid(cmd, args, &o); err != nil {
@@ -69,6 +73,15 @@ func newWhyCmd() *cobra.Command {
 		}
 		if flame != "" {
 			if err := writeWallFlame(flame, &res.Data, tgt); err != nil {
+				return err
+			}
+		}
+		if webView {
+			// A fresh context: Ctrl-C may have ended the run already; the
+			// next one stops the page.
+			sctx, stop := runctl.WithSignals(context.Background())
+			defer stop()
+			if err := whyweb.Serve(sctx, rep, whyweb.Options{}); err != nil {
 				return err
 			}
 		}

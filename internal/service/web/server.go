@@ -143,7 +143,7 @@ func Run(ctx context.Context, paths []string, o Options) error {
 		s.answer("flame", url.Values{"f": {strconv.Itoa(i)}})
 	}
 	debug.FreeOSMemory()
-	ln, err := listen(o.Addr, o.Out)
+	ln, err := Listen(o.Addr, o.Out)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,13 @@ func Run(ctx context.Context, paths []string, o Options) error {
 			fmt.Fprintf(o.Out, "sonde: could not open a browser (%v): open %s yourself\n", err, u)
 		}
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return ServeUntil(ctx, ln, s.Handler())
+}
+
+// ServeUntil serves h on ln until ctx ends (Ctrl-C), then stops within 2 s:
+// every page sonde serves (serve, report --web, why --web) ends this way.
+func ServeUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -171,10 +177,10 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	return nil
 }
 
-// listen opens the server's socket (loopback when addr is ""), and warns
+// Listen opens a server's socket (loopback when addr is ""), and warns
 // on out when it is not loopback: the views have no login, and the
 // recordings hold command lines, symbols and source.
-func listen(addr string, out io.Writer) (net.Listener, error) {
+func Listen(addr string, out io.Writer) (net.Listener, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
