@@ -2,9 +2,11 @@ package whyweb
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,7 +19,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/tools/why"
 )
 
 // whyJSON is the part of `why --json` the page is checked against.
@@ -105,6 +109,55 @@ func TestWhyPage(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	chromium := testutil.RequireTool(t, "chromium", "chromium")
 	doc, url := runWhyWeb(t)
+	checkPage(t, chromium, doc, url)
+}
+
+// TestWhyPageSynthetic is TestWhyPage's check on a made-up report, without
+// root: a chain of two links, a thread whose blocked time no reason claims.
+func TestWhyPageSynthetic(t *testing.T) {
+	chromium := testutil.RequireTool(t, "chromium", "chromium")
+	rep := synthetic()
+	h, err := Handler(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc whyJSON
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, chromium, doc, srv.URL+"/")
+}
+
+func synthetic() *why.Report {
+	w := jsonout.Task{PID: 10, TID: 11, Comm: "worker"}
+	r := &why.Report{Run: jsonout.Run{Command: "why", Target: "process id '10'", DurationNS: 3e9},
+		Budget: why.Budget{WallNS: 6e9, OnCPUNS: 1e9, RunnableNS: 5e8, BlockedNS: 4.5e9, ByReason: map[string]uint64{"net": 4e9, "sleep": 3e8}},
+		Threads: []why.Thread{
+			{Task: w, WallNS: 3e9, OnCPUNS: 1e8, RunnableNS: 1e8, BlockedNS: 2.8e9, ByReason: map[string]uint64{"net": 2.8e9}},
+			{Task: jsonout.Task{PID: 10, TID: 12, Comm: "responder"}, WallNS: 3e9, OnCPUNS: 9e8, RunnableNS: 4e8, BlockedNS: 1.7e9, ByReason: map[string]uint64{"net": 1.2e9, "sleep": 3e8}},
+		},
+		Findings: []why.Finding{{Kind: "net", Share: 0.4667, Text: "thread worker (11) spent 46.7% <of> the target's time in poll", DurationNS: 2.8e9, Count: 30,
+			Threads: []jsonout.Task{w}, Function: "resolve_peer", Call: "poll", Root: "sleep",
+			Frames: []why.Frame{{Sym: "do_sys_poll", Kernel: true}, {Sym: "poll", DSO: "libc.so.6"}, {Sym: "resolve_peer", DSO: "whyserver"}},
+			Chain: []why.Link{
+				{Task: jsonout.Task{PID: 10, TID: 12, Comm: "responder"}, Share: 0.9, Reason: "net", Frames: []why.Frame{{Sym: "sendto"}}},
+				{Task: jsonout.Task{PID: 20, TID: 21, Comm: "peer \"x\""}, Share: 1, Reason: "sleep", WaitNS: 2e7, WaitFrames: []why.Frame{{Sym: "usleep"}}},
+			},
+			Latency: []why.Bucket{{LowNS: 65536000, HighNS: 131072000, Count: 30}}},
+			{Kind: "cpu", Share: 0.15, Text: "responder ran on a CPU", Root: "cpu"}},
+	}
+	return r
+}
+
+// checkPage loads url in Chromium and checks it shows doc.
+func checkPage(t *testing.T, chromium string, doc whyJSON, url string) {
+	t.Helper()
 	if len(doc.Findings) == 0 {
 		t.Fatal("why found nothing")
 	}
@@ -133,6 +186,7 @@ func TestWhyPage(t *testing.T) {
 	}
 	text := evalPage[string](t, ctx, `document.querySelector('#findings li[data-rank="1"] .text').textContent`)
 	share := evalPage[string](t, ctx, `document.querySelector('#findings li[data-rank="1"] .share').textContent`)
+	ranks := evalPage[int](t, ctx, `document.querySelectorAll('#findings li.finding').length`)
 	nodes := evalPage[[]pageNode](t, ctx, `[...document.querySelectorAll('#detail svg.chain g.node')].map(g => ({role: g.dataset.role, tid: g.dataset.tid, comm: g.dataset.comm}))`)
 	// Each thread's bar: its parts' ns, summed.
 	bars := evalPage[map[string]float64](t, ctx, `Object.fromEntries([...document.querySelectorAll('#threads tr[data-tid]')].map(r => [r.dataset.tid,
@@ -143,7 +197,10 @@ func TestWhyPage(t *testing.T) {
 	}
 	mu.Unlock()
 	f := doc.Findings[0]
-	t.Logf("page: finding 1 %s %q; chain nodes %+v", share, text, nodes)
+	t.Logf("page: %d findings, finding 1 %s %q; chain nodes %+v", ranks, share, text, nodes)
+	if ranks != len(doc.Findings) {
+		t.Errorf("%d findings on the page, %d in the JSON", ranks, len(doc.Findings))
+	}
 	if text != f.Text {
 		t.Errorf("finding 1 on the page %q, in the JSON %q", text, f.Text)
 	}

@@ -53,16 +53,14 @@ function legend() {
 }
 
 function header(rep) {
-  const bar = clear(document.getElementById("bar"));
   const errs = Object.entries(rep.bpf_errors || {}).filter(([, v]) => v > 0);
-  bar.append(h("strong", {}, "sonde why"), " ",
+  clear(document.getElementById("bar")).append(h("div", {}, h("strong", {}, "sonde why"), " ",
     h("span", { class: "meta" }, `${rep.target}, ${fmtNS(rep.duration_ns)}, ${rep.threads.length} threads, ` +
       `${fmtNS(rep.budget.wall_ns)} of thread time`),
     rep.cgroup ? h("div", { class: "meta" }, `cgroup ${rep.cgroup.path}: ${rep.cgroup.nr_throttled} of ${rep.cgroup.nr_periods} periods throttled (${fmtNS(rep.cgroup.throttled_ns)})`) : null,
     errs.length ? h("div", { class: "warn" }, "the kernel side lost data: " + errs.map(([k, v]) => `${k} ${fmtCount(v)}`).join(", ")) : null,
-    (rep.warnings || []).map((w) => h("div", { class: "warn" }, w)));
-  const budget = clear(document.getElementById("budget"));
-  budget.append(h("div", { class: "meta" }, "The target threads' wall time, summed:"), bar(rep.budget), legend());
+    (rep.warnings || []).map((w) => h("div", { class: "warn" }, w))));
+  clear(document.getElementById("budget")).append(h("div", { class: "meta" }, "The target threads' wall time, summed:"), bar(rep.budget), legend());
 }
 
 function findings(rep, chosen) {
@@ -119,7 +117,7 @@ function chainNodes(f) {
   for (const l of f.chain || []) {
     nodes.push({
       role: "link", title: `${l.comm} (tid ${l.tid})`, tid: String(l.tid), comm: l.comm, share: l.share,
-      sub: l.interrupt ? `from an interrupt (${l.interrupt})` : `woke it in ${userLeaf(l.frames)}`,
+      sub: l.interrupt ? `from an interrupt (${l.interrupt})` : userLeaf(l.frames) ? `woke it in ${userLeaf(l.frames)}` : "woke it",
       sub2: l.wait_ns ? `had waited ${fmtNS(l.wait_ns)} (${l.reason}) in ${userLeaf(l.wait_frames)}` : l.reason,
     });
   }
@@ -131,7 +129,7 @@ function chainNodes(f) {
 // and what share of the waits it ended.
 function chainGraph(f) {
   const nodes = chainNodes(f);
-  const W = 230, H = 64, GAP = 70, PAD = 8;
+  const W = 230, H = 64, GAP = 104, PAD = 8;
   const svg = s("svg", { class: "chain", width: nodes.length * (W + GAP) - GAP + 2 * PAD, height: H + 2 * PAD + 14, role: "img" });
   svg.append(s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
     s("path", { d: "M0,0 L10,5 L0,10 z", fill: "#555" }))));
@@ -147,8 +145,8 @@ function chainGraph(f) {
     if (i > 0) {
       const x0 = x - GAP, y0 = y + H / 2;
       svg.append(s("line", { x1: x0 + 2, y1: y0, x2: x - 2, y2: y0, class: "edge", "marker-end": "url(#arrow)" }));
-      const what = n.role === "root" ? "ends at" : `woken by (${pct(n.share)})`;
-      svg.append(s("text", { x: x0 + 2, y: y0 - 6, class: "edgelabel" }, what));
+      const what = n.role === "root" ? "ends at" : `woken by, ${pct(n.share)}`;
+      svg.append(s("text", { x: x0 + 4, y: y0 - 6, class: "edgelabel" }, what));
     }
   });
   return h("div", { class: "chainwrap" }, svg);
@@ -173,14 +171,15 @@ function show(rep, i) {
   const f = rep.findings[i];
   const d = clear(document.getElementById("detail"));
   d.dataset.rank = String(i + 1);
-  d.append(h("h3", {}, `Finding ${i + 1}: ${pct(f.share)} (${fmtNS(f.duration_ns)}${f.count ? `, ${fmtCount(f.count)} waits` : ""})`),
+  // h flattens the optional parts (arrays, nulls); append would print them.
+  d.append(h("div", {}, h("h3", {}, `Finding ${i + 1}: ${pct(f.share)} (${fmtNS(f.duration_ns)}${f.count ? `, ${fmtCount(f.count)} waits` : ""})`),
     h("p", { class: "text" }, f.text),
     f.chain && f.chain.length || f.root ? [h("h4", {}, "Chain: who ended the waits, to the root"), chainGraph(f)] : null,
     f.frames && f.frames.length ? [h("h4", {}, "Stack (leaf first)"), frames(f.frames)] : null,
     (f.chain || []).map((l, j) => h("details", { class: "link" }, h("summary", {}, `link ${j + 1}: ${l.comm} (tid ${l.tid}), ${pct(l.share)} of these waits`),
       h("div", { class: "meta" }, "woke it from:"), frames(l.frames),
       l.wait_frames ? [h("div", { class: "meta" }, `having waited (${l.reason}) in:`), frames(l.wait_frames)] : null)),
-    latency(f) ? [h("h4", {}, "Wait lengths"), latency(f)] : null);
+    latency(f) ? [h("h4", {}, "Wait lengths"), latency(f)] : null));
 }
 
 function threads(rep) {
@@ -210,4 +209,7 @@ async function main() {
   document.body.dataset.ready = "1";
 }
 
-main();
+main().catch((e) => {
+  document.getElementById("bar").append(h("div", { class: "error" }, "the page failed: " + e.message));
+  throw e;
+});
