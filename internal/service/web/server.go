@@ -14,6 +14,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,12 +195,12 @@ func Listen(addr string, out io.Writer) (net.Listener, error) {
 	return ln, nil
 }
 
-// Handler is the whole site: the page, its script and style, and /api/.
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+// Page serves a bundled page's files from files (its index.html and
+// dist/app.js, dist/app.css) on mux, as /, /app.js and /app.css.
+func Page(mux *http.ServeMux, files embed.FS) {
 	static := func(name, ctype string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			b, err := ui.Files.ReadFile(name)
+			b, err := files.ReadFile(name)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -211,6 +212,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", static("index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /app.js", static("dist/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /app.css", static("dist/app.css", "text/css; charset=utf-8"))
+}
+
+// Handler is the whole site: the page, its script and style, and /api/.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	Page(mux, ui.Files)
 	mux.HandleFunc("GET /api/{view}", s.api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -56,18 +55,7 @@ type pageNode struct {
 // server and returns its JSON output, the URL it serves, and the run.
 func runWhyWeb(t *testing.T) (whyJSON, string) {
 	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
-	srv := exec.Command(bin, "4", "20")
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
-		t.Fatalf("whyserver said %q, want ready", line)
-	}
+	srv := testutil.StartReady(t, bin, "4", "20")
 	cmd := exec.Command(testutil.Sonde(t), "why", "-p", strconv.Itoa(srv.Process.Pid), "-d", "2", "--json", "--web")
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()

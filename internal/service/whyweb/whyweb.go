@@ -32,20 +32,7 @@ func Handler(rep *why.Report) (http.Handler, error) {
 		return nil, fmt.Errorf("writing the findings: %w", err)
 	}
 	mux := http.NewServeMux()
-	file := func(name, ctype string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			b, err := ui.Files.ReadFile(name)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			w.Header().Set("Content-Type", ctype)
-			w.Write(b)
-		}
-	}
-	mux.HandleFunc("GET /{$}", file("index.html", "text/html; charset=utf-8"))
-	mux.HandleFunc("GET /app.js", file("dist/app.js", "text/javascript; charset=utf-8"))
-	mux.HandleFunc("GET /app.css", file("dist/app.css", "text/css; charset=utf-8"))
+	web.Page(mux, ui.Files)
 	mux.HandleFunc("GET /api/why", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(doc.Bytes())

@@ -1,12 +1,10 @@
 package why
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,25 +35,6 @@ func readSchedstats(pid int) map[int]schedstat {
 		out[tid] = schedstat{on, rd}
 	}
 	return out
-}
-
-// startReady starts a workload and waits for its "ready" line.
-func startReady(t *testing.T, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("%s: %q, %v", bin, line, err)
-	}
-	return cmd
 }
 
 // hog keeps a CPU busy for the test: the results must hold on a loaded machine.
@@ -166,7 +145,7 @@ func hasFrame(fs []Frame, name string) bool {
 func TestSeed004Resolver(t *testing.T) {
 	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
 	hog(t)
-	cmd := startReady(t, bin, "4", "20")
+	cmd := testutil.StartReady(t, bin, "4", "20")
 	m := measure(t, cmd.Process.Pid, 3*time.Second)
 	m.checkBudgets(t)
 	f := m.rep.Findings[0]
@@ -199,7 +178,7 @@ func TestSeed004Resolver(t *testing.T) {
 func TestOneThread(t *testing.T) {
 	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
 	hog(t)
-	cmd := startReady(t, bin, "4", "20")
+	cmd := testutil.StartReady(t, bin, "4", "20")
 	pid := cmd.Process.Pid
 	worker := 0
 	tids, _ := procfs.Threads(pid)
@@ -258,7 +237,7 @@ func TestOneThread(t *testing.T) {
 func TestLockConvoy(t *testing.T) {
 	_, bin := testutil.Workload(t, "convoy", []string{"convoy.c"}, "-pthread")
 	hog(t)
-	cmd := startReady(t, bin, "4", "10")
+	cmd := testutil.StartReady(t, bin, "4", "10")
 	m := measure(t, cmd.Process.Pid, 3*time.Second)
 	m.checkBudgets(t)
 	f := m.rep.Findings[0]
@@ -372,7 +351,7 @@ func TestThrottled(t *testing.T) {
 func TestDiskReader(t *testing.T) {
 	dir, bin := testutil.Workload(t, "diskread", []string{"diskread.c"})
 	hog(t)
-	cmd := startReady(t, bin, dir+"/diskread.dat")
+	cmd := testutil.StartReady(t, bin, dir+"/diskread.dat")
 	m := measure(t, cmd.Process.Pid, 3*time.Second)
 	m.checkBudgets(t)
 	f := m.rep.Findings[0]
