@@ -2,6 +2,7 @@ package why
 
 import (
 	"context"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -101,7 +102,14 @@ func TestCPUTopMatchesProfile(t *testing.T) {
 			}()
 		},
 		OnStop: func(uint64) { stopProfile() }})
-	pr := <-done
+	t.Logf("why's window closed; waiting for profile")
+	var pr result
+	select {
+	case pr = <-done:
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("profile did not end within a minute of why's window closing; goroutines:\n%s", buf[:goruntime.Stack(buf, true)])
+	}
 	if pr.err != nil {
 		t.Fatal(pr.err)
 	}
