@@ -62,8 +62,20 @@ func measureWith(t *testing.T, o Options) measured {
 	var m measured
 	pid := o.Pid
 	o.User = true
-	o.OnStart = func(uint64) { m.start = readSchedstats(pid) }
-	o.OnStop = func(uint64) { m.stop = readSchedstats(pid) }
+	// The caller's callbacks run too, after schedstat is read.
+	onStart, onStop := o.OnStart, o.OnStop
+	o.OnStart = func(ns uint64) {
+		m.start = readSchedstats(pid)
+		if onStart != nil {
+			onStart(ns)
+		}
+	}
+	o.OnStop = func(ns uint64) {
+		m.stop = readSchedstats(pid)
+		if onStop != nil {
+			onStop(ns)
+		}
+	}
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
