@@ -45,6 +45,15 @@ func newBadPids(t *testing.T) badPids {
 	return badPids{missing: strings.TrimSpace(string(b)), zombie: strconv.Itoa(z.Process.Pid), thread: thread}
 }
 
+// badCase is a bad command line and how sonde must refuse it.
+type badCase struct {
+	name string
+	args []string
+	code int    // 0: any non-zero
+	want string // regexp on stderr
+	priv bool   // reaches the kernel: needs root
+}
+
 // TestBadInput runs every kind of bad input the trust issue listed through
 // the binary: each ends with one line on stderr naming the cause, and a
 // non-zero exit, before anything is measured. The rows marked priv reach
@@ -53,13 +62,7 @@ func TestBadInput(t *testing.T) {
 	p := newBadPids(t)
 	dir := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
-	cases := []struct {
-		name string
-		args []string
-		code int    // 0: any non-zero
-		want string // regexp on stderr
-		priv bool
-	}{
+	cases := []badCase{
 		// Conflicting targets: an error naming both flags.
 		{name: "stat_a_and_p", args: []string{"stat", "-a", "-p", self}, code: 2, want: `-a/--all-cpus and -p/--pid conflict`},
 		{name: "record_p_and_t", args: []string{"record", "-p", self, "-t", self}, code: 2, want: `-p/--pid and -t/--tid conflict`},
@@ -109,22 +112,17 @@ func TestBadInput(t *testing.T) {
 			if c.name != "probe" { // bounded, should the check ever let one through
 				args = append([]string{c.name, "-p", bad.pid, "-d", "1"}, c.args...)
 			}
-			cases = append(cases, struct {
-				name string
-				args []string
-				code int
-				want string
-				priv bool
-			}{name: c.name + "_" + bad.kind + "_pid", args: args, code: 1, want: bad.want})
+			cases = append(cases, badCase{name: c.name + "_" + bad.kind + "_pid", args: args, code: 1, want: bad.want})
 		}
 	}
-	cases = append(cases, []struct {
-		name string
-		args []string
-		code int
-		want string
-		priv bool
-	}{
+	// why -t takes one thread: a missing or exited one is refused the same way.
+	for _, bad := range []struct{ kind, tid, want string }{
+		{"missing", p.missing, `^sonde why: tid ` + p.missing + `: no such process`},
+		{"zombie", p.zombie, `^sonde why: tid ` + p.zombie + ` \(true\): the process has exited \(a zombie`},
+	} {
+		cases = append(cases, badCase{name: "why_" + bad.kind + "_tid", args: []string{"why", "-t", bad.tid, "-d", "1"}, code: 1, want: bad.want})
+	}
+	cases = append(cases, []badCase{
 		{name: "funclat_kernel_function_without_kprobes", args: []string{"funclat", "-d", "1", "vfs_read"}, priv: true,
 			want: `^sonde funclat: (cannot trace kernel function vfs_read: this kernel supports neither fentry \(.{0,60}\) nor kprobe \(.{0,60}\)|kernel function vfs_read needs)`},
 		{name: "funclat_misspelt_kernel_function", args: []string{"funclat", "-d", "1", "vfs_reed"}, priv: true,

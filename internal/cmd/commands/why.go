@@ -10,8 +10,10 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/service/whyweb"
 	"github.com/sonde-dev/sonde/internal/tools/why"
 	"github.com/sonde-dev/sonde/internal/view/flamegraph"
 )
@@ -22,16 +24,23 @@ func newWhyCmd() *cobra.Command {
 	var top int
 	var kernelOnly bool
 	var flame string
+	var webView bool
 	cmd := l.Command(cli.Doc("why", &cobra.Command{}), "explain this process's threads")
 	f := cmd.Flags()
+	f.IntVarP(&o.Tid, "tid", "t", 0, "explain this thread of a process only (its process's other threads count as wakers)")
+	cli.AtLeast(f, 1, "tid")
 	f.IntVar(&top, "top", 10, "findings to print")
 	cli.AtLeast(f, 1, "top")
 	f.IntVar(&o.Depth, "depth", 4, "follow wakers this many hops from the target's threads")
 	cli.Between(f, "depth", 1, 8)
 	f.BoolVarP(&kernelOnly, "kernel", "K", false, "kernel stacks only (no user stacks walked)")
 	f.StringVar(&flame, "flamegraph", "", "also write a wall-clock flame graph: every thread's time under on-CPU, runnable, throttled or blocked: REASON (.html, .svg or .folded)")
+	f.BoolVar(&webView, "web", false, "then show the findings in the browser: ranked, each chain as a graph, every thread's time as a bar (serves until Ctrl-C)")
 	remote.MarkValues(f, "depth")
-	l.Check = func(*cobra.Command, []string) error {
+	l.Check = func(cmd *cobra.Command, args []string) error {
+		if err := checkWhyTid(cmd, args, &o); err != nil {
+			return err
+		}
 		if flame == "" {
 			return nil
 		}
@@ -41,7 +50,12 @@ func newWhyCmd() *cobra.Command {
 		return outfile.Check(flame)
 	}
 	cmd.RunE = l.RunE("finding where the time goes", func(ctx context.Context, tgt string, _ []string) error {
-		o.Pid, o.Command, o.Duration = l.Pid, l.Argv, l.Duration
+		if o.Tid != 0 {
+			tgt = cli.Target{Tids: []int{o.Tid}}.String()
+		} else {
+			o.Pid = l.Pid
+		}
+		o.Command, o.Duration = l.Argv, l.Duration
 		o.User = !kernelOnly
 		res, err := why.Run(ctx, o)
 		if err != nil {
@@ -62,12 +76,40 @@ func newWhyCmd() *cobra.Command {
 				return err
 			}
 		}
+		if webView {
+			// A fresh context: Ctrl-C may have ended the run already; the
+			// next one stops the page.
+			sctx, stop := runctl.WithSignals(context.Background())
+			defer stop()
+			if err := whyweb.Serve(sctx, rep, whyweb.Options{}); err != nil {
+				return err
+			}
+		}
 		if res.Exited {
 			return cli.ExitWith(res.ExitCode)
 		}
 		return nil
 	})
 	return cmd
+}
+
+// checkWhyTid checks -t against -p and a command, and finds its process.
+func checkWhyTid(cmd *cobra.Command, args []string, o *why.Options) error {
+	if o.Tid == 0 {
+		return nil
+	}
+	if cmd.Flags().Changed("pid") {
+		return cli.Usagef("-p/--pid and -t/--tid conflict: choose one target")
+	}
+	if cmd.ArgsLenAtDash() == 0 {
+		return cli.Usagef("-t/--tid and a command conflict: trace a thread or run a command")
+	}
+	pid, err := why.ProcessOf(o.Tid)
+	if err != nil {
+		return err
+	}
+	o.Pid = pid
+	return nil
 }
 
 // writeWallFlame writes why's wall-clock stacks as a flame graph.
@@ -87,5 +129,7 @@ func writeWallFlame(path string, d *why.Data, target string) error {
 }
 
 var _ = Register(Spec{Name: "why", Group: BPF, New: newWhyCmd, JSON: []any{why.Report{}}, Keys: why.Vocabulary, Remote: true, RunsCommand: true,
-	Smoke:    []string{"why", "-d", "1"},
-	BadInput: []BadInput{{Name: "why_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s`}}})
+	Smoke: []string{"why", "-d", "1"},
+	BadInput: []BadInput{{Name: "why_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s`},
+		{Name: "why_tid_zero", Args: []string{"-t", "0"}, Code: 2, Want: `-t/--tid 0`},
+		{Name: "why_tid_and_pid", Args: []string{"-t", "1", "-p", "1"}, Code: 2, Want: `-p/--pid and -t/--tid conflict`}}})

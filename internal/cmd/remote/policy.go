@@ -47,6 +47,7 @@ var flags = map[string]flagKind{
 	"output": flagOutput, "flamegraph": flagOutput,
 	"input": flagRefused, "stream": flagRefused, "remote": flagRefused, "token-file": flagRefused,
 	"tls-ca": flagRefused, "tls-cert": flagRefused, "tls-key": flagRefused,
+	"web": flagRefused, // serves a page on the target: the client's own
 
 	"all-cpus": flagValue, "binary": flagValue, "cgroup": flagValue, "no-debuginfod": flagValue, "call-graph": flagValue, "callchain": flagValue,
 	"comm": flagValue, "compare-sampled": flagValue, "count": flagValue, "cpu": flagValue,

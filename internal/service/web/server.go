@@ -14,6 +14,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func Run(ctx context.Context, paths []string, o Options) error {
 		s.answer("flame", url.Values{"f": {strconv.Itoa(i)}})
 	}
 	debug.FreeOSMemory()
-	ln, err := listen(o.Addr, o.Out)
+	ln, err := Listen(o.Addr, o.Out)
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,13 @@ func Run(ctx context.Context, paths []string, o Options) error {
 			fmt.Fprintf(o.Out, "sonde: could not open a browser (%v): open %s yourself\n", err, u)
 		}
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return ServeUntil(ctx, ln, s.Handler())
+}
+
+// ServeUntil serves h on ln until ctx ends (Ctrl-C), then stops within 2 s:
+// every page sonde serves (serve, report --web, why --web) ends this way.
+func ServeUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -171,10 +178,10 @@ func Run(ctx context.Context, paths []string, o Options) error {
 	return nil
 }
 
-// listen opens the server's socket (loopback when addr is ""), and warns
+// Listen opens a server's socket (loopback when addr is ""), and warns
 // on out when it is not loopback: the views have no login, and the
 // recordings hold command lines, symbols and source.
-func listen(addr string, out io.Writer) (net.Listener, error) {
+func Listen(addr string, out io.Writer) (net.Listener, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -188,12 +195,12 @@ func listen(addr string, out io.Writer) (net.Listener, error) {
 	return ln, nil
 }
 
-// Handler is the whole site: the page, its script and style, and /api/.
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+// Page serves a bundled page's files from files (its index.html and
+// dist/app.js, dist/app.css) on mux, as /, /app.js and /app.css.
+func Page(mux *http.ServeMux, files embed.FS) {
 	static := func(name, ctype string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			b, err := ui.Files.ReadFile(name)
+			b, err := files.ReadFile(name)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -205,6 +212,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", static("index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /app.js", static("dist/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /app.css", static("dist/app.css", "text/css; charset=utf-8"))
+}
+
+// Handler is the whole site: the page, its script and style, and /api/.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	Page(mux, ui.Files)
 	mux.HandleFunc("GET /api/{view}", s.api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

@@ -269,7 +269,7 @@ func TestBlockedTime(t *testing.T) {
 func TestListenWarnsOffLoopback(t *testing.T) {
 	for addr, warned := range map[string]bool{"": false, "127.0.0.1:0": false, "[::1]:0": false, "0.0.0.0:0": true} {
 		var out bytes.Buffer
-		ln, err := listen(addr, &out)
+		ln, err := Listen(addr, &out)
 		if err != nil {
 			if addr == "[::1]:0" {
 				continue // no IPv6 here

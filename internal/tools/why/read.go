@@ -5,7 +5,6 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
-	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/collect/syscalls"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
 	"github.com/sonde-dev/sonde/internal/model"
@@ -84,7 +83,7 @@ const whySlots = 32
 type reader struct {
 	maps        *whyMaps
 	ld          *unwind.Loader
-	pid         int
+	pid, tid    int // tid: the one target thread (-t), or 0
 	start, stop uint64
 	before      map[int]procTask
 	user        bool
@@ -255,8 +254,7 @@ func (r *reader) unseen(ts []Thread, known map[uint32]whyWhyThread) ([]Thread, [
 		return ts, nil
 	}
 	var waits []*Wait
-	tids, _ := procfs.Threads(r.pid)
-	for _, tid := range tids {
+	for _, tid := range targetThreads(r.pid, r.tid) {
 		if _, ok := known[uint32(tid)]; ok {
 			continue
 		}

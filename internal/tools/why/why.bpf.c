@@ -27,6 +27,7 @@ KEEP_TYPE(enum why_state, why_state);
 KEEP_TYPE(enum why_ctl, why_ctl);
 
 const volatile __u32 target_pid = 0; /* 0: every process */
+const volatile __u32 target_tid = 0; /* 0: every thread of target_pid; else only this one (-t) */
 const volatile __u32 max_depth = 4;  /* follow wakers this many hops from a target thread */
 const volatile bool user_stacks = true;
 
@@ -93,7 +94,7 @@ static __always_inline bool in_window(__u64 now)
 
 static __always_inline bool is_target(__u32 pid, __u32 tid)
 {
-	return tid && (!target_pid || pid == target_pid);
+	return tid && (!target_pid || pid == target_pid) && (!target_tid || tid == target_tid);
 }
 
 /* Start following tid from begin in state (counted when the table is full). */

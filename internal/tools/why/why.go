@@ -28,7 +28,10 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Pid      int // 0: every process
+	Pid int // 0: every process
+	// Tid, when set, is the one target thread (-t); Pid is then its
+	// process (ProcessOf), and its other threads count only as wakers.
+	Tid      int
 	Duration time.Duration
 	// Command, when set, is run and traced (Pid must be 0).
 	Command []string
@@ -71,7 +74,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	t := bpfskel.Tool{
 		Name: "wall-time analysis", Spec: loadWhy, Maps: &maps,
 		Command: o.Command, PidConst: whyVarTargetPid,
-		Consts: map[string]any{whyVarTargetPid: uint32(o.Pid), whyVarMaxDepth: uint32(depth), whyVarUserStacks: o.User},
+		Consts: map[string]any{whyVarTargetPid: uint32(o.Pid), whyVarTargetTid: uint32(o.Tid), whyVarMaxDepth: uint32(depth), whyVarUserStacks: o.User},
 		Hooks: []bpfskel.Hook{
 			bpfskel.BTFTracepoint("sys_enter", whyProgTpBtfSysEnter, whyProgRawSysEnter),
 			bpfskel.BTFTracepoint("sys_exit", whyProgTpBtfSysExit, whyProgRawSysExit),
@@ -94,7 +97,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s.Pid() != 0 {
 		o.Pid = s.Pid()
 	}
-	before := snapshot(o.Pid)
+	before := snapshot(o.Pid, o.Tid)
 	cg := ""
 	if o.Pid != 0 {
 		cg = cgroupDir(o.Pid)
@@ -141,7 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if cs1, ok := readCPUStat(cg); ok && cgOK {
 		r.Cgroup = &Cgroup{Path: cg, NrPeriods: cs1.periods - cs0.periods, NrThrottled: cs1.throttled - cs0.throttled, ThrottledNS: cs1.throttledNS - cs0.throttledNS}
 	}
-	rd := &reader{maps: &maps, ld: ld, pid: o.Pid, start: start, stop: stop, before: before, user: o.User}
+	rd := &reader{maps: &maps, ld: ld, pid: o.Pid, tid: o.Tid, start: start, stop: stop, before: before, user: o.User}
 	if err := rd.read(&r.Data); err != nil {
 		return nil, err
 	}
@@ -165,16 +168,43 @@ type procTask struct {
 
 // snapshot reads every target thread's syscall and kernel stack: the
 // program learns neither for a block that began before it was attached.
-func snapshot(pid int) map[int]procTask {
+func snapshot(pid, only int) map[int]procTask {
 	out := map[int]procTask{}
 	if pid == 0 {
 		return out
 	}
-	tids, _ := procfs.Threads(pid)
-	for _, tid := range tids {
+	for _, tid := range targetThreads(pid, only) {
 		out[tid] = readTask(pid, tid)
 	}
 	return out
+}
+
+// targetThreads are pid's threads, or only the one thread only (-t) when
+// it is not 0.
+func targetThreads(pid, only int) []int {
+	if only != 0 {
+		return []int{only}
+	}
+	tids, _ := procfs.Threads(pid)
+	return tids
+}
+
+// ProcessOf is the process a thread belongs to (its Tgid), for -t: the
+// program filters on both.
+func ProcessOf(tid int) (int, error) {
+	if err := procfs.CheckTid(tid); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return 0, fmt.Errorf("tid %d: %w", tid, err)
+	}
+	defer f.Close()
+	st, err := procfs.ParseStatus(f)
+	if err != nil {
+		return 0, fmt.Errorf("tid %d: reading its status: %w", tid, err)
+	}
+	return st.Tgid, nil
 }
 
 func readTask(pid, tid int) procTask {

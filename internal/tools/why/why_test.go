@@ -52,10 +52,31 @@ type measured struct {
 
 func measure(t *testing.T, pid int, d time.Duration) measured {
 	t.Helper()
+	return measureWith(t, Options{Pid: pid, Duration: d})
+}
+
+// measureWith runs why with o (user stacks on), reading schedstat as the
+// window opens and closes.
+func measureWith(t *testing.T, o Options) measured {
+	t.Helper()
 	var m measured
-	res, err := Run(context.Background(), Options{Pid: pid, Duration: d, User: true,
-		OnStart: func(uint64) { m.start = readSchedstats(pid) },
-		OnStop:  func(uint64) { m.stop = readSchedstats(pid) }})
+	pid := o.Pid
+	o.User = true
+	// The caller's callbacks run too, after schedstat is read.
+	onStart, onStop := o.OnStart, o.OnStop
+	o.OnStart = func(ns uint64) {
+		m.start = readSchedstats(pid)
+		if onStart != nil {
+			onStart(ns)
+		}
+	}
+	o.OnStop = func(ns uint64) {
+		m.stop = readSchedstats(pid)
+		if onStop != nil {
+			onStop(ns)
+		}
+	}
+	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +189,67 @@ func TestSeed004Resolver(t *testing.T) {
 	t.Logf("finding 1 share %.4f; workers' blocked share by schedstat %.4f", f.Share, want)
 	if math.Abs(f.Share-want) > 0.02 {
 		t.Errorf("finding 1 share %.4f, schedstat's workers' blocked share %.4f: more than 2 points apart", f.Share, want)
+	}
+}
+
+// -t: one worker of the seed-004 server is the target; the rest of its
+// process counts only as wakers. Its budget is schedstat's, finding 1 is
+// its wait in poll under resolve_peer with the responder's sleep at the
+// chain's end, and its waits' share is its blocked share by schedstat.
+func TestOneThread(t *testing.T) {
+	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
+	hog(t)
+	cmd := testutil.StartReady(t, bin, "4", "20")
+	pid := cmd.Cmd.Process.Pid
+	worker := 0
+	tids, _ := procfs.Threads(pid)
+	for _, tid := range tids {
+		if procfs.Comm(pid, tid) == "worker" {
+			worker = tid
+			break
+		}
+	}
+	if worker == 0 {
+		t.Fatal("whyserver has no worker thread")
+	}
+	got, err := ProcessOf(worker)
+	if err != nil || got != pid {
+		t.Fatalf("ProcessOf(%d) = %d, %v; want %d", worker, got, err, pid)
+	}
+	m := measureWith(t, Options{Pid: pid, Tid: worker, Duration: 3 * time.Second})
+	m.checkBudgets(t)
+	if len(m.rep.Threads) != 1 || m.rep.Threads[0].TID != worker {
+		t.Fatalf("target threads %+v, want only tid %d", m.rep.Threads, worker)
+	}
+	for _, f := range m.rep.Findings {
+		for _, th := range f.Threads {
+			if th.TID != worker {
+				t.Errorf("finding %q names tid %d, not the target %d", f.Text, th.TID, worker)
+			}
+		}
+	}
+	f := m.rep.Findings[0]
+	if f.Kind != ReasonNet || f.Function != "resolve_peer" || len(f.Chain) == 0 || f.Root != "sleep" {
+		t.Fatalf("finding 1 is %s under %s, chain %d links, root %q: want net under resolve_peer, ending at a sleep", f.Kind, f.Function, len(f.Chain), f.Root)
+	}
+	if last := f.Chain[len(f.Chain)-1]; last.Comm != "responder" {
+		t.Errorf("last link %s (%d): want the responder", last.Comm, last.TID)
+	}
+	// One thread's wait in progress as the window opens is a finding of
+	// its own (its stack is read from /proc, kernel frames only): with
+	// one target thread it is a few points, so the net findings together
+	// are what schedstat's blocked time must match.
+	var net float64
+	for _, g := range m.rep.Findings {
+		if g.Kind == ReasonNet {
+			net += g.Share
+		}
+	}
+	blocked, wall := m.schedBlocked(func(th Thread) bool { return th.TID == worker })
+	want := float64(blocked) / float64(wall)
+	t.Logf("finding 1 share %.4f, net findings %.4f; the worker's blocked share by schedstat %.4f", f.Share, net, want)
+	if math.Abs(net-want) > 0.02 {
+		t.Errorf("net findings' share %.4f, schedstat's blocked share %.4f: more than 2 points apart", net, want)
 	}
 }
 

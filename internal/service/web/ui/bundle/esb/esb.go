@@ -3,6 +3,7 @@
 package esb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +53,30 @@ func Build(dir string) (js, css []byte, err error) {
 		return nil, nil, fmt.Errorf("bundling style.css: %w", err)
 	}
 	return js, css, nil
+}
+
+// Stale names the files of dir/dist that differ from what its sources
+// build to, read through read (the package's embedded files): each page's
+// test that its committed bundle is current.
+func Stale(dir string, read func(name string) ([]byte, error)) ([]string, error) {
+	js, css, err := Build(dir)
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	for _, f := range []struct {
+		name string
+		want []byte
+	}{{"dist/app.js", js}, {"dist/app.css", css}} {
+		got, err := read(f.name)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(got, f.want) {
+			stale = append(stale, f.name)
+		}
+	}
+	return stale, nil
 }
 
 // Write writes the bundle to dir/dist.

@@ -1,0 +1,231 @@
+package whyweb
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
+	"github.com/sonde-dev/sonde/internal/testutil"
+	"github.com/sonde-dev/sonde/internal/tools/why"
+)
+
+// whyJSON is the part of `why --json` the page is checked against.
+type whyJSON struct {
+	Findings []struct {
+		Kind    string  `json:"kind"`
+		Share   float64 `json:"share"`
+		Text    string  `json:"text"`
+		Root    string  `json:"root"`
+		Threads []struct {
+			TID int `json:"tid"`
+		} `json:"threads"`
+		Chain []struct {
+			TID  int    `json:"tid"`
+			Comm string `json:"comm"`
+		} `json:"chain"`
+	} `json:"findings"`
+	Threads []struct {
+		TID    int    `json:"tid"`
+		WallNS uint64 `json:"wall_ns"`
+	} `json:"threads"`
+}
+
+// pageNode is a node of the chain graph as the page drew it.
+type pageNode struct {
+	Role string `json:"role"`
+	TID  string `json:"tid"`
+	Comm string `json:"comm"`
+}
+
+// runWhyWeb runs `sonde why -p pid -d 2 --json --web` on the seed-004
+// server and returns its JSON output, the URL it serves, and the run.
+func runWhyWeb(t *testing.T) (whyJSON, string) {
+	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
+	srv := testutil.StartReady(t, bin, "4", "20")
+	cmd := exec.Command(testutil.Sonde(t), "why", "-p", strconv.Itoa(srv.Cmd.Process.Pid), "-d", "2", "--json", "--web")
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT) // the page serves until Ctrl-C
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("sonde why --web after Ctrl-C: %v", err)
+		}
+	})
+	// The JSON is written before the URL is told.
+	var doc whyJSON
+	if err := json.NewDecoder(stdout).Decode(&doc); err != nil {
+		t.Fatalf("decoding why's JSON: %v", err)
+	}
+	served := regexp.MustCompile(`serving the findings at (http://\S+)`)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := served.FindStringSubmatch(sc.Text()); m != nil {
+			go func() { // drain, so sonde never blocks on a full pipe
+				for sc.Scan() {
+				}
+			}()
+			return doc, m[1]
+		}
+		t.Logf("sonde: %s", sc.Text())
+	}
+	t.Fatal("sonde why --web ended without serving")
+	return doc, ""
+}
+
+// TestWhyPage: a real `why --web` run's page, in Chromium, shows the
+// findings of the same run's --json output: the top finding's text and
+// share, its chain's nodes (the waiting threads, every link's thread, the
+// root), and a budget bar per thread that adds up to its wall time.
+func TestWhyPage(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	chromium := testutil.RequireTool(t, "chromium", "chromium")
+	doc, url := runWhyWeb(t)
+	checkPage(t, chromium, doc, url)
+}
+
+// TestWhyPageSynthetic is TestWhyPage's check on a made-up report, without
+// root: a chain of two links, a thread whose blocked time no reason claims.
+func TestWhyPageSynthetic(t *testing.T) {
+	chromium := testutil.RequireTool(t, "chromium", "chromium")
+	rep := synthetic()
+	h, err := Handler(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc whyJSON
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, chromium, doc, srv.URL+"/")
+}
+
+func synthetic() *why.Report {
+	w := jsonout.Task{PID: 10, TID: 11, Comm: "worker"}
+	r := &why.Report{Run: jsonout.Run{Command: "why", Target: "process id '10'", DurationNS: 3e9},
+		Budget: why.Budget{WallNS: 6e9, OnCPUNS: 1e9, RunnableNS: 5e8, BlockedNS: 4.5e9, ByReason: map[string]uint64{"net": 4e9, "sleep": 3e8}},
+		Threads: []why.Thread{
+			{Task: w, WallNS: 3e9, OnCPUNS: 1e8, RunnableNS: 1e8, BlockedNS: 2.8e9, ByReason: map[string]uint64{"net": 2.8e9}},
+			{Task: jsonout.Task{PID: 10, TID: 12, Comm: "responder"}, WallNS: 3e9, OnCPUNS: 9e8, RunnableNS: 4e8, BlockedNS: 1.7e9, ByReason: map[string]uint64{"net": 1.2e9, "sleep": 3e8}},
+		},
+		Findings: []why.Finding{{Kind: "net", Share: 0.4667, Text: "thread worker (11) spent 46.7% <of> the target's time in poll", DurationNS: 2.8e9, Count: 30,
+			Threads: []jsonout.Task{w}, Function: "resolve_peer", Call: "poll", Root: "sleep",
+			Frames: []why.Frame{{Sym: "do_sys_poll", Kernel: true}, {Sym: "poll", DSO: "libc.so.6"}, {Sym: "resolve_peer", DSO: "whyserver"}},
+			Chain: []why.Link{
+				{Task: jsonout.Task{PID: 10, TID: 12, Comm: "responder"}, Share: 0.9, Reason: "net", Frames: []why.Frame{{Sym: "sendto"}}},
+				{Task: jsonout.Task{PID: 20, TID: 21, Comm: "peer \"x\""}, Share: 1, Reason: "sleep", WaitNS: 2e7, WaitFrames: []why.Frame{{Sym: "usleep"}}},
+			},
+			Latency: []why.Bucket{{LowNS: 65536000, HighNS: 131072000, Count: 30}}},
+			{Kind: "cpu", Share: 0.15, Text: "responder ran on a CPU", Root: "cpu"}},
+	}
+	return r
+}
+
+// checkPage loads url in Chromium and checks it shows doc.
+func checkPage(t *testing.T, chromium string, doc whyJSON, url string) {
+	t.Helper()
+	if len(doc.Findings) == 0 {
+		t.Fatal("why found nothing")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	var mu sync.Mutex
+	var problems []string // exceptions the page threw
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			mu.Lock()
+			problems = append(problems, e.ExceptionDetails.Text)
+			mu.Unlock()
+		}
+	}))
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("opening %s: %v", url, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body && document.body.dataset.ready === "1"`,
+		chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("the page did not render: %v", err)
+	}
+	text := evalPage[string](t, ctx, `document.querySelector('#findings li[data-rank="1"] .text').textContent`)
+	share := evalPage[string](t, ctx, `document.querySelector('#findings li[data-rank="1"] .share').textContent`)
+	ranks := evalPage[int](t, ctx, `document.querySelectorAll('#findings li.finding').length`)
+	nodes := evalPage[[]pageNode](t, ctx, `[...document.querySelectorAll('#detail svg.chain g.node')].map(g => ({role: g.dataset.role, tid: g.dataset.tid, comm: g.dataset.comm}))`)
+	// Each thread's bar: its parts' ns, summed.
+	bars := evalPage[map[string]float64](t, ctx, `Object.fromEntries([...document.querySelectorAll('#threads tr[data-tid]')].map(r => [r.dataset.tid,
+		[...r.querySelectorAll('.seg')].reduce((a, s) => a + Number(s.dataset.ns), 0)]))`)
+	mu.Lock()
+	if len(problems) > 0 {
+		t.Errorf("the page threw: %v", problems)
+	}
+	mu.Unlock()
+	f := doc.Findings[0]
+	t.Logf("page: %d findings, finding 1 %s %q; chain nodes %+v", ranks, share, text, nodes)
+	if ranks != len(doc.Findings) {
+		t.Errorf("%d findings on the page, %d in the JSON", ranks, len(doc.Findings))
+	}
+	if text != f.Text {
+		t.Errorf("finding 1 on the page %q, in the JSON %q", text, f.Text)
+	}
+	if want := fmt.Sprintf("%.1f%%", 100*f.Share); share != want {
+		t.Errorf("finding 1's share on the page %s, in the JSON %s (%v)", share, want, f.Share)
+	}
+	if len(f.Chain) == 0 || f.Root == "" {
+		t.Fatalf("finding 1 (%s) has no chain in the JSON: nothing to check the graph against", f.Kind)
+	}
+	if want := len(f.Chain) + 2; len(nodes) != want {
+		t.Fatalf("the chain graph has %d nodes, want %d (waiters, %d links, root)", len(nodes), want, len(f.Chain))
+	}
+	if nodes[0].Role != "waiters" || nodes[len(nodes)-1].Role != "root" {
+		t.Errorf("graph from %s to %s, want from the waiters to the root", nodes[0].Role, nodes[len(nodes)-1].Role)
+	}
+	for i, l := range f.Chain {
+		n := nodes[i+1]
+		if n.Role != "link" || n.TID != strconv.Itoa(l.TID) || n.Comm != l.Comm {
+			t.Errorf("chain node %d: %+v, the JSON's link %d is %s (tid %d)", i+1, n, i+1, l.Comm, l.TID)
+		}
+	}
+	if len(bars) != len(doc.Threads) {
+		t.Errorf("%d thread bars, %d threads in the JSON", len(bars), len(doc.Threads))
+	}
+	for _, th := range doc.Threads {
+		got := bars[strconv.Itoa(th.TID)]
+		if d := got - float64(th.WallNS); d > 0.01*float64(th.WallNS) || -d > 0.01*float64(th.WallNS) {
+			t.Errorf("tid %d's bar adds up to %.0f ns, its wall time is %d", th.TID, got, th.WallNS)
+		}
+	}
+}
+
+func evalPage[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
