@@ -221,6 +221,30 @@ struct out {
 /* key: 0; value: the switch-out being accounted on this CPU. */
 PERCPU_ARRAY(outs, struct out, 1);
 
+/* Time off the CPU whose switches were not seen (d ns): runnable when it
+ * was last seen runnable, else blocked, for no reason seen. */
+static __always_inline void off_cpu_unseen(struct why_thread *th, __u32 tid, __u64 d)
+{
+	if (!d)
+		return;
+	if (th->state == WHY_RUNQ) {
+		if (th->throttled)
+			th->throttled_ns += d;
+		else
+			th->runq_ns += d;
+		return;
+	}
+	if (th->state != WHY_BLOCKED) {
+		th->block_ustack = 0;
+		th->block_kstack = STACK_NONE;
+		th->block_syscall = WHY_NO_SYSCALL;
+	}
+	struct why_key k;
+	block_key(&k, tid, th);
+	add_wait(&k, d, 0, 0);
+	th->blocked_ns += d;
+}
+
 /* settle_out accounts the leaving thread's slice and new state; true when
  * its stacks are wanted (a target's slice, or a block). Not inlined, for
  * the verifier (see settle_wake). */
@@ -234,12 +258,22 @@ static __noinline bool settle_out(bool preempt, struct task_struct *prev, __u64 
 		return false;
 	__u64 slice = now - th->ts;
 	__u64 run = slice;
-	if (th->state != WHY_ON && th->state != WHY_UNSEEN)
+	__u64 sum = TASK_FIELD(btf, prev, se.sum_exec_runtime);
+	if (th->state != WHY_ON && th->state != WHY_UNSEEN) {
+		/* Its switch-in was not seen: of the slice, the runtime counter
+		 * says what ran since its last switch-out; the rest stays in
+		 * the state it was in. */
 		counter_inc(&errors, WHY_ERR_UNSEEN);
-	if (th->state == WHY_ON && th->exec_base) {
-		__u64 sum = TASK_FIELD(btf, prev, se.sum_exec_runtime);
+		__u64 ran = th->exec_out && sum > th->exec_out ? sum - th->exec_out : slice;
+		if (ran > slice)
+			ran = slice;
+		off_cpu_unseen(th, ptid, slice - ran);
+		slice = ran;
+		run = ran;
+	} else if (th->state == WHY_ON && th->exec_base) {
 		run = sum > th->exec_base ? sum - th->exec_base : 0;
 	}
+	th->exec_out = sum;
 	if (run > slice) {
 		/* The kernel's clock for the slice starts as it picks the
 		 * task, before this program's switch-in (and the switch-out
@@ -322,7 +356,16 @@ static __always_inline void switch_in(__u64 now, struct task_struct *next, const
 		add_wait(&k, d, 0, 0);
 		end_block(th, now, 0);
 	} else if (th->state == WHY_ON) {
-		th->on_cpu_ns += d; /* a switch-out not seen */
+		/* A switch-out not seen: of the gap, the runtime counter says
+		 * what ran since the last switch-in; the rest was off the CPU,
+		 * why not seen. */
+		__u64 sum = TASK_FIELD(btf, next, se.sum_exec_runtime);
+		__u64 ran = th->exec_base && sum > th->exec_base ? sum - th->exec_base : d;
+		if (ran > d)
+			ran = d;
+		th->on_cpu_ns += ran;
+		th->exec_out = sum;
+		off_cpu_unseen(th, ntid, d - ran);
 	} else if (th->throttled) {
 		th->throttled_ns += d; /* WHY_RUNQ, or WHY_UNSEEN: runnable since the start */
 		th->last_runq = d;

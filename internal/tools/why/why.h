@@ -33,6 +33,7 @@ struct why_thread {
 	__u64 blocked_ns;
 	__u64 irq_ns;       /* on a CPU but not the task's by the kernel: interrupts, softirqs, steal */
 	__u64 exec_base;    /* se.sum_exec_runtime at its switch-in (0: not seen) */
+	__u64 exec_out;     /* se.sum_exec_runtime at its last switch-out (0: not seen) */
 	__u64 last_runq;    /* the runnable interval that ended at that switch-in, ns */
 	__u32 last_runq_throttled; /* that interval was counted as throttled */
 	__u32 pad;
