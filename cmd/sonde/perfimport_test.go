@@ -138,7 +138,7 @@ func TestViewsReadPerfFiles(t *testing.T) {
 	}
 
 	// diff of two recordings of the same workload: no significant delta.
-	checkNoSignificantDelta(t, mustEnv(t, dir, env, nil, "diff", "--json", perfFixture("tiny.data"), "pipe.sonde").Stdout)
+	checkNoSignificantDelta(t, mustEnv(t, dir, env, nil, "diff", "--json", perfFixture("tiny.data"), "pipe.sonde").Stdout, false)
 
 	// script, annotate and a flame graph from perf.data.
 	if out := mustEnv(t, dir, env, nil, "script", "-i", perfFixture("tiny.data")).Stdout; strings.Count(out, "cpu-clock") != 39 || !strings.Contains(out, "spin_a") {
@@ -173,15 +173,18 @@ func TestViewsReadPerfFiles(t *testing.T) {
 	}
 }
 
-// checkNoSignificantDelta: no symbol above 1% in either profile moves by
-// more than 3 points.
-func checkNoSignificantDelta(t *testing.T, out string) {
+// checkNoSignificantDelta: no function of a diff moved more than chance
+// allows between two samplings of one workload (sampled), or at all
+// between two forms of one recording.
+func checkNoSignificantDelta(t *testing.T, out string, sampled bool) {
 	t.Helper()
 	var rows []struct {
-		DSO, Sym string
-		Base     float64 `json:"baseline_percent"`
-		New      float64 `json:"new_percent"`
-		Delta    float64 `json:"delta_percent"`
+		DSO, Sym    string
+		Base        float64 `json:"baseline_percent"`
+		New         float64 `json:"new_percent"`
+		Delta       float64 `json:"delta_percent"`
+		BaseSamples float64 `json:"baseline_samples"`
+		NewSamples  float64 `json:"new_samples"`
 	}
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("diff JSON: %v\n%s", err, out)
@@ -189,9 +192,21 @@ func checkNoSignificantDelta(t *testing.T, out string) {
 	if len(rows) == 0 {
 		t.Fatalf("empty diff")
 	}
+	var n1, n2 float64
 	for _, r := range rows {
-		if (r.Base > 1 || r.New > 1) && math.Abs(r.Delta) > 3 {
-			t.Errorf("%s %s moved %.2f points (%.2f%% → %.2f%%)", r.DSO, r.Sym, r.Delta, r.Base, r.New)
+		n1, n2 = n1+r.BaseSamples, n2+r.NewSamples
+	}
+	for _, r := range rows {
+		// Two samplings of one workload differ by chance: a share p of
+		// n1 and n2 samples moves by 3.5 standard errors at most (about
+		// 6 points at 75% of 1,000 samples each), never less than 3.
+		p := (r.Base + r.New) / 200
+		limit := math.Max(3, 350*math.Sqrt(p*(1-p)*(1/math.Max(n1, 1)+1/math.Max(n2, 1))))
+		if !sampled {
+			limit = 0.01
+		}
+		if (r.Base > 1 || r.New > 1) && math.Abs(r.Delta) > limit {
+			t.Errorf("%s %s moved %.2f points (%.2f%% → %.2f%%; by chance at most %.2f with %.0f and %.0f samples)", r.DSO, r.Sym, r.Delta, r.Base, r.New, limit, n1, n2)
 		}
 	}
 }
@@ -486,7 +501,7 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 
 	t.Run("diff", func(t *testing.T) {
 		mustEnv(t, dir, env, nil, "record", "-q", "-g", "-o", "sonde.data", "--", "./work", "300")
-		checkNoSignificantDelta(t, mustEnv(t, dir, env, nil, "diff", "--json", "perf.data", "sonde.data").Stdout)
+		checkNoSignificantDelta(t, mustEnv(t, dir, env, nil, "diff", "--json", "perf.data", "sonde.data").Stdout, true)
 	})
 
 	t.Run("fold", func(t *testing.T) {
