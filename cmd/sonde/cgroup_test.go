@@ -267,7 +267,7 @@ func TestOffcpuCgroup(t *testing.T) {
 }
 
 // TestCgroupEveryTool: -G keeps, in the kernel, only one cgroup's tasks in
-// profile, stat, filetop, biolat and memleak --kernel. Inside the cgroup a
+// profile, stat, filetop, biolat, memleak --kernel and why. Inside the cgroup a
 // spinner, a disk reader (O_DIRECT) and a shell copying files; outside,
 // twins of each. Each tool's numbers are checked against what only the
 // inside tasks did (their schedstat, their read calls) and none of the
@@ -279,6 +279,7 @@ func TestCgroupEveryTool(t *testing.T) {
 	t.Run("filetop", c.filetop)
 	t.Run("biolat", c.biolat)
 	t.Run("memleak", c.memleak)
+	t.Run("why", c.why)
 	t.Run("user memleak refused", func(t *testing.T) {
 		r := testutil.Run(t, c.dir, "memleak", "-G", c.name, "-p", strconv.Itoa(c.spinIn.Process.Pid), "-d", "1")
 		if r.Code == 0 || !strings.Contains(r.Stderr, "-G/--cgroup goes with --kernel") {
@@ -476,5 +477,31 @@ func (c *cgroupTwins) memleak(t *testing.T) {
 	}
 	if by["copyin"] == 0 {
 		t.Errorf("memleak --kernel -G %s: nothing outstanding of the copier's shell inside: %v", c.name, by)
+	}
+}
+
+func (c *cgroupTwins) why(t *testing.T) {
+	r := testutil.MustRun(t, c.dir, "why", "-G", c.name, "-d", "1", "--json")
+	var v struct {
+		Threads []struct {
+			TID     int    `json:"tid"`
+			Comm    string `json:"comm"`
+			OnCPUNS uint64 `json:"on_cpu_ns"`
+		} `json:"threads"`
+	}
+	r.JSON(t, &v)
+	spun := uint64(0)
+	for _, th := range v.Threads {
+		if !cgroupInside[th.Comm] {
+			t.Errorf("why -G %s explains %s (%d), outside the cgroup", c.name, th.Comm, th.TID)
+		}
+		if th.TID == c.spinIn.Process.Pid {
+			spun = th.OnCPUNS
+		}
+	}
+	// The spinner shares the two CPUs with its twin, the readers and the
+	// copiers: a third of a CPU at least.
+	if spun < 300_000_000 {
+		t.Errorf("why -G %s: the spinner inside ran %d ns of 1 s, want ≥ 0.3 s: %s", c.name, spun, r.Stdout)
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func newWhyCmd() *cobra.Command {
-	l := &cli.Live{DurationArg: true, TakesCommand: true}
+	l := &cli.Live{DurationArg: true, TakesCommand: true, Cgroups: true}
 	o := why.Options{User: true}
 	var top int
 	var kernelOnly bool
@@ -55,7 +55,7 @@ func newWhyCmd() *cobra.Command {
 		} else {
 			o.Pid = l.Pid
 		}
-		o.Command, o.Duration = l.Argv, l.Duration
+		o.Command, o.Duration, o.Cgroup = l.Argv, l.Duration, l.Cgroup
 		o.User = !kernelOnly
 		res, err := why.Run(ctx, o)
 		if err != nil {

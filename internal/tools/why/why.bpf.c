@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "sonde_maps.h"
+#include "sonde_cgroup.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
 #include "sonde_task.h"
@@ -92,9 +93,10 @@ static __always_inline bool in_window(__u64 now)
 	return start && now >= start && (!stop || now < stop);
 }
 
-static __always_inline bool is_target(__u32 pid, __u32 tid)
+/* task: the thread's task_struct, for the cgroup filter (-G). */
+static __always_inline bool is_target(__u32 pid, __u32 tid, void *task)
 {
-	return tid && (!target_pid || pid == target_pid) && (!target_tid || tid == target_tid);
+	return tid && (!target_pid || pid == target_pid) && (!target_tid || tid == target_tid) && task_cgroup_traced(task);
 }
 
 /* Start following tid from begin in state (counted when the table is full). */
@@ -131,7 +133,7 @@ static __always_inline void follow(__u32 tid, __u32 pid, __u64 begin, __u32 stat
 static __always_inline struct why_thread *thread_of(__u32 tid, __u32 pid, struct task_struct *t, const bool btf)
 {
 	struct why_thread *th = bpf_map_lookup_elem(&threads, &tid);
-	if (th || !is_target(pid, tid))
+	if (th || !is_target(pid, tid, t))
 		return th;
 	follow(tid, pid, ctl_get(WHY_CTL_START), WHY_UNSEEN, 0, t, btf);
 	/* Looked up again, so every way here leaves the same state for the
@@ -463,7 +465,7 @@ static __noinline bool settle_wake(struct task_struct *p, __u64 now, const bool 
 			wk->ran = now - w->last_end;
 			wk->last_ns = w->last_ns;
 		}
-	} else if (is_target(id >> 32, wtid)) {
+	} else if (is_target(id >> 32, wtid, (void *)bpf_get_current_task())) {
 		/* A target thread met first as a waker: its time since the
 		 * start is settled by its next event, like any other's. */
 		follow(wtid, id >> 32, ctl_get(WHY_CTL_START), WHY_UNSEEN, 0, 0, btf);
@@ -514,7 +516,7 @@ TP_BTF_OR_RAW(sched_wakeup_new, sched_wakeup_new)
 	if (!in_window(now))
 		return 0;
 	__u32 tid = TASK_FIELD(btf, p, pid), pid = TASK_FIELD(btf, p, tgid);
-	if (is_target(pid, tid) && !bpf_map_lookup_elem(&threads, &tid))
+	if (is_target(pid, tid, p) && !bpf_map_lookup_elem(&threads, &tid))
 		follow(tid, pid, now, WHY_RUNQ, 0, p, btf);
 	return 0;
 }

@@ -11,6 +11,7 @@ package why
 import (
 	"context"
 	"fmt"
+	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"os"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ import (
 // Options configure a run.
 type Options struct {
 	Pid int // 0: every process
+	// Cgroup, when set, makes its tasks the target (with Pid 0: every
+	// process of the cgroup and its children).
+	Cgroup *cgroup.Target
 	// Tid, when set, is the one target thread (-t); Pid is then its
 	// process (ProcessOf), and its other threads count only as wakers.
 	Tid      int
@@ -73,7 +77,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var maps whyMaps
 	t := bpfskel.Tool{
 		Name: "wall-time analysis", Spec: loadWhy, Maps: &maps,
-		Command: o.Command, PidConst: whyVarTargetPid,
+		Command: o.Command, PidConst: whyVarTargetPid, Cgroup: o.Cgroup,
 		Consts: map[string]any{whyVarTargetPid: uint32(o.Pid), whyVarTargetTid: uint32(o.Tid), whyVarMaxDepth: uint32(depth), whyVarUserStacks: o.User},
 		Hooks: []bpfskel.Hook{
 			bpfskel.BTFTracepoint("sys_enter", whyProgTpBtfSysEnter, whyProgRawSysEnter),
