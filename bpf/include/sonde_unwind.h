@@ -122,11 +122,6 @@ RINGBUF(unwind_notices, 64 * 1024);
  * the rate limit. LRU: forgotten processes age out. */
 SONDE_MAP(unwind_noticed, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 8192);
 
-/* key: 0 (u32); value: struct unwind_vdso_rows, the vDSO's table, built
- * by user space from its own vDSO as it starts: a process's first samples
- * in clock_gettime unwind before its entry is read. row_count 0: none. */
-SONDE_MAP(unwind_vdso, BPF_MAP_TYPE_ARRAY, __u32, struct unwind_vdso_rows, 1);
-
 /* key: process id (tgid, u32); value: struct unwind_interp, the dynamic
  * loader's text as the process's exec left it (address space, range,
  * bias, rows). Written at exec, where the kernel can be asked for any
@@ -382,19 +377,6 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		if (bpf_core_field_exists(mm->context.vdso)) {
 			bpf_core_read(&vdso, sizeof(vdso), &mm->context.vdso);
 			if (vdso && st->pc - vdso < (4ULL << (unwind_page_shift & 63))) {
-				__u32 zero = 0;
-				struct unwind_vdso_rows *vr = bpf_map_lookup_elem(&unwind_vdso, &zero);
-				if (vr && vr->row_count && st->pc - vdso < vr->size) {
-					c->start = vdso;
-					c->end = vdso + vr->size;
-					c->bias = vdso + vr->bias_off;
-					c->row_first = vr->row_first;
-					c->row_count = vr->row_count;
-					c->off = 0;
-					c->file.ino = 0;
-					c->file.dev = 0;
-					goto found; /* told below, as a mapping with no file */
-				}
 				/* Told once per CPU and address space, as a mapping
 				 * with no file: user space names it [vdso] even if the
 				 * process ends before its /proc entry is read. */
@@ -410,7 +392,6 @@ static __always_inline bool unwind_by_vma(struct unwind_state *st, struct unwind
 		if (c->row_count == 0)
 			return false;
 	}
-found:
 	unwind_notice_map(st->pid, c);
 	struct unwind_vma_entry *e = &st->vmas[st->vma_next++ & (UNWIND_VMA_CACHE - 1)];
 	e->mm = st->mm;

@@ -79,14 +79,6 @@ struct unwind_file {
 	__u32 row_first, row_count;
 };
 
-/* The vDSO's rows (unwind_vdso): the kernel maps one image into every
- * process at mm->context.vdso, so one table serves them all. */
-struct unwind_vdso_rows {
-	__u64 bias_off; /* bias - the image's address */
-	__u64 size;     /* the image's length in bytes */
-	__u32 row_first, row_count;
-};
-
 /* How a walk ended. STOP and ZERO are complete stacks. */
 enum unwind_end {
 	UNWIND_END_STOP = 0,        /* an outermost frame (_start, thread entry) */

@@ -33,7 +33,6 @@ type Loader struct {
 	m     Maps
 	files struct {
 		Files *ebpf.Map `ebpf:"unwind_files"` // see fileEntry
-		VDSO  *ebpf.Map `ebpf:"unwind_vdso"`  // vdsoRows
 	}
 	cache *unwindtable.Cache
 	rules unwindtable.Rules
@@ -149,7 +148,6 @@ func New(m Maps, capacity uint32) *Loader {
 // Start reads the walker's notices and loads (or drops) the processes
 // they name, on a goroutine, until Stop.
 func (l *Loader) Start() error {
-	l.loadVDSO()
 	l.pending = make(chan uint32, 1024)
 	l.execs = make(chan uint32, 1024)
 	l.done = make(chan struct{}, 2)
@@ -807,53 +805,6 @@ func (l *Loader) vdso(pid int, m procfs.Mapping) (*unwindtable.Table, unwindtabl
 	l.vdsos[key] = t
 	l.mu.Unlock()
 	return t, key, nil
-}
-
-// loadVDSO gives the walker the vDSO's table (unwind_vdso), built from
-// sonde's own: the kernel maps the same image into every process, so a
-// process's first samples in it (clock_gettime, gettimeofday) unwind
-// before the process's entry is read. Without it (an old object, no vDSO)
-// the walker waits for the entry, as before.
-func (l *Loader) loadVDSO() {
-	if l.files.VDSO == nil {
-		return
-	}
-	ms, err := procfs.ReadMaps(os.Getpid())
-	if err != nil {
-		return
-	}
-	for _, m := range ms {
-		if m.Path != "[vdso]" {
-			continue
-		}
-		t, key, err := l.vdso(os.Getpid(), m)
-		if err != nil {
-			l.loadError(err)
-			return
-		}
-		bias, ok := mappingBias(t, m)
-		if !ok {
-			return
-		}
-		l.mu.Lock()
-		lt := l.tables[key]
-		if lt == nil {
-			lt = l.loadTable(t, key)
-		}
-		if lt != nil {
-			lt.refs++ // the loader's own reference: never released
-		}
-		l.mu.Unlock()
-		if lt == nil {
-			return
-		}
-		v := vdsoRows{BiasOff: bias - m.Start, Size: m.End - m.Start, RowFirst: lt.first, RowCount: lt.count}
-		if err := l.files.VDSO.Put(uint32(0), &v); err != nil {
-			l.loadError(fmt.Errorf("loading the vDSO's rows: %w", err))
-		}
-		tracef("vdso %#x-%#x bias_off=%#x rows=%d+%d", m.Start, m.End, v.BiasOff, v.RowFirst, v.RowCount)
-		return
-	}
 }
 
 // mappingBias is what the walker subtracts from a pc in mapping m to get

@@ -34,7 +34,6 @@ type (
 	noticeValue = walkerUnwindNotice
 	fileKey     = walkerUnwindFileKey
 	fileValue   = walkerUnwindFile
-	vdsoRows    = walkerUnwindVdsoRows
 )
 
 // MaxFrames is how many user frames the walker takes per stack.
