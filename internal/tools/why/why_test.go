@@ -201,17 +201,18 @@ func TestOneThread(t *testing.T) {
 	hog(t)
 	cmd := testutil.StartReady(t, bin, "4", "20")
 	pid := cmd.Cmd.Process.Pid
+	// Its threads name themselves as they start, maybe after "ready".
 	worker := 0
-	tids, _ := procfs.Threads(pid)
-	for _, tid := range tids {
-		if procfs.Comm(pid, tid) == "worker" {
-			worker = tid
-			break
+	testutil.WaitFor(t, 10*time.Second, "a thread of whyserver named worker", func() bool {
+		tids, _ := procfs.Threads(pid)
+		for _, tid := range tids {
+			if procfs.Comm(pid, tid) == "worker" {
+				worker = tid
+				return true
+			}
 		}
-	}
-	if worker == 0 {
-		t.Fatal("whyserver has no worker thread")
-	}
+		return false
+	})
 	got, err := ProcessOf(worker)
 	if err != nil || got != pid {
 		t.Fatalf("ProcessOf(%d) = %d, %v; want %d", worker, got, err, pid)
