@@ -111,8 +111,15 @@ func (m measured) checkBudgets(t *testing.T) {
 		t.Logf("tid %d (%s): wall %v, on CPU %v (schedstat %v, diff %.3f%% of wall, %.2f%% of schedstat), irq %v, runnable %v (schedstat %v), blocked %v",
 			th.TID, th.Comm, time.Duration(th.WallNS), time.Duration(th.OnCPUNS), time.Duration(ref), 100*diff/float64(th.WallNS), 100*diff/max(1, float64(ref)), time.Duration(th.IRQNS),
 			time.Duration(th.RunnableNS+th.ThrottledNS), time.Duration(b.runDelay-a.runDelay), time.Duration(th.BlockedNS))
-		if diff > 0.01*float64(th.WallNS) {
-			t.Errorf("tid %d (%s): on CPU %v, schedstat %v", th.TID, th.Comm, time.Duration(th.OnCPUNS), time.Duration(ref))
+		// Switches this kernel never reported to the program (counted,
+		// and said in the report) leave a gap the runtime counter can
+		// only split approximately: then 5%.
+		limit := 0.01
+		if m.res.Errors.Unseen > 0 {
+			limit = 0.05
+		}
+		if diff > limit*float64(th.WallNS) {
+			t.Errorf("tid %d (%s): on CPU %v, schedstat %v (%d switches unseen)", th.TID, th.Comm, time.Duration(th.OnCPUNS), time.Duration(ref), m.res.Errors.Unseen)
 		}
 	}
 }
