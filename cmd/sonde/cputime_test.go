@@ -83,7 +83,7 @@ func TestCputimeAgainstSchedstat(t *testing.T) {
 		Start  uint64 `json:"start_ns"`
 		End    uint64 `json:"end_ns"`
 		Unseen uint64 `json:"unseen_switches"`
-		Tasks []struct {
+		Tasks  []struct {
 			Tid     int     `json:"tid"`
 			NS      uint64  `json:"cpu_ns"`
 			Sampled *uint64 `json:"sampled_ns"`

@@ -232,4 +232,3 @@ func (s *session) setupEvent(fd, ev int) error {
 	}
 	return nil
 }
-
