@@ -323,16 +323,12 @@ func startCgroupTwins(t *testing.T) *cgroupTwins {
 	c.readOut = testutil.Start(t, diskOut, filepath.Join(dir, "out.dat"))
 	testutil.Start(t, copier("copyout", "dd if=%s of=%s status=none"))
 	for _, f := range []string{"in.dat", "out.dat"} {
+		// The readers write their 32 MiB file before they read.
 		p := filepath.Join(dir, f)
-		for i := 0; ; i++ {
-			if st, err := os.Stat(p); err == nil && st.Size() >= 32<<20 {
-				break
-			}
-			if i == 1000 {
-				t.Fatalf("%s never reached 32 MiB", p)
-			}
-			time.Sleep(10 * time.Millisecond) // the readers write their file first
-		}
+		testutil.WaitFor(t, 10*time.Second, p+" at 32 MiB", func() bool {
+			st, err := os.Stat(p)
+			return err == nil && st.Size() >= 32<<20
+		})
 	}
 	return c
 }
