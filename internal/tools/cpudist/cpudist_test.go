@@ -77,8 +77,11 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	bin := testutil.BuildC(t, dir, "cpuwork", []string{filepath.Join(testutil.RepoRoot(), "internal/tools/cpudist/testdata/cpuwork.c")})
 	const n = 50
 	// Started and blocked in its read of stdin: not running when tracing
-	// begins, so its first run is seen from its start.
-	work := testutil.StartReady(t, bin, strconv.Itoa(n))
+	// begins, so its first run is seen from its start. It shares its CPU
+	// with a hog, which preempts some of its runs: those are the runs
+	// libbpf-tools' cpudist counts (on a quiet CPU there may be none).
+	testutil.Start(t, "taskset", "-c", "0", "sh", "-c", "while :; do :; done")
+	work := testutil.StartReady(t, "taskset", "-c", "0", bin, strconv.Itoa(n))
 	pid := work.Cmd.Process.Pid
 	waitBlocked(t, pid)
 
