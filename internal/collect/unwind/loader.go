@@ -259,6 +259,14 @@ func (l *Loader) Load(pid int) error {
 		}
 		return fmt.Errorf("reading the mappings of process %d: %w", pid, err)
 	}
+	if !hasAddressSpace(ms) {
+		// Exiting (its memory released, the exit notice read or on its
+		// way) or between two images of an exec (the exec notice
+		// follows): an empty entry written now would replace the
+		// mappings its stacks are named by (Exited).
+		tracef("load pid=%d execs=%d skipped: no address space", pid, execs)
+		return nil
+	}
 	var val procValue
 	p := &proc{}
 	for _, m := range ms {
@@ -335,6 +343,18 @@ func (l *Loader) Load(pid int) error {
 		l.release(old.keys)
 	}
 	return nil
+}
+
+// hasAddressSpace says whether ms, a process's mappings, are those of an
+// address space: a process whose memory is gone still shows the vsyscall
+// page, which every process has.
+func hasAddressSpace(ms []procfs.Mapping) bool {
+	for _, m := range ms {
+		if m.Path != "[vsyscall]" {
+			return true
+		}
+	}
+	return false
 }
 
 // foundMapping keeps a mapping the walker found in the kernel, named by

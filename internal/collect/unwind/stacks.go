@@ -35,6 +35,9 @@ func (l *Loader) Stack(id uint64, buf *[MaxFrames]uint64) (Stack, bool) {
 	n := min(int(v.Len), MaxFrames)
 	copy(buf[:], v.Pcs[:n])
 	l.pyNames.Observe(buf[:n])
+	if trace.f != nil { // the walk as the kernel left it, before naming cuts it
+		tracef("stack %#x end=%d flags=%d fallback=%#x pcs=%x", id, v.End, v.Flags, v.FallbackPc, buf[:n])
+	}
 	return Stack{PCs: buf[:n], End: End(v.End), Flags: v.Flags, FallbackPC: v.FallbackPc}, true
 }
 

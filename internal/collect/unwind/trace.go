@@ -9,8 +9,9 @@ import (
 
 // SONDE_UNWIND_TRACE=FILE appends the loader's decisions (each notice,
 // each process's mappings as written, each table's file entry, each
-// eviction) to FILE: for finding why a stack stopped short when it cannot
-// be made to happen under a debugger. Off (one nil check) otherwise.
+// eviction, each walked stack as read) to FILE: for finding why a stack
+// stopped short when it cannot be made to happen under a debugger. Off
+// (one nil check) otherwise.
 var trace struct {
 	sync.Mutex
 	f *os.File

@@ -122,3 +122,28 @@ func TestCounterNames(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHasAddressSpace: the mappings of a process that is exiting (its
+// memory released: nothing, or only the vsyscall page every process
+// shows) or between the two images of an exec are not loaded over the
+// ones its stacks are named by. A command's stacks lost every frame past
+// libc when an exiting process's empty read replaced them (one offcpu run
+// in 15).
+func TestHasAddressSpace(t *testing.T) {
+	vsyscall := procfs.Mapping{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: "--xp", Path: "[vsyscall]"}
+	exe := procfs.Mapping{Start: 0x55656b1c6000, End: 0x55656b1c7000, Offset: 0x1000, Perms: "r-xp", Path: "/tmp/first"}
+	for _, c := range []struct {
+		name string
+		ms   []procfs.Mapping
+		want bool
+	}{
+		{"exited", nil, false},
+		{"exiting or mid-exec", []procfs.Mapping{vsyscall}, false},
+		{"running", []procfs.Mapping{exe, vsyscall}, true},
+		{"anonymous memory only", []procfs.Mapping{{Start: 0x1000, End: 0x2000, Perms: "rw-p"}}, true},
+	} {
+		if got := hasAddressSpace(c.ms); got != c.want {
+			t.Errorf("%s: hasAddressSpace = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
