@@ -158,6 +158,13 @@ static __always_inline void unwind_notice_map(__u32 pid, struct unwind_vma *c)
 		counter_inc(&unwind_counters, UNWIND_C_NOTICES);
 }
 
+/* The most a caller's frame may lie above the current one (bytes): a
+ * thread's stack is 8 MB by default, and a frame far bigger than its stack
+ * is not one. A frame pointer further up belongs to another stack: a new
+ * thread's first frame (Go's runtime.clone in the child) still holds its
+ * parent's, whose stack has moved on, and reading it there invents frames. */
+#define UNWIND_MAX_FRAME_SPAN (64ULL << 20)
+
 static __always_inline bool unwind_read(__u64 *dst, __u64 addr)
 {
 	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) == 0;
@@ -187,7 +194,8 @@ static __always_inline bool unwind_fp_step(struct unwind_state *st)
 		st->out.end = st->fp_valid ? UNWIND_END_ZERO : UNWIND_END_READ;
 		return false;
 	}
-	if (st->fp < st->sp || !unwind_read(&fp, st->fp) || !unwind_read(&ra, st->fp + 8)) {
+	if (st->fp < st->sp || st->fp - st->sp > UNWIND_MAX_FRAME_SPAN ||
+	    !unwind_read(&fp, st->fp) || !unwind_read(&ra, st->fp + 8)) {
 		st->out.end = UNWIND_END_READ;
 		return false;
 	}
@@ -579,10 +587,10 @@ __noinline int unwind_apply(void)
 	}
 	if (flags & UNWIND_RULE_FP_UNKNOWN)
 		st->fp_valid = false;
-	if (cfa < st->sp || (cfa == st->sp && !(flags & UNWIND_RULE_RA_IN_LR))) {
+	if (cfa < st->sp || (cfa == st->sp && !(flags & UNWIND_RULE_RA_IN_LR)) || cfa - st->sp > UNWIND_MAX_FRAME_SPAN) {
 		/* The stack grows down: a caller's frame lies above (at an arm64
 		 * function's entry, where x30 still holds the return address,
-		 * the caller's SP is the same). */
+		 * the caller's SP is the same), and on the same stack. */
 		st->out.end = UNWIND_END_READ;
 		return false;
 	}
