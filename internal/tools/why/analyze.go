@@ -31,6 +31,13 @@ type Finding struct {
 	stacks []stackNS
 }
 
+// AddStack charges ns to one more stack of the finding, under thread
+// comm, for its flame graph: for reports built by hand (a test's, an
+// import's); Analyze adds the stacks itself.
+func (f *Finding) AddStack(comm string, frames []Frame, ns uint64) {
+	f.stacks = append(f.stacks, stackNS{comm: comm, frames: frames, ns: ns})
+}
+
 // stackNS is one stack of a finding and the time charged to it.
 type stackNS struct {
 	comm   string
