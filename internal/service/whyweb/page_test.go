@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -65,13 +67,16 @@ type pageNode struct {
 	Comm string `json:"comm"`
 }
 
-// runWhyWeb runs `sonde why -p pid -d 2 --json --web` on the seed-004
-// server and returns its JSON output, the URL it serves, and the run.
+// runWhyWeb runs `sonde why -p pid -d 2 --json -o FILE --web` on the
+// seed-004 server and returns its JSON output (from FILE: -o is checked
+// too) and the URL it serves.
 func runWhyWeb(t *testing.T) (whyJSON, string) {
 	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
 	srv := testutil.StartReady(t, bin, "4", "20")
-	cmd := exec.Command(testutil.Sonde(t), "why", "-p", strconv.Itoa(srv.Cmd.Process.Pid), "-d", "2", "--json", "--web")
-	stdout, _ := cmd.StdoutPipe()
+	out := filepath.Join(t.TempDir(), "why.json")
+	cmd := exec.Command(testutil.Sonde(t), "why", "-p", strconv.Itoa(srv.Cmd.Process.Pid), "-d", "2", "--json", "-o", out, "--web")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -81,12 +86,11 @@ func runWhyWeb(t *testing.T) (whyJSON, string) {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("sonde why --web after Ctrl-C: %v", err)
 		}
+		if stdout.Len() > 0 {
+			t.Errorf("with -o, standard output has %q", stdout.String())
+		}
 	})
-	// The JSON is written before the URL is told.
-	var doc whyJSON
-	if err := json.NewDecoder(stdout).Decode(&doc); err != nil {
-		t.Fatalf("decoding why's JSON: %v", err)
-	}
+	// The report is written before the URL is told.
 	served := regexp.MustCompile(`serving the findings at (http://\S+)`)
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
@@ -95,12 +99,20 @@ func runWhyWeb(t *testing.T) (whyJSON, string) {
 				for sc.Scan() {
 				}
 			}()
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("the -o file: %v", err)
+			}
+			var doc whyJSON
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatalf("decoding why's JSON from -o %s: %v", out, err)
+			}
 			return doc, m[1]
 		}
 		t.Logf("sonde: %s", sc.Text())
 	}
 	t.Fatal("sonde why --web ended without serving")
-	return doc, ""
+	return whyJSON{}, ""
 }
 
 // TestWhyPage: a real `why --web` run's page, in Chromium, shows the
