@@ -207,7 +207,12 @@ func (r *Report) writeProcesses(w io.Writer) {
 func (r *Report) writeThreads(w io.Writer) {
 	shown := r.shown()
 	hidden := 0
-	fmt.Fprintf(w, "\n%7s %-16s %10s %8s %8s %8s %8s  %s\n", "TID", "COMM", "WALL", "ONCPU", "RUNQ", "THROTTL", "BLOCKED", "BLOCKED BY REASON")
+	// System-wide, threads of several processes: each says its own.
+	pid := func(p any) string { return "" }
+	if r.system {
+		pid = func(p any) string { return fmt.Sprintf("%7v ", p) }
+	}
+	fmt.Fprintf(w, "\n%s%7s %-16s %10s %8s %8s %8s %8s  %s\n", pid("PID"), "TID", "COMM", "WALL", "ONCPU", "RUNQ", "THROTTL", "BLOCKED", "BLOCKED BY REASON")
 	for _, t := range r.Threads {
 		if shown != nil && !shown[t.PID] {
 			hidden++
@@ -215,7 +220,7 @@ func (r *Report) writeThreads(w io.Writer) {
 		}
 		b := Budget{WallNS: t.WallNS, OnCPUNS: t.OnCPUNS, RunnableNS: t.RunnableNS, ThrottledNS: t.ThrottledNS, BlockedNS: t.BlockedNS, ByReason: t.ByReason}
 		on, runq, thr, blk, rs := budgetRow(&b)
-		fmt.Fprintf(w, "%7d %-16s %10s %8s %8s %8s %8s  %s\n", t.TID, t.Comm, time.Duration(t.WallNS).Round(time.Millisecond), on, runq, thr, blk, rs)
+		fmt.Fprintf(w, "%s%7d %-16s %10s %8s %8s %8s %8s  %s\n", pid(t.PID), t.TID, t.Comm, time.Duration(t.WallNS).Round(time.Millisecond), on, runq, thr, blk, rs)
 	}
 	if hidden > 0 {
 		fmt.Fprintf(w, "  (%d threads of the other processes in --json)\n", hidden)
