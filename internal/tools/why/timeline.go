@@ -56,8 +56,7 @@ type sampler struct {
 	slices  int
 	period  time.Duration
 	rd      bpfmaps.Reader[uint32, whyWhyThread]
-	mu      sync.Mutex
-	samples []sample
+	samples []sample // written by the sampling goroutine only, read after stop
 	done    chan struct{}
 	wg      sync.WaitGroup
 }
