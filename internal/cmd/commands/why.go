@@ -144,4 +144,5 @@ var _ = Register(Spec{Name: "why", Group: BPF, New: newWhyCmd, JSON: []any{why.R
 		{Name: "why_tid_zero", Args: []string{"-t", "0"}, Code: 2, Want: `-t/--tid 0`},
 		{Name: "why_tid_and_pid", Args: []string{"-t", "1", "-p", "1"}, Code: 2, Want: `-p/--pid and -t/--tid conflict`},
 		{Name: "why_all_and_pid", Args: []string{"-a", "-p", "1"}, Code: 2, Want: `-a/--all-cpus and -p/--pid conflict`},
-		{Name: "why_all_and_command", Args: []string{"-a", "--", "true"}, Code: 2, Want: `-a/--all-cpus and a command conflict`}}})
+		{Name: "why_all_and_command", Args: []string{"-a", "--", "true"}, Code: 2, Want: `-a/--all-cpus and a command conflict`},
+		{Name: "why_output_dir", Args: []string{"-o", "/", "-d", "1"}, Code: 1, Want: `/ is a directory`}}})
