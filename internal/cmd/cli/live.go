@@ -12,6 +12,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/format/outfile"
 	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 	"github.com/sonde-dev/sonde/internal/model/stackstat"
@@ -38,9 +39,15 @@ type Live struct {
 	Check func(cmd *cobra.Command, args []string) error // the tool's own checks, first in Start
 	// Cgroups: the tool filters by cgroup in the kernel (-G/--cgroup);
 	// Cgroup is the one named, set by Start.
-	Cgroups     bool
-	Cgroup      *cgroup.Target
-	cgroupName  string
+	Cgroups    bool
+	Cgroup     *cgroup.Target
+	cgroupName string
+	// ReportFile: -o/--output FILE writes the final report (text, or JSON
+	// with --json) to FILE instead of standard output ("-": standard
+	// output), whole or not at all; the tool writes it with Final. For
+	// tools without intervals.
+	ReportFile  bool
+	output      string
 	W           *emit.Writer // set by Start
 	DistOptions dist.Options // with Dist, set by Start
 	dist        Dist
@@ -66,6 +73,9 @@ func (l *Live) Command(c *cobra.Command, pidUsage string) *cobra.Command {
 		f.StringVarP(&l.cgroupName, "cgroup", "G", "", "trace only the tasks of this cgroup and its children (a path in the cgroup hierarchy, as perf -G takes it)")
 	}
 	AddDurationFlag(f, &l.Duration, "tracing")
+	if l.ReportFile {
+		f.StringVarP(&l.output, "output", "o", "", "write the report to this file instead of standard output (- for standard output)")
+	}
 	if l.Intervals {
 		DurationVarP(f, &l.Interval, "interval", "i", 0, "print a report every interval: seconds (1) or a duration (500ms)")
 		AtLeast(f, MinInterval, "interval")
@@ -105,6 +115,11 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 			return nil, "", nil, err
 		}
 	}
+	if l.output != "" {
+		if err := outfile.Check(l.output); err != nil {
+			return nil, "", nil, err // before the run, not after it
+		}
+	}
 	if l.TakesCommand && isCommand(cmd, args, l.DurationArg) {
 		if l.Pid != 0 {
 			return nil, "", nil, Usagef("-p/--pid and a command conflict: trace a process or run one")
@@ -141,6 +156,19 @@ func (l *Live) Start(cmd *cobra.Command, args []string, what string) (ctx contex
 	l.lap = time.Now()
 	ctx, stop = runctl.WithSignals(context.Background())
 	return ctx, target, stop, nil
+}
+
+// Final writes the run's last report: to the -o/--output file when one
+// was given (ReportFile), else where W writes.
+func (l *Live) Final(r emit.Report) error {
+	if l.output == "" || l.output == outfile.Stdout {
+		return l.W.Final(r)
+	}
+	out, err := Create(l.output)
+	if err != nil {
+		return err
+	}
+	return out.Finish(emit.New(out, l.JSON).Final(r))
 }
 
 // Lap returns how long the interval now ending lasted, and starts the next.

@@ -19,12 +19,12 @@ import (
 )
 
 func newWhyCmd() *cobra.Command {
-	l := &cli.Live{DurationArg: true, TakesCommand: true, Cgroups: true}
+	l := &cli.Live{DurationArg: true, TakesCommand: true, Cgroups: true, ReportFile: true}
 	o := why.Options{User: true}
 	var top int
 	var kernelOnly bool
 	var flame string
-	var webView bool
+	var webView, all bool
 	cmd := l.Command(cli.Doc("why", &cobra.Command{}), "explain this process's threads")
 	f := cmd.Flags()
 	f.IntVarP(&o.Tid, "tid", "t", 0, "explain this thread of a process only (its process's other threads count as wakers)")
@@ -35,9 +35,16 @@ func newWhyCmd() *cobra.Command {
 	cli.Between(f, "depth", 1, 8)
 	f.BoolVarP(&kernelOnly, "kernel", "K", false, "kernel stacks only (no user stacks walked)")
 	f.StringVar(&flame, "flamegraph", "", "also write a wall-clock flame graph: every thread's time under on-CPU, runnable, throttled or blocked: REASON (.html, .svg or .folded)")
-	f.BoolVar(&webView, "web", false, "then show the findings in the browser: ranked, each chain as a graph, every thread's time as a bar (serves until Ctrl-C)")
+	f.BoolVar(&webView, "web", false, "then show the findings in the browser: ranked, each with its chain as a graph and its flame graph, every thread's time as a bar and over time (serves until Ctrl-C)")
+	f.BoolVarP(&all, "all-cpus", "a", false, "explain every thread on the machine, with each process's budget (the default without -p, -t, -G or a command)")
+	cli.Conflicting(f, "all-cpus", "pid", "choose one target")
+	cli.Conflicting(f, "all-cpus", "tid", "choose one target")
+	cli.Conflicting(f, "all-cpus", "cgroup", "choose one target")
 	remote.MarkValues(f, "depth")
 	l.Check = func(cmd *cobra.Command, args []string) error {
+		if all && cmd.ArgsLenAtDash() == 0 {
+			return cli.Usagef("-a/--all-cpus and a command conflict: explain the whole machine or run a command")
+		}
 		if err := checkWhyTid(cmd, args, &o); err != nil {
 			return err
 		}
@@ -57,6 +64,9 @@ func newWhyCmd() *cobra.Command {
 		}
 		o.Command, o.Duration, o.Cgroup = l.Argv, l.Duration, l.Cgroup
 		o.User = !kernelOnly
+		if webView {
+			o.Slices = whyweb.Slices
+		}
 		res, err := why.Run(ctx, o)
 		if err != nil {
 			return err
@@ -68,7 +78,7 @@ func newWhyCmd() *cobra.Command {
 			code := res.ExitCode
 			rep.Run.ExitCode = &code
 		}
-		if err := l.W.Final(rep); err != nil {
+		if err := l.Final(rep); err != nil {
 			return err
 		}
 		if flame != "" {
@@ -132,4 +142,7 @@ var _ = Register(Spec{Name: "why", Group: BPF, New: newWhyCmd, JSON: []any{why.R
 	Smoke: []string{"why", "-d", "1"},
 	BadInput: []BadInput{{Name: "why_zero_duration", Args: []string{"-d", "0"}, Code: 2, Want: `-d/--duration 0s`},
 		{Name: "why_tid_zero", Args: []string{"-t", "0"}, Code: 2, Want: `-t/--tid 0`},
-		{Name: "why_tid_and_pid", Args: []string{"-t", "1", "-p", "1"}, Code: 2, Want: `-p/--pid and -t/--tid conflict`}}})
+		{Name: "why_tid_and_pid", Args: []string{"-t", "1", "-p", "1"}, Code: 2, Want: `-p/--pid and -t/--tid conflict`},
+		{Name: "why_all_and_pid", Args: []string{"-a", "-p", "1"}, Code: 2, Want: `-a/--all-cpus and -p/--pid conflict`},
+		{Name: "why_all_and_command", Args: []string{"-a", "--", "true"}, Code: 2, Want: `-a/--all-cpus and a command conflict`},
+		{Name: "why_output_dir", Args: []string{"-o", "/", "-d", "1"}, Code: 1, Want: `/ is a directory`}}})

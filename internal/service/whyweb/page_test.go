@@ -6,8 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -26,11 +29,12 @@ import (
 // whyJSON is the part of `why --json` the page is checked against.
 type whyJSON struct {
 	Findings []struct {
-		Kind    string  `json:"kind"`
-		Share   float64 `json:"share"`
-		Text    string  `json:"text"`
-		Root    string  `json:"root"`
-		Threads []struct {
+		Kind     string  `json:"kind"`
+		Share    float64 `json:"share"`
+		Function string  `json:"function"`
+		Text     string  `json:"text"`
+		Root     string  `json:"root"`
+		Threads  []struct {
 			TID int `json:"tid"`
 		} `json:"threads"`
 		Chain []struct {
@@ -40,8 +44,20 @@ type whyJSON struct {
 	} `json:"findings"`
 	Threads []struct {
 		TID    int    `json:"tid"`
+		Comm   string `json:"comm"`
 		WallNS uint64 `json:"wall_ns"`
 	} `json:"threads"`
+	Timeline struct {
+		EdgesNS []uint64 `json:"edges_ns"`
+		Threads []struct {
+			TID         int      `json:"tid"`
+			Comm        string   `json:"comm"`
+			OnCPUNS     []uint64 `json:"on_cpu_ns"`
+			RunnableNS  []uint64 `json:"runnable_ns"`
+			ThrottledNS []uint64 `json:"throttled_ns"`
+			BlockedNS   []uint64 `json:"blocked_ns"`
+		} `json:"threads"`
+	} `json:"timeline"`
 }
 
 // pageNode is a node of the chain graph as the page drew it.
@@ -51,13 +67,16 @@ type pageNode struct {
 	Comm string `json:"comm"`
 }
 
-// runWhyWeb runs `sonde why -p pid -d 2 --json --web` on the seed-004
-// server and returns its JSON output, the URL it serves, and the run.
+// runWhyWeb runs `sonde why -p pid -d 2 --json -o FILE --web` on the
+// seed-004 server and returns its JSON output (from FILE: -o is checked
+// too) and the URL it serves.
 func runWhyWeb(t *testing.T) (whyJSON, string) {
 	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
 	srv := testutil.StartReady(t, bin, "4", "20")
-	cmd := exec.Command(testutil.Sonde(t), "why", "-p", strconv.Itoa(srv.Cmd.Process.Pid), "-d", "2", "--json", "--web")
-	stdout, _ := cmd.StdoutPipe()
+	out := filepath.Join(t.TempDir(), "why.json")
+	cmd := exec.Command(testutil.Sonde(t), "why", "-p", strconv.Itoa(srv.Cmd.Process.Pid), "-d", "2", "--json", "-o", out, "--web")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -67,12 +86,11 @@ func runWhyWeb(t *testing.T) (whyJSON, string) {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("sonde why --web after Ctrl-C: %v", err)
 		}
+		if stdout.Len() > 0 {
+			t.Errorf("with -o, standard output has %q", stdout.String())
+		}
 	})
-	// The JSON is written before the URL is told.
-	var doc whyJSON
-	if err := json.NewDecoder(stdout).Decode(&doc); err != nil {
-		t.Fatalf("decoding why's JSON: %v", err)
-	}
+	// The report is written before the URL is told.
 	served := regexp.MustCompile(`serving the findings at (http://\S+)`)
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
@@ -81,12 +99,20 @@ func runWhyWeb(t *testing.T) (whyJSON, string) {
 				for sc.Scan() {
 				}
 			}()
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("the -o file: %v", err)
+			}
+			var doc whyJSON
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatalf("decoding why's JSON from -o %s: %v", out, err)
+			}
 			return doc, m[1]
 		}
 		t.Logf("sonde: %s", sc.Text())
 	}
 	t.Fatal("sonde why --web ended without serving")
-	return doc, ""
+	return whyJSON{}, ""
 }
 
 // TestWhyPage: a real `why --web` run's page, in Chromium, shows the
@@ -140,6 +166,15 @@ func synthetic() *why.Report {
 			Latency: []why.Bucket{{LowNS: 65536000, HighNS: 131072000, Count: 30}}},
 			{Kind: "cpu", Share: 0.15, Text: "responder ran on a CPU", Root: "cpu"}},
 	}
+	poll := []why.Frame{{Sym: "do_sys_poll", Kernel: true}, {Sym: "poll", DSO: "libc.so.6"}, {Sym: "resolve_peer", DSO: "whyserver"}, {Sym: "main", DSO: "whyserver"}}
+	r.Findings[0].AddStack("worker", poll, 2.5e9)
+	r.Findings[0].AddStack("worker", append(poll[:3:3], why.Frame{Sym: "loop", DSO: "whyserver"}, poll[3]), 3e8)
+	r.Findings[1].AddStack("responder", []why.Frame{{Sym: "answer_query", DSO: "whyserver"}}, 9e8)
+	// Three slices of 1 s; each thread's lists add up to its wall time.
+	r.Timeline = &why.Timeline{EdgesNS: []uint64{0, 1e9, 2e9, 3e9}, Threads: []why.ThreadStates{
+		{Task: w, OnCPUNS: []uint64{1e8, 0, 0}, RunnableNS: []uint64{0, 1e8, 0}, ThrottledNS: []uint64{0, 0, 0}, BlockedNS: []uint64{9e8, 9e8, 1e9}},
+		{Task: jsonout.Task{PID: 10, TID: 12, Comm: "responder"}, OnCPUNS: []uint64{3e8, 3e8, 3e8}, RunnableNS: []uint64{2e8, 1e8, 1e8}, ThrottledNS: []uint64{0, 0, 0}, BlockedNS: []uint64{5e8, 6e8, 6e8}},
+	}}
 	return r
 }
 
@@ -179,6 +214,8 @@ func checkPage(t *testing.T, chromium string, doc whyJSON, url string) {
 	// Each thread's bar: its parts' ns, summed.
 	bars := evalPage[map[string]float64](t, ctx, `Object.fromEntries([...document.querySelectorAll('#threads tr[data-tid]')].map(r => [r.dataset.tid,
 		[...r.querySelectorAll('.seg')].reduce((a, s) => a + Number(s.dataset.ns), 0)]))`)
+	checkFlame(t, ctx, doc)
+	checkTimeline(t, ctx, doc)
 	mu.Lock()
 	if len(problems) > 0 {
 		t.Errorf("the page threw: %v", problems)
@@ -217,6 +254,82 @@ func checkPage(t *testing.T, chromium string, doc whyJSON, url string) {
 		got := bars[strconv.Itoa(th.TID)]
 		if d := got - float64(th.WallNS); d > 0.01*float64(th.WallNS) || -d > 0.01*float64(th.WallNS) {
 			t.Errorf("tid %d's bar adds up to %.0f ns, its wall time is %d", th.TID, got, th.WallNS)
+		}
+	}
+}
+
+// checkFlame: finding 1's flame graph is drawn, its roots the names of the
+// finding's threads, and its function among its frames.
+func checkFlame(t *testing.T, ctx context.Context, doc whyJSON) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const f = document.querySelector('#detail iframe.flame'); return !!f && f.dataset.loaded === "1"; })()`,
+		chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("finding 1's flame graph did not load: %v", err)
+	}
+	names := evalPage[[]string](t, ctx, `[...document.querySelector('#detail iframe.flame').contentDocument.querySelectorAll('#frames g.frame')].map(g => g.dataset.name)`)
+	height := evalPage[float64](t, ctx, `document.querySelector('#detail iframe.flame').getBoundingClientRect().height`)
+	f := doc.Findings[0]
+	t.Logf("flame graph of finding 1: %d frames drawn, %.0f px high", len(names), height)
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	comms := map[int]string{}
+	for _, th := range doc.Threads {
+		comms[th.TID] = th.Comm
+	}
+	for _, th := range f.Threads {
+		if c := comms[th.TID]; !has[c] {
+			t.Errorf("the flame graph has no frame for the finding's thread %s (tid %d): %v", c, th.TID, names)
+		}
+	}
+	if f.Function != "" && !has[f.Function] {
+		t.Errorf("the flame graph has no frame %s (the finding's function): %v", f.Function, names)
+	}
+	if height < 100 {
+		t.Errorf("the flame graph's frame is %.0f px high", height)
+	}
+}
+
+// checkTimeline: a timeline row per thread of the JSON's timeline, named
+// as it names it, whose slices add up to the thread's lists there and,
+// within 1%, to its wall time.
+func checkTimeline(t *testing.T, ctx context.Context, doc whyJSON) {
+	t.Helper()
+	type row struct {
+		Comm   string  `json:"comm"`
+		Slices int     `json:"slices"`
+		NS     float64 `json:"ns"`
+	}
+	rows := evalPage[map[string]row](t, ctx, `Object.fromEntries([...document.querySelectorAll('#timeline tr[data-tid]')].map(r => [r.dataset.tid,
+		{comm: r.cells[1].textContent, slices: r.querySelectorAll('.slice').length, ns: [...r.querySelectorAll('.seg')].reduce((a, s) => a + Number(s.dataset.ns), 0)}]))`)
+	tl := doc.Timeline
+	if len(tl.Threads) == 0 {
+		t.Fatal("no timeline in the JSON")
+	}
+	if len(rows) != len(tl.Threads) {
+		t.Errorf("%d timeline rows, %d threads in the JSON's timeline", len(rows), len(tl.Threads))
+	}
+	walls := map[int]uint64{}
+	for _, th := range doc.Threads {
+		walls[th.TID] = th.WallNS
+	}
+	for _, th := range tl.Threads {
+		r, ok := rows[strconv.Itoa(th.TID)]
+		var sum uint64
+		for i := range th.OnCPUNS {
+			sum += th.OnCPUNS[i] + th.RunnableNS[i] + th.ThrottledNS[i] + th.BlockedNS[i]
+		}
+		t.Logf("timeline tid %d (%s): %d slices, %.0f ns on the page, %d in the JSON, wall %d", th.TID, th.Comm, r.Slices, r.NS, sum, walls[th.TID])
+		if !ok || r.Comm != th.Comm || r.Slices != len(tl.EdgesNS)-1 {
+			t.Errorf("tid %d (%s): row %+v, want %d slices", th.TID, th.Comm, r, len(tl.EdgesNS)-1)
+			continue
+		}
+		if r.NS != float64(sum) {
+			t.Errorf("tid %d: the page's slices add up to %.0f ns, the JSON's to %d", th.TID, r.NS, sum)
+		}
+		if w := float64(walls[th.TID]); math.Abs(float64(sum)-w) > 0.01*w {
+			t.Errorf("tid %d: the timeline adds up to %d ns, its wall time is %.0f", th.TID, sum, w)
 		}
 	}
 }

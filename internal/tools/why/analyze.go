@@ -26,6 +26,23 @@ type Finding struct {
 	Chain      []Link         `json:"chain,omitempty"`  // who ended the waits, then who ended that one's, ...
 	Root       string         `json:"root,omitempty"`   // cpu, sleep, device, peer, cycle, unknown
 	Latency    []Bucket       `json:"latency,omitempty"`
+	// stacks are all of its stacks and their time, for its flame graph
+	// (WriteFindingFolded); Frames is only the heaviest.
+	stacks []stackNS
+}
+
+// AddStack charges ns to one more stack of the finding, under thread
+// comm, for its flame graph: for reports built by hand (a test's, an
+// import's); Analyze adds the stacks itself.
+func (f *Finding) AddStack(comm string, frames []Frame, ns uint64) {
+	f.stacks = append(f.stacks, stackNS{comm: comm, frames: frames, ns: ns})
+}
+
+// stackNS is one stack of a finding and the time charged to it.
+type stackNS struct {
+	comm   string
+	frames []Frame
+	ns     uint64
 }
 
 // Link is one hop of a chain: the thread that ended the waits before it.
@@ -58,17 +75,40 @@ type Budget struct {
 	ByReason    map[string]uint64 `json:"blocked_by_reason_ns"`
 }
 
+// Process is one process's threads' wall time, summed and split
+// (system-wide runs).
+type Process struct {
+	PID     int    `json:"pid"`
+	Comm    string `json:"comm"`
+	Threads int    `json:"nr_threads"` // traced threads
+	Budget
+}
+
 // Report is why's result.
 type Report struct {
 	jsonout.Run
-	Budget   Budget    `json:"budget"`
-	Threads  []Thread  `json:"threads"`  // the target's, by wall time lost to blocks
-	Findings []Finding `json:"findings"` // by share, largest first
+	Budget  Budget   `json:"budget"`
+	Threads []Thread `json:"threads"` // the target's, by tid
+	// Processes (system-wide): every process's budget, the busiest first:
+	// by time on or waiting for a CPU, then by wall time.
+	Processes []Process `json:"processes,omitempty"`
+	Findings  []Finding `json:"findings"` // by share, largest first
+	// Timeline (with --web): each shown thread's state over the window.
+	Timeline *Timeline `json:"timeline,omitempty"`
 	Cgroup   *Cgroup   `json:"cgroup,omitempty"`
 	Errors   Errors    `json:"bpf_errors"`
 	Attach   string    `json:"attach"`
 	Warnings []string  `json:"warnings,omitempty"`
 	top      int
+	system   bool
+}
+
+// of says whose wall time the shares are of, in the findings' words.
+func of(system bool) string {
+	if system {
+		return "of all threads' time"
+	}
+	return "of the target's time"
 }
 
 // group is the waits of one finding.
@@ -82,7 +122,7 @@ type group struct {
 
 // Analyze splits the target threads' time and ranks the findings.
 func Analyze(d *Data, top int) *Report {
-	r := &Report{top: top, Budget: Budget{ByReason: map[string]uint64{}}}
+	r := &Report{top: top, system: d.System, Budget: Budget{ByReason: map[string]uint64{}}}
 	targets := map[int]*Thread{}
 	for i := range d.Threads {
 		t := &d.Threads[i]
@@ -114,24 +154,19 @@ func Analyze(d *Data, top int) *Report {
 	apportionThrottling(d.Cgroup, targets)
 	for _, t := range targets {
 		r.Threads = append(r.Threads, *t)
-		b := &r.Budget
-		b.WallNS += t.WallNS
-		b.OnCPUNS += t.OnCPUNS
-		b.IRQNS += t.IRQNS
-		b.RunnableNS += t.RunnableNS
-		b.ThrottledNS += t.ThrottledNS
-		b.BlockedNS += t.BlockedNS
-		for k, v := range t.ByReason {
-			b.ByReason[k] += v
-		}
+		r.Budget.add(t)
 	}
 	sort.Slice(r.Threads, func(i, j int) bool { return r.Threads[i].TID < r.Threads[j].TID })
+	if d.System {
+		r.Processes = processes(r.Threads)
+	}
+	r.Timeline = shownTimeline(d.Timeline, targets, r.shown())
 	wall := float64(r.Budget.WallNS)
 	if wall == 0 {
 		return r
 	}
 	for _, g := range groups {
-		r.Findings = append(r.Findings, g.finding(wall, byTid, targets))
+		r.Findings = append(r.Findings, g.finding(wall, byTid, targets, of(d.System)))
 	}
 	r.Findings = append(r.Findings, cpuFindings(d, targets, wall)...)
 	r.Findings = append(r.Findings, queueFindings(r, wall)...)
@@ -180,7 +215,7 @@ func (g *group) add(w *Wait) {
 	g.waits = append(g.waits, w)
 }
 
-func (g *group) finding(wall float64, byTid map[int][]*Wait, targets map[int]*Thread) Finding {
+func (g *group) finding(wall float64, byTid map[int][]*Wait, targets map[int]*Thread, ofWhat string) Finding {
 	f := Finding{Kind: g.reason, Share: float64(g.ns) / wall, DurationNS: jsonout.Nanos(g.ns), Count: g.count,
 		Function: g.anchor, Call: g.call, Syscall: g.syscall, Latency: buckets(g.slots)}
 	heaviest := g.waits[0]
@@ -188,13 +223,14 @@ func (g *group) finding(wall float64, byTid map[int][]*Wait, targets map[int]*Th
 		if w.NS > heaviest.NS {
 			heaviest = w
 		}
+		f.stacks = append(f.stacks, stackNS{comm: w.Comm, frames: w.Frames, ns: w.NS})
 	}
 	f.Frames = heaviest.Frames
 	for _, tid := range slices.Sorted(maps.Keys(g.tids)) {
 		f.Threads = append(f.Threads, jsonout.Task{PID: targets[tid].PID, TID: tid, Comm: targets[tid].Comm})
 	}
 	f.Chain, f.Root = chain(g.waits, g.reason, byTid, g.tids)
-	f.Text = waitText(&f, g)
+	f.Text = waitText(&f, g, ofWhat)
 	return f
 }
 
@@ -221,6 +257,7 @@ func cpuFindings(d *Data, targets map[int]*Thread, wall float64) []Finding {
 		frames []Frame
 		heavy  uint64
 		tids   map[int]bool
+		stacks []stackNS
 	}
 	gs := map[string]*cg{}
 	for _, c := range d.CPU {
@@ -235,18 +272,19 @@ func cpuFindings(d *Data, targets map[int]*Thread, wall float64) []Finding {
 		}
 		g.ns += c.NS
 		g.tids[c.Tid] = true
+		g.stacks = append(g.stacks, stackNS{comm: c.Comm, frames: userOnly(c.Frames), ns: c.NS})
 		if c.NS > g.heavy {
 			g.heavy, g.frames = c.NS, c.Frames
 		}
 	}
 	var out []Finding
 	for a, g := range gs {
-		f := Finding{Kind: "cpu", Share: float64(g.ns) / wall, DurationNS: jsonout.Nanos(g.ns), Function: a, Frames: g.frames}
+		f := Finding{Kind: "cpu", Share: float64(g.ns) / wall, DurationNS: jsonout.Nanos(g.ns), Function: a, Frames: g.frames, stacks: g.stacks}
 		for _, tid := range slices.Sorted(maps.Keys(g.tids)) {
 			f.Threads = append(f.Threads, jsonout.Task{PID: targets[tid].PID, TID: tid, Comm: targets[tid].Comm})
 		}
 		f.Root = "cpu"
-		f.Text = fmt.Sprintf("%s ran on a CPU %s of the target's time in %s", threadsWords(f.Threads), pct(f.Share), a)
+		f.Text = fmt.Sprintf("%s ran on a CPU %s %s in %s", threadsWords(f.Threads), pct(f.Share), of(d.System), a)
 		out = append(out, f)
 	}
 	return out
@@ -260,13 +298,19 @@ func queueFindings(r *Report, wall float64) []Finding {
 			return
 		}
 		var ts []jsonout.Task
+		var stacks []stackNS
 		for _, t := range r.Threads {
-			if (kind == "runqueue" && t.RunnableNS > 0) || (kind == "throttled" && t.ThrottledNS > 0) {
+			n := t.RunnableNS
+			if kind == "throttled" {
+				n = t.ThrottledNS
+			}
+			if n > 0 {
 				ts = append(ts, t.Task)
+				stacks = append(stacks, stackNS{comm: t.Comm, ns: n})
 			}
 		}
-		f := Finding{Kind: kind, Share: float64(ns) / wall, DurationNS: jsonout.Nanos(ns), Threads: ts, Root: "cpu"}
-		f.Text = fmt.Sprintf("%s waited %s of the target's time %s", threadsWords(ts), pct(f.Share), words)
+		f := Finding{Kind: kind, Share: float64(ns) / wall, DurationNS: jsonout.Nanos(ns), Threads: ts, Root: "cpu", stacks: stacks}
+		f.Text = fmt.Sprintf("%s waited %s %s %s", threadsWords(ts), pct(f.Share), of(r.system), words)
 		out = append(out, f)
 	}
 	add("runqueue", r.Budget.RunnableNS, "for a CPU, runnable (other work had the CPUs)")
@@ -300,4 +344,8 @@ var Vocabulary = map[string]string{
 	"nr_periods":           "CFS bandwidth periods that elapsed (cpu.stat)",
 	"nr_throttled":         "periods in which the cgroup was throttled (cpu.stat)",
 	"lost_threads":         "threads not followed because the thread table was full",
+	"processes":            "why -a: every process's threads' wall time, summed and split, the busiest first",
+	"nr_threads":           "why -a: how many of a process's threads were traced",
+	"timeline":             "why --web: each shown thread's state over the window, in slices",
+	"edges_ns":             "the timeline's slice edges, ns since the window opened",
 }

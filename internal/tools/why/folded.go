@@ -21,15 +21,7 @@ func WriteFolded(w io.Writer, d *Data) error {
 	}
 	sums := map[string]uint64{}
 	add := func(comm, state string, frames []Frame, ns uint64) {
-		parts := []string{fold(comm), state}
-		for i := len(frames) - 1; i >= 0; i-- {
-			name := fold(frames[i].Sym)
-			if frames[i].Kernel {
-				name += "_[k]"
-			}
-			parts = append(parts, name)
-		}
-		sums[strings.Join(parts, ";")] += ns
+		sums[foldStack(frames, fold(comm), state)] += ns
 	}
 	onCPU := map[int]uint64{}
 	for _, c := range d.CPU {
@@ -50,6 +42,38 @@ func WriteFolded(w io.Writer, d *Data) error {
 		add(t.Comm, "runnable", nil, t.RunnableNS)
 		add(t.Comm, "throttled", nil, t.ThrottledNS)
 	}
+	return writeSums(w, sums)
+}
+
+// WriteFindingFolded writes finding i's stacks (0 is the first) as folded
+// stacks under each thread's name, weighted by the ns charged to them:
+// its flame graph. Waits and runnable time have the blocked threads'
+// stacks, CPU findings the user stacks their slices ended at; waiting
+// for a CPU has no stack (the threads' names only).
+func (r *Report) WriteFindingFolded(w io.Writer, i int) error {
+	sums := map[string]uint64{}
+	for _, s := range r.Findings[i].stacks {
+		sums[foldStack(s.frames, fold(s.comm))] += s.ns
+	}
+	return writeSums(w, sums)
+}
+
+// foldStack is a folded line's stack: the prefix, then frames root first
+// (kernel ones marked _[k], as flamegraph.pl's --kernel colors them).
+func foldStack(frames []Frame, prefix ...string) string {
+	parts := prefix
+	for i := len(frames) - 1; i >= 0; i-- {
+		name := fold(frames[i].Sym)
+		if frames[i].Kernel {
+			name += "_[k]"
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, ";")
+}
+
+// writeSums writes folded stacks in order, leaving out the empty ones.
+func writeSums(w io.Writer, sums map[string]uint64) error {
 	keys := make([]string, 0, len(sums))
 	for k, v := range sums {
 		if v > 0 {

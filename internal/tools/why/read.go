@@ -2,6 +2,7 @@ package why
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
@@ -28,6 +29,8 @@ type Thread struct {
 	ThrottledNS uint64 `json:"throttled_ns"`
 	BlockedNS   uint64 `json:"blocked_ns"`
 	Exited      bool   `json:"exited,omitempty"`
+	// beginNS and endNS are the part of the window it lived (CLOCK_MONOTONIC).
+	beginNS, endNS uint64
 	// ByReason splits BlockedNS by reason (filled by Analyze).
 	ByReason map[string]uint64 `json:"blocked_by_reason_ns,omitempty"`
 }
@@ -69,12 +72,18 @@ type CPU struct {
 
 // Data is a run's accounts with named stacks.
 type Data struct {
-	Pid             int
+	Pid int
+	// System: the whole machine was the target (no -p, -t, -G or
+	// command): every thread of every process.
+	System          bool
 	StartNS, StopNS uint64
 	Threads         []Thread
 	Waits           []Wait
 	CPU             []CPU
 	Cgroup          *Cgroup // the target's CPU cgroup, when it has one
+	// Timeline, when asked for (Options.Slices), is every thread's state
+	// over the window.
+	Timeline *Timeline
 }
 
 const whySlots = 32
@@ -84,6 +93,7 @@ type reader struct {
 	maps        *whyMaps
 	ld          *unwind.Loader
 	pid, tid    int // tid: the one target thread (-t), or 0
+	system      bool
 	start, stop uint64
 	before      map[int]procTask
 	user        bool
@@ -93,7 +103,7 @@ type reader struct {
 func stackID(pid uint32, u uint64, k int32) string { return fmt.Sprintf("%d/%x/%d", pid, u, k) }
 
 func (r *reader) read(d *Data) error {
-	d.Pid, d.StartNS, d.StopNS = r.pid, r.start, r.stop
+	d.Pid, d.StartNS, d.StopNS, d.System = r.pid, r.start, r.stop, r.system
 	threads := map[uint32]whyWhyThread{}
 	if err := bpfmaps.Each(r.maps.Threads, func(tid uint32, t whyWhyThread) { threads[tid] = t }); err != nil {
 		return fmt.Errorf("reading threads: %w", err)
@@ -135,6 +145,7 @@ func (r *reader) read(d *Data) error {
 		if t.End != 0 {
 			end = t.End
 		}
+		th.beginNS, th.endNS = t.Begin, end
 		if end > t.Begin {
 			th.WallNS = end - t.Begin
 		}
@@ -248,28 +259,33 @@ func (r *reader) closeThread(tid uint32, t *whyWhyThread) *Wait {
 }
 
 // unseen adds the target's threads no event named (blocked or running the
-// whole window): their state and stack come from /proc.
+// whole window): their state and stack come from /proc. System-wide,
+// every thread /proc listed at the start is the target's.
 func (r *reader) unseen(ts []Thread, known map[uint32]whyWhyThread) ([]Thread, []*Wait) {
-	if r.pid == 0 {
+	if r.pid == 0 && !r.system {
 		return ts, nil
 	}
 	var waits []*Wait
-	for _, tid := range targetThreads(r.pid, r.tid) {
+	for _, tid := range r.beforeTids() {
 		if _, ok := known[uint32(tid)]; ok {
 			continue
 		}
-		if _, ok := r.before[tid]; !ok {
+		b, ok := r.before[tid]
+		if !ok {
 			continue // born during the window: its first event would have named it
 		}
-		pt := readTask(r.pid, tid)
+		pt := readTask(b.pid, tid)
+		if pt.comm == "" {
+			continue // gone: it exited in the window, unseen (its exit would have been an event)
+		}
 		wall := r.stop - r.start
-		th := Thread{Task: jsonout.Task{PID: r.pid, TID: tid, Comm: pt.comm}, WallNS: wall}
+		th := Thread{Task: jsonout.Task{PID: b.pid, TID: tid, Comm: pt.comm}, WallNS: wall, beginNS: r.start, endNS: r.stop}
 		if pt.state == 'R' {
 			th.OnCPUNS = wall
 		} else {
 			th.BlockedNS = wall
-			w := &Wait{Pid: r.pid, Tid: tid, Comm: pt.comm, Before: true, Open: true, NS: wall, Count: 1, Syscall: r.before[tid].syscall}
-			for _, f := range r.before[tid].kernel {
+			w := &Wait{Pid: b.pid, Tid: tid, Comm: pt.comm, Before: true, Open: true, NS: wall, Count: 1, Syscall: b.syscall}
+			for _, f := range b.kernel {
 				w.Frames = append(w.Frames, Frame{Sym: f, DSO: "[kernel.kallsyms]", Kernel: true})
 			}
 			w.stack = fmt.Sprintf("before/%d", tid)
@@ -278,6 +294,19 @@ func (r *reader) unseen(ts []Thread, known map[uint32]whyWhyThread) ([]Thread, [
 		ts = append(ts, th)
 	}
 	return ts, waits
+}
+
+// beforeTids are the target's threads at the start, in order.
+func (r *reader) beforeTids() []int {
+	if !r.system {
+		return targetThreads(r.pid, r.tid)
+	}
+	tids := make([]int, 0, len(r.before))
+	for tid := range r.before {
+		tids = append(tids, tid)
+	}
+	slices.Sort(tids)
+	return tids
 }
 
 // ref is a stack to name: an index into the namer's list.

@@ -49,7 +49,7 @@ var rootWords = map[string]string{
 }
 
 // waitText is a wait finding in one line.
-func waitText(f *Finding, g *group) string {
+func waitText(f *Finding, g *group, ofWhat string) string {
 	in := f.Call
 	if in == "" {
 		in = g.syscall
@@ -57,7 +57,7 @@ func waitText(f *Finding, g *group) string {
 	if in == "" {
 		in = "the kernel"
 	}
-	s := fmt.Sprintf("%s spent %s of the target's time blocked in %s (%s)", threadsWords(f.Threads), pct(f.Share), in, reasonWords[f.Kind])
+	s := fmt.Sprintf("%s spent %s %s blocked in %s (%s)", threadsWords(f.Threads), pct(f.Share), ofWhat, in, reasonWords[f.Kind])
 	if f.Function != "" && f.Function != in {
 		s += " under " + f.Function
 	}
@@ -129,7 +129,25 @@ func (r *Report) WriteText(w io.Writer) {
 	if len(parts) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "\n\nFindings, by share of the target's wall time:\n")
+	fmt.Fprintln(w)
+	if r.system {
+		r.writeProcesses(w)
+	}
+	who := "the target's"
+	if r.system {
+		who = "all threads'"
+	}
+	fmt.Fprintf(w, "\nFindings, by share of %s wall time:\n", who)
+	r.writeFindings(w)
+	r.writeThreads(w)
+	fmt.Fprintf(w, "\n# why: %d findings (%s); %d stack walks failed, %d blocks lost to full maps, %d threads not followed\n",
+		len(r.Findings), r.Attach, r.Errors.StackFailures, r.Errors.MapFull, r.Errors.ThreadsFull)
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "# warning: %s\n", s)
+	}
+}
+
+func (r *Report) writeFindings(w io.Writer) {
 	for i, f := range r.Findings {
 		if i >= r.top {
 			fmt.Fprintf(w, "  (%d more in --json)\n", len(r.Findings)-i)
@@ -149,27 +167,63 @@ func (r *Report) WriteText(w io.Writer) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n%7s %-16s %10s %8s %8s %8s %8s  %s\n", "TID", "COMM", "WALL", "ONCPU", "RUNQ", "THROTTL", "BLOCKED", "BLOCKED BY REASON")
-	for _, t := range r.Threads {
-		tw := float64(t.WallNS)
-		p := func(ns uint64) string {
-			if tw == 0 {
-				return "-"
-			}
-			return pct(float64(ns) / tw)
+}
+
+// budgetRow is a budget's parts as shares of its wall time, and its
+// blocked time by reason.
+func budgetRow(b *Budget) (on, runq, throttled, blocked, reasons string) {
+	wall := float64(b.WallNS)
+	p := func(ns uint64) string {
+		if wall == 0 {
+			return "-"
 		}
-		var rs []string
-		for _, k := range Reasons {
-			if ns := t.ByReason[k]; ns > 0 {
-				rs = append(rs, fmt.Sprintf("%s %s", k, p(ns)))
-			}
-		}
-		fmt.Fprintf(w, "%7d %-16s %10s %8s %8s %8s %8s  %s\n", t.TID, t.Comm, time.Duration(t.WallNS).Round(time.Millisecond), p(t.OnCPUNS), p(t.RunnableNS), p(t.ThrottledNS), p(t.BlockedNS), strings.Join(rs, ", "))
+		return pct(float64(ns) / wall)
 	}
-	fmt.Fprintf(w, "\n# why: %d findings (%s); %d stack walks failed, %d blocks lost to full maps, %d threads not followed\n",
-		len(r.Findings), r.Attach, r.Errors.StackFailures, r.Errors.MapFull, r.Errors.ThreadsFull)
-	for _, s := range r.Warnings {
-		fmt.Fprintf(w, "# warning: %s\n", s)
+	var rs []string
+	for _, k := range Reasons {
+		if ns := b.ByReason[k]; ns > 0 {
+			rs = append(rs, fmt.Sprintf("%s %s", k, p(ns)))
+		}
+	}
+	return p(b.OnCPUNS), p(b.RunnableNS), p(b.ThrottledNS), p(b.BlockedNS), strings.Join(rs, ", ")
+}
+
+// writeProcesses prints the top processes' budgets (system-wide runs).
+func (r *Report) writeProcesses(w io.Writer) {
+	fmt.Fprintf(w, "\nProcesses, by time on or waiting for a CPU (shares of each one's wall time):\n")
+	fmt.Fprintf(w, "%7s %-16s %7s %10s %8s %8s %8s %8s  %s\n", "PID", "COMM", "THREADS", "WALL", "ONCPU", "RUNQ", "THROTTL", "BLOCKED", "BLOCKED BY REASON")
+	for i, p := range r.Processes {
+		if i >= r.top {
+			fmt.Fprintf(w, "  (%d more in --json)\n", len(r.Processes)-i)
+			break
+		}
+		on, runq, thr, blk, rs := budgetRow(&p.Budget)
+		fmt.Fprintf(w, "%7d %-16s %7d %10s %8s %8s %8s %8s  %s\n", p.PID, p.Comm, p.Threads, time.Duration(p.WallNS).Round(time.Millisecond), on, runq, thr, blk, rs)
+	}
+}
+
+// writeThreads prints each thread's budget; system-wide, those of the
+// top processes only.
+func (r *Report) writeThreads(w io.Writer) {
+	shown := r.shown()
+	hidden := 0
+	// System-wide, threads of several processes: each says its own.
+	pid := func(p any) string { return "" }
+	if r.system {
+		pid = func(p any) string { return fmt.Sprintf("%7v ", p) }
+	}
+	fmt.Fprintf(w, "\n%s%7s %-16s %10s %8s %8s %8s %8s  %s\n", pid("PID"), "TID", "COMM", "WALL", "ONCPU", "RUNQ", "THROTTL", "BLOCKED", "BLOCKED BY REASON")
+	for _, t := range r.Threads {
+		if shown != nil && !shown[t.PID] {
+			hidden++
+			continue
+		}
+		b := Budget{WallNS: t.WallNS, OnCPUNS: t.OnCPUNS, RunnableNS: t.RunnableNS, ThrottledNS: t.ThrottledNS, BlockedNS: t.BlockedNS, ByReason: t.ByReason}
+		on, runq, thr, blk, rs := budgetRow(&b)
+		fmt.Fprintf(w, "%s%7d %-16s %10s %8s %8s %8s %8s  %s\n", pid(t.PID), t.TID, t.Comm, time.Duration(t.WallNS).Round(time.Millisecond), on, runq, thr, blk, rs)
+	}
+	if hidden > 0 {
+		fmt.Fprintf(w, "  (%d threads of the other processes in --json)\n", hidden)
 	}
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// closes, with its edge in CLOCK_MONOTONIC ns (tests read
 	// /proc/TID/schedstat there).
 	OnStart, OnStop func(ns uint64)
+	// Slices, when not 0, asks for a timeline of every thread's state in
+	// about this many slices of the window (--web draws it).
+	Slices int
 }
 
 // Errors counted by the program (each counter tag names its member of
@@ -101,7 +104,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s.Pid() != 0 {
 		o.Pid = s.Pid()
 	}
-	before := snapshot(o.Pid, o.Tid)
+	// No process, cgroup or command: the whole machine (-a).
+	system := o.Pid == 0 && o.Cgroup == nil
+	before := snapshot(o.Pid, o.Tid, system)
 	cg := ""
 	if o.Pid != 0 {
 		cg = cgroupDir(o.Pid)
@@ -113,6 +118,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.OnStart != nil {
 		o.OnStart(start)
+	}
+	var smp *sampler
+	if o.Slices > 0 {
+		smp = newSampler(maps.Threads, o.Slices, o.Duration)
+		smp.start()
 	}
 	// The window closes when the duration ends, before the programs are
 	// detached (a detach takes milliseconds, and events are lost meanwhile).
@@ -138,6 +148,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	closeWindow() // a signal or the command's exit ended the run (no-op after the duration)
+	var samples []sample
+	if smp != nil {
+		samples = smp.stop(stop)
+	}
 	r := &Result{Attach: s.Mode()}
 	if len(o.Command) > 0 && run.Reason == runctl.Done {
 		r.Exited, r.ExitCode = true, run.ExitCode
@@ -148,9 +162,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if cs1, ok := readCPUStat(cg); ok && cgOK {
 		r.Cgroup = &Cgroup{Path: cg, NrPeriods: cs1.periods - cs0.periods, NrThrottled: cs1.throttled - cs0.throttled, ThrottledNS: cs1.throttledNS - cs0.throttledNS}
 	}
-	rd := &reader{maps: &maps, ld: ld, pid: o.Pid, tid: o.Tid, start: start, stop: stop, before: before, user: o.User}
+	rd := &reader{maps: &maps, ld: ld, pid: o.Pid, tid: o.Tid, system: system, start: start, stop: stop, before: before, user: o.User}
 	if err := rd.read(&r.Data); err != nil {
 		return nil, err
+	}
+	if smp != nil {
+		r.Timeline = buildTimeline(&r.Data, samples)
 	}
 	return r, nil
 }
@@ -164,6 +181,7 @@ func now() uint64 {
 
 // procTask is what /proc says of a thread blocked since before the start.
 type procTask struct {
+	pid     int
 	syscall string   // the syscall it is in ("" outside one)
 	kernel  []string // its kernel stack, leaf first
 	state   byte     // R, S, D, ...
@@ -172,8 +190,19 @@ type procTask struct {
 
 // snapshot reads every target thread's syscall and kernel stack: the
 // program learns neither for a block that began before it was attached.
-func snapshot(pid, only int) map[int]procTask {
+// System-wide, every thread of every process.
+func snapshot(pid, only int, system bool) map[int]procTask {
 	out := map[int]procTask{}
+	if system {
+		pids, _ := procfs.Pids()
+		for _, p := range pids {
+			tids, _ := procfs.Threads(p)
+			for _, tid := range tids {
+				out[tid] = readTask(p, tid)
+			}
+		}
+		return out
+	}
 	if pid == 0 {
 		return out
 	}
@@ -213,7 +242,7 @@ func ProcessOf(tid int) (int, error) {
 
 func readTask(pid, tid int) procTask {
 	dir := fmt.Sprintf("/proc/%d/task/%d/", pid, tid)
-	var t procTask
+	t := procTask{pid: pid}
 	if b, err := os.ReadFile(dir + "syscall"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			if nr, err := strconv.Atoi(f[0]); err == nil && nr >= 0 {

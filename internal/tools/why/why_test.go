@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
+	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
@@ -59,8 +60,14 @@ func measure(t *testing.T, pid int, d time.Duration) measured {
 // window opens and closes.
 func measureWith(t *testing.T, o Options) measured {
 	t.Helper()
+	return measureSched(t, o, o.Pid)
+}
+
+// measureSched is measureWith reading the schedstat of process pid's
+// threads (o.Pid is 0 system-wide).
+func measureSched(t *testing.T, o Options, pid int) measured {
+	t.Helper()
 	var m measured
-	pid := o.Pid
 	o.User = true
 	// The caller's callbacks run too, after schedstat is read.
 	onStart, onStop := o.OnStart, o.OnStop
@@ -380,5 +387,132 @@ func TestDiskReader(t *testing.T) {
 	t.Logf("finding 1 stack: %s; latency %+v", frameNames(f.Frames), f.Latency)
 	if f.Kind != ReasonDisk || f.Function != "read_block" || f.Root != "device" {
 		t.Errorf("finding 1 is %s under %s (root %s), want disk under read_block (root device)", f.Kind, f.Function, f.Root)
+	}
+}
+
+// -a: the whole machine is the target. Beside the seed-004 server and a
+// CPU hog, the workers' wait in poll under resolve_peer is a finding of
+// its own, its share is its time over every traced thread's wall time,
+// and that time is the workers' blocked time by schedstat within 2
+// points of their wall time; the server is one process of six threads
+// with its budget; every thread's parts add up to its wall time and the
+// server's threads' on-CPU time is schedstat's (checkBudgets).
+func TestSystemWide(t *testing.T) {
+	_, bin := testutil.Workload(t, "whyserver", []string{"whyserver.c"}, "-pthread")
+	hog(t)
+	cmd := testutil.StartReady(t, bin, "4", "20")
+	pid := cmd.Cmd.Process.Pid
+	testutil.WaitFor(t, 10*time.Second, "whyserver's four workers named", func() bool {
+		n := 0
+		tids, _ := procfs.Threads(pid)
+		for _, tid := range tids {
+			if procfs.Comm(pid, tid) == "worker" {
+				n++
+			}
+		}
+		return n == 4
+	})
+	m := measureSched(t, Options{Duration: 3 * time.Second, Slices: 30}, pid)
+	m.checkBudgets(t)
+	if !m.res.System {
+		t.Fatal("a run without a target is not system-wide")
+	}
+	var sum uint64
+	for _, th := range m.rep.Threads {
+		sum += th.WallNS
+	}
+	b := m.rep.Budget
+	t.Logf("%d threads, %d processes, %v of thread time", len(m.rep.Threads), len(m.rep.Processes), time.Duration(b.WallNS))
+	if sum != b.WallNS || len(m.rep.Threads) < 20 {
+		t.Fatalf("budget %d ns over %d threads (summed %d): not the machine's", b.WallNS, len(m.rep.Threads), sum)
+	}
+	var p *Process
+	for i := range m.rep.Processes {
+		if m.rep.Processes[i].PID == pid {
+			p = &m.rep.Processes[i]
+			t.Logf("whyserver is process %d of %d by CPU: %+v", i+1, len(m.rep.Processes), *p)
+		}
+	}
+	if p == nil || p.Threads != 6 || p.Comm != "whyserver" {
+		t.Fatalf("whyserver's process: %+v, want 6 threads", p)
+	}
+	var f *Finding
+	for i := range m.rep.Findings {
+		g := &m.rep.Findings[i]
+		if g.Kind == ReasonNet && g.Function == "resolve_peer" && len(g.Threads) > 0 && g.Threads[0].PID == pid {
+			f = g
+			t.Logf("finding %d of %d: %s", i+1, len(m.rep.Findings), g.Text)
+			break
+		}
+	}
+	if f == nil {
+		t.Fatal("no finding for the workers' poll under resolve_peer")
+	}
+	if len(f.Threads) != 4 || f.Root != "sleep" {
+		t.Errorf("the workers' finding has %d threads, root %q: want 4, a sleep", len(f.Threads), f.Root)
+	}
+	if got := float64(f.DurationNS) / float64(b.WallNS); math.Abs(got-f.Share) > 1e-9 {
+		t.Errorf("share %.6f, its time over all threads' %.6f", f.Share, got)
+	}
+	// A wait in progress as the window opens is a finding of its own (its
+	// stack read from /proc, kernel frames only), as in TestOneThread: the
+	// workers' net findings together are what schedstat must match.
+	var net uint64
+	for _, g := range m.rep.Findings {
+		if g.Kind == ReasonNet && onlyOf(g.Threads, pid, "worker") {
+			net += uint64(g.DurationNS)
+		}
+	}
+	blocked, _ := m.schedBlocked(func(th Thread) bool { return th.PID == pid && th.Comm == "worker" })
+	workers := uint64(4) * m.wall
+	diff := math.Abs(float64(net)-float64(blocked)) / float64(workers)
+	t.Logf("the workers' finding: %v, %.4f of all threads' time; their net findings %v; their blocked time by schedstat %v (%.2f points of their wall time apart)",
+		time.Duration(f.DurationNS), f.Share, time.Duration(net), time.Duration(blocked), 100*diff)
+	if diff > 0.02 {
+		t.Errorf("the workers' net findings %v, schedstat's blocked %v: more than 2 points of their wall time apart", time.Duration(net), time.Duration(blocked))
+	}
+	var text strings.Builder
+	m.rep.WriteText(&text)
+	lines := strings.SplitN(text.String(), "\n", 18)
+	t.Logf("text:\n%s", strings.Join(lines[:len(lines)-1], "\n"))
+	checkTimeline(t, m)
+}
+
+// onlyOf says whether every thread of ts is a comm thread of process pid.
+func onlyOf(ts []jsonout.Task, pid int, comm string) bool {
+	for _, th := range ts {
+		if th.PID != pid || th.Comm != comm {
+			return false
+		}
+	}
+	return len(ts) > 0
+}
+
+// checkTimeline: the timeline has a row per shown target thread, whose
+// slices add up to its wall time within 1% and each slice to its length
+// at most.
+func checkTimeline(t *testing.T, m measured) {
+	t.Helper()
+	tl := m.rep.Timeline
+	if tl == nil || len(tl.Threads) == 0 {
+		t.Fatal("no timeline")
+	}
+	walls := map[int]uint64{}
+	for _, th := range m.rep.Threads {
+		walls[th.TID] = th.WallNS
+	}
+	t.Logf("timeline: %d slices, %d threads", len(tl.EdgesNS)-1, len(tl.Threads))
+	for _, th := range tl.Threads {
+		var sum uint64
+		for i := range th.OnCPUNS {
+			s := th.OnCPUNS[i] + th.RunnableNS[i] + th.ThrottledNS[i] + th.BlockedNS[i]
+			if s > tl.EdgesNS[i+1]-tl.EdgesNS[i] {
+				t.Errorf("tid %d slice %d: %d ns in a slice of %d", th.TID, i, s, tl.EdgesNS[i+1]-tl.EdgesNS[i])
+			}
+			sum += s
+		}
+		if w := float64(walls[th.TID]); math.Abs(float64(sum)-w) > 0.01*w {
+			t.Errorf("tid %d (%s): the timeline adds up to %d ns, its wall time is %.0f", th.TID, th.Comm, sum, w)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // sonde why --web: the findings of one run, ranked; the chosen finding's
 // stack, chain (as a graph: the waiting threads, each thread that woke the
-// one before, the root) and wait lengths; every target thread's wall time
-// as a bar split by state. Everything comes from /api/why, the document
+// one before, the root), flame graph and wait lengths; every target
+// thread's wall time as a bar split by state, and its state over time. Everything comes from /api/why, the document
 // `why --json` writes; names are data, so they go in as text only.
 
 import { h, clear, fmtCount, fmtNS } from "../../../web/ui/src/dom.js";
@@ -179,7 +179,70 @@ function show(rep, i) {
     (f.chain || []).map((l, j) => h("details", { class: "link" }, h("summary", {}, `link ${j + 1}: ${l.comm} (tid ${l.tid}), ${pct(l.share)} of these waits`),
       h("div", { class: "meta" }, "woke it from:"), frames(l.frames),
       l.wait_frames ? [h("div", { class: "meta" }, `having waited (${l.reason}) in:`), frames(l.wait_frames)] : null)),
-    latency(f) ? [h("h4", {}, "Wait lengths"), latency(f)] : null));
+    latency(f) ? [h("h4", {}, "Wait lengths"), latency(f)] : null,
+    h("h4", {}, "Flame graph: its stacks under each thread's name, as wide as the time charged to them"),
+    flame(i + 1)));
+}
+
+// flame is finding n's flame graph, drawn by the server from the same
+// report (an interactive SVG: click to zoom, search), sized to its height
+// once drawn.
+function flame(n) {
+  return h("iframe", {
+    class: "flame", src: `api/flame/${n}.svg`, title: `flame graph of finding ${n}`, dataset: { rank: String(n) },
+    onload: (e) => {
+      const d = e.target.contentDocument;
+      const svg = d && d.documentElement;
+      if (svg && svg.getAttribute("height")) e.target.style.height = `${Number(svg.getAttribute("height")) + 4}px`;
+      e.target.dataset.loaded = "1";
+    },
+  });
+}
+
+// The states of the timeline, in the order of its slices' stacks.
+const states = [["on_cpu", "on CPU", "p-on_cpu"], ["runnable", "runnable", "p-runnable"], ["throttled", "throttled", "p-throttled"], ["blocked", "blocked", "p-blocked"]];
+
+// timeline draws each thread's row of slices, each slice a column split
+// by state, as wide as its share of the window.
+function timeline(rep) {
+  const box = clear(document.getElementById("timeline"));
+  const tl = rep.timeline;
+  if (!tl || !tl.threads || tl.threads.length === 0) {
+    box.append(h("p", { class: "note" }, "no timeline in this report"));
+    return;
+  }
+  const edges = tl.edges_ns, total = edges[edges.length - 1] || 1;
+  const rows = tl.threads.map((t) => h("tr", { dataset: { tid: String(t.tid), comm: t.comm } },
+    h("td", { class: "num" }, String(t.tid)), h("td", {}, t.comm),
+    h("td", { class: "tlcell" }, h("div", { class: "tl" }, edges.slice(1).map((end, i) => {
+      const len = end - edges[i];
+      const vals = states.map(([k]) => t[k + "_ns"][i]);
+      const lived = vals.reduce((a, b) => a + b, 0);
+      return h("span", {
+        class: "slice", style: `width:${(100 * len / total).toFixed(4)}%`,
+        title: `${fmtNS(edges[i])} – ${fmtNS(end)}: ` + states.map(([, l], j) => `${l} ${pct(lived ? vals[j] / lived : 0)}`).join(", "),
+      }, states.map(([k, , c], j) => vals[j] > 0 ? h("span", {
+        class: "seg " + c, dataset: { state: k, ns: String(vals[j]) }, style: `height:${(100 * vals[j] / len).toFixed(3)}%`,
+      }) : null));
+    })))));
+  box.append(h("div", { class: "meta" }, `${edges.length - 1} slices of ${fmtNS(total / (edges.length - 1))} on average, from 0 to ${fmtNS(total)}`),
+    h("table", { class: "threads timeline" },
+      h("thead", {}, h("tr", {}, h("th", {}, "tid"), h("th", {}, "comm"), h("th", {}, "state over time: on CPU, runnable, throttled, blocked"))),
+      h("tbody", {}, rows)),
+    h("div", { class: "legend" }, states.map(([, l, c]) => h("span", {}, h("i", { class: "seg " + c }), l))));
+}
+
+// processes lists a system-wide run's busiest processes with their budgets.
+function processes(rep) {
+  const box = clear(document.getElementById("processes"));
+  if (!rep.processes || rep.processes.length === 0) return;
+  const top = rep.processes.slice(0, 20);
+  box.append(h("h2", {}, `Processes, by time on or waiting for a CPU (${top.length} of ${rep.processes.length})`),
+    h("table", { class: "threads processes" },
+      h("thead", {}, h("tr", {}, h("th", {}, "pid"), h("th", {}, "comm"), h("th", {}, "threads"), h("th", {}, "wall"), h("th", {}, "on CPU, runnable, throttled, blocked by reason"))),
+      h("tbody", {}, top.map((p) => h("tr", { dataset: { pid: String(p.pid) } },
+        h("td", { class: "num" }, String(p.pid)), h("td", {}, p.comm), h("td", { class: "num" }, String(p.nr_threads)),
+        h("td", { class: "num" }, fmtNS(p.wall_ns)), h("td", { class: "barcell" }, bar(p)))))));
 }
 
 function threads(rep) {
@@ -203,7 +266,9 @@ async function main() {
     return;
   }
   header(rep);
+  processes(rep);
   threads(rep);
+  timeline(rep);
   findings(rep, 0);
   if (rep.findings && rep.findings.length) show(rep, 0);
   document.body.dataset.ready = "1";
