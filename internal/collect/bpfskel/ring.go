@@ -156,6 +156,7 @@ func (r *Ring) Stop() {
 	}
 	r.rd.Close()
 }
+
 // View returns a ring record as the C struct T it holds (bpf2go's -type
 // struct, laid out as on this host), without copying; nil when raw is too
 // short. The pointer is valid only until fn returns (the ring reuses the
