@@ -222,17 +222,8 @@ func taskCPU(pid int) time.Duration {
 }
 
 // machineForks is the number of processes the machine has started since
-// boot (/proc/stat's "processes").
-func machineForks() uint64 {
-	b, _ := os.ReadFile("/proc/stat")
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "processes "); ok {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+// boot.
+func machineForks() uint64 { return procStat("processes") }
 
 func medianStart(rs []startRun) startRun {
 	var ok []startRun
