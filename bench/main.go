@@ -437,10 +437,13 @@ func seed002() {
 }
 
 // ctxt reads the system's context-switch count from /proc/stat.
-func ctxt() uint64 {
+func ctxt() uint64 { return procStat("ctxt") }
+
+// procStat reads one counter of /proc/stat by its name (0 when missing).
+func procStat(name string) uint64 {
 	b, _ := os.ReadFile("/proc/stat")
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "ctxt "); ok {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
 			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			return n
 		}

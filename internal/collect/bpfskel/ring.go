@@ -3,17 +3,30 @@ package bpfskel
 import (
 	"errors"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 )
 
 // Ring reads a BPF ring buffer on its own goroutine, one reused record at
 // a time (no allocation per event).
 type Ring struct {
-	rd   *ringbuf.Reader
+	rd *ringbuf.Reader
+	// f is a non-blocking duplicate of the ring's descriptor registered
+	// with Go's netpoller (nil when it cannot be): the reader waits there,
+	// parked, instead of in an epoll_wait system call of its own. A
+	// goroutine that sits in a system call for more than 10 ms has its
+	// thread taken back by the runtime's monitor (sysmon), which then
+	// polls every 20 µs for a while: with a 50 ms wait that was about 400
+	// wake-ups a second per process, most of a tool's CPU on an idle
+	// machine (issue 25).
+	f    *os.File
+	stop atomic.Bool
 	done chan struct{}
 }
 
@@ -21,38 +34,126 @@ type Ring struct {
 const ringPoll = 50 * time.Millisecond
 
 // ReadRing starts reading m; each record's bytes go to fn, which must not
-// keep them.
+// keep them. The BPF side may write without waking the reader
+// (ring_submit in sonde_maps.h): the reader also looks every ringPoll.
 func ReadRing(m *ebpf.Map, fn func([]byte)) (*Ring, error) {
+	return readRing(m, fn, ringPoll)
+}
+
+// ReadRingWoken is ReadRing for a ring whose records are all written with
+// default flags (bpf_ringbuf_output(..., 0)): the kernel wakes the reader
+// for the first record it has not read, so the reader never polls and an
+// idle ring costs nothing.
+func ReadRingWoken(m *ebpf.Map, fn func([]byte)) (*Ring, error) {
+	return readRing(m, fn, 0)
+}
+
+// readRing reads m on a goroutine, looking every poll besides the kernel's
+// wake-ups (0: only on those).
+func readRing(m *ebpf.Map, fn func([]byte), poll time.Duration) (*Ring, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
-	r := &Ring{rd: rd, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		var rec ringbuf.Record
-		for {
-			// The BPF side wakes the reader only once a batch is waiting
-			// (ring_submit in sonde_maps.h); the deadline collects
-			// the rest.
-			rd.SetDeadline(time.Now().Add(ringPoll))
-			err := rd.ReadInto(&rec)
-			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
-				return
-			}
-			if err == nil {
-				fn(rec.RawSample)
-			}
-		}
-	}()
+	r := &Ring{rd: rd, f: pollable(m.FD()), done: make(chan struct{})}
+	if r.f != nil {
+		go r.readParked(fn, poll)
+	} else {
+		go r.readBlocking(fn)
+	}
 	return r, nil
+}
+
+// pollable returns fd duplicated, non-blocking and registered with the
+// netpoller, or nil when the kernel or the runtime refuses any of it.
+func pollable(fd int) *os.File {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return nil
+	}
+	f := os.NewFile(uintptr(dup), "ringbuf")
+	// Deadlines are refused for a file the netpoller does not hold.
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// readParked delivers records as they come: the kernel wakes the reader
+// through the netpoller, and a deadline poll apart (none when 0) collects
+// what was written without waking it. A look costs a parked goroutine
+// woken to read two positions from shared memory.
+func (r *Ring) readParked(fn func([]byte), poll time.Duration) {
+	defer close(r.done)
+	raw, err := r.f.SyscallConn()
+	if err != nil {
+		r.readBlocking(fn)
+		return
+	}
+	ready := func(uintptr) bool { return r.stop.Load() || r.rd.AvailableBytes() > 0 }
+	var rec ringbuf.Record
+	past := time.Unix(1, 0)
+	for {
+		// Stop is seen before the last read: records written before it
+		// are all delivered.
+		stopping := r.stop.Load()
+		// Every record there now, without waiting (epoll_wait with a
+		// zero timeout once per round).
+		r.rd.SetDeadline(past)
+		for {
+			err := r.rd.ReadInto(&rec)
+			if err != nil {
+				break
+			}
+			fn(rec.RawSample)
+		}
+		if stopping {
+			return
+		}
+		if poll > 0 {
+			r.f.SetReadDeadline(time.Now().Add(poll))
+		}
+		raw.Read(ready)
+	}
+}
+
+// readBlocking is readParked for a ring the netpoller cannot hold: the
+// reader's own epoll_wait, woken by the kernel or a deadline ringPoll
+// apart.
+func (r *Ring) readBlocking(fn func([]byte)) {
+	defer close(r.done)
+	var rec ringbuf.Record
+	for {
+		r.rd.SetDeadline(time.Now().Add(ringPoll))
+		err := r.rd.ReadInto(&rec)
+		if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
+			return
+		}
+		if err == nil {
+			fn(rec.RawSample)
+		}
+	}
 }
 
 // Stop delivers what is left in the ring, then stops the reader. Call it
 // after the programs are detached, so nothing is written behind it.
 func (r *Ring) Stop() {
-	r.rd.Flush()
-	<-r.done
+	if r.f != nil {
+		r.stop.Store(true)
+		// A deadline in the past wakes the parked reader now; it then
+		// reads what is left and returns.
+		r.f.SetReadDeadline(time.Unix(1, 0))
+		<-r.done
+		r.f.Close()
+	} else {
+		r.rd.Flush()
+		<-r.done
+	}
 	r.rd.Close()
 }
 

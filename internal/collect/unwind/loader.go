@@ -151,7 +151,7 @@ func (l *Loader) Start() error {
 	l.pending = make(chan uint32, 1024)
 	l.execs = make(chan uint32, 1024)
 	l.done = make(chan struct{}, 2)
-	r, err := bpfskel.ReadRing(l.m.Notices, l.notice)
+	r, err := bpfskel.ReadRingWoken(l.m.Notices, l.notice) // unwind_notice writes with default flags
 	if err != nil {
 		return fmt.Errorf("reading the unwinder's notices: %w", err)
 	}

@@ -178,12 +178,12 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 		// Drain once a quarter of the map may have been stored since the
 		// last drain (each walk stores at most one stack): an idle system
 		// costs one counter read per tick, not a walk of the map.
-		// With CPython processes walked, every tick: their stacks' code
-		// objects are named as they are drained, and a process that
-		// exits takes its memory with it.
-		if l.m.Counters != nil && l.m.Counters.Map != nil && !l.walksPython() {
+		// With CPython processes walked, every tick that walked a stack:
+		// their stacks' code objects are named as they are drained, and
+		// a process that exits takes its memory with it.
+		if l.m.Counters != nil && l.m.Counters.Map != nil {
 			n := walks.Read(l.m.Counters.Map, 0) // UNWIND_C_WALKS
-			if n-lastWalks < UnwindStacksEntries/4 {
+			if n == lastWalks || (n-lastWalks < UnwindStacksEntries/4 && !l.walksPython()) {
 				continue
 			}
 			lastWalks = n
