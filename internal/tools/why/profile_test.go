@@ -79,11 +79,14 @@ func whyMajor(d *Data) float64 {
 // time in split_major <- main): why's top on-CPU stack is the top stack
 // of profile, run on the same process over why's window (started as the
 // window opens, stopped as it closes), and each tool gives split_major
-// its 3/4 within 10 points.
+// its 3/4 within 10 points. The program shares its CPU with a hog: why
+// takes on-CPU stacks where slices end, and a thread alone on a CPU runs
+// slices of up to seconds, each one stack (docs/why.md, limits; once in
+// CI: 0.47).
 func TestCPUTopMatchesProfile(t *testing.T) {
 	_, bin := testutil.Workload(t, "cpuwork", []string{"cpuwork.c"})
-	hog(t)
-	cmd := testutil.Start(t, bin, "split")
+	testutil.Start(t, "taskset", "-c", "0", "sh", "-c", "while :; do :; done")
+	cmd := testutil.Start(t, "taskset", "-c", "0", bin, "split")
 	pid := cmd.Process.Pid
 	type result struct {
 		r   *profile.Result
