@@ -59,6 +59,9 @@ type Errors struct {
 	MapFull       uint64 `json:"lost_map_full" counter:"WHY_ERR_FULL"`
 	ThreadsFull   uint64 `json:"lost_threads" counter:"WHY_ERR_THREADS"`
 	Unseen        uint64 `json:"unseen_switches" counter:"WHY_ERR_UNSEEN"`
+	// SliceSamples is no error: on-CPU stacks taken inside slices longer
+	// than 10 ms of runtime, besides the one where each slice ends.
+	SliceSamples uint64 `json:"slice_samples" counter:"WHY_ERR_TICK"`
 }
 
 // Result of a run: the data, named, before the analysis.
@@ -89,6 +92,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			bpfskel.BTFTracepoint("sched_waking", whyProgTpBtfSchedWaking, whyProgRawSchedWaking),
 			bpfskel.BTFTracepoint("sched_switch", whyProgTpBtfSchedSwitchIn, whyProgRawSchedSwitchIn),
 			bpfskel.BTFTracepoint("sched_switch", whyProgTpBtfSchedSwitchOut, whyProgRawSchedSwitchOut),
+			bpfskel.BTFTracepoint("sched_stat_runtime", whyProgTpBtfSchedStatRuntime, whyProgRawSchedStatRuntime),
 		},
 	}
 	// Wakers are often other processes: their tables load on demand.

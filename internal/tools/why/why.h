@@ -51,6 +51,8 @@ struct why_thread {
 	__u32 last_waker;   /* tid that ended the last block (0: none seen) */
 	__u64 last_ns;      /* how long the last block lasted */
 	__u64 last_end;     /* when it ended (0: never blocked since tracked) */
+	__u64 tick_pend;    /* runtime (ns) of the slice under way not yet charged to a stack */
+	__u64 tick_charged; /* ns of the slice under way charged to stacks sampled in it */
 	char comm[16];
 };
 
@@ -108,7 +110,8 @@ enum why_error {
 	WHY_ERR_FULL = 1,    /* a map was full: time lost */
 	WHY_ERR_THREADS = 2, /* the thread table was full: a thread not followed */
 	WHY_ERR_UNSEEN = 3,  /* a switch-out with no switch-in seen before it: the slice is clocked */
-	WHY_ERR_MAX = 4,
+	WHY_ERR_TICK = 4,    /* not an error: stacks sampled inside a slice (on_runtime) */
+	WHY_ERR_MAX = 5,
 };
 
 #endif
