@@ -208,6 +208,7 @@ var Vocabulary = map[string]string{
 	"sampled_ns":                "cputime --compare-sampled: time on CPU as cpu-clock sampling estimates it",
 	"sample_period_ns":          "cputime --compare-sampled: the sampling period",
 	"unseen_switches":           "cputime: context switches the kernel did not report to the program",
+	"slice_samples":             "why: on-CPU stacks taken inside slices, every 10 ms of a thread's runtime (not an error)",
 	"untimed":                   "funclat: calls that returned without a matched entry (counted, not timed)",
 	"outstanding_bytes":         "memleak: bytes allocated and not freed, over every stack (estimated under sampling)",
 	"outstanding_count":         "memleak: allocations not freed, over every stack (estimated under sampling)",
