@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -26,6 +27,7 @@ type Ring struct {
 	// wake-ups a second per process, most of a tool's CPU on an idle
 	// machine (issue 25).
 	f    *os.File
+	raw  syscall.RawConn // f's, waited on by the reader
 	stop atomic.Bool
 	done chan struct{}
 }
@@ -55,8 +57,8 @@ func readRing(m *ebpf.Map, fn func([]byte), poll time.Duration) (*Ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
-	r := &Ring{rd: rd, f: pollable(m.FD()), done: make(chan struct{})}
-	if r.f != nil {
+	r := &Ring{rd: rd, done: make(chan struct{})}
+	if r.f, r.raw = pollable(m.FD()); r.f != nil {
 		go r.readParked(fn, poll)
 	} else {
 		go r.readBlocking(fn)
@@ -66,22 +68,23 @@ func readRing(m *ebpf.Map, fn func([]byte), poll time.Duration) (*Ring, error) {
 
 // pollable returns fd duplicated, non-blocking and registered with the
 // netpoller, or nil when the kernel or the runtime refuses any of it.
-func pollable(fd int) *os.File {
+func pollable(fd int) (*os.File, syscall.RawConn) {
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	if err := unix.SetNonblock(dup, true); err != nil {
 		unix.Close(dup)
-		return nil
+		return nil, nil
 	}
 	f := os.NewFile(uintptr(dup), "ringbuf")
 	// Deadlines are refused for a file the netpoller does not hold.
-	if f.SetReadDeadline(time.Time{}) != nil {
+	raw, err := f.SyscallConn()
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
 		f.Close()
-		return nil
+		return nil, nil
 	}
-	return f
+	return f, raw
 }
 
 // readParked delivers records as they come: the kernel wakes the reader
@@ -90,11 +93,6 @@ func pollable(fd int) *os.File {
 // woken to read two positions from shared memory.
 func (r *Ring) readParked(fn func([]byte), poll time.Duration) {
 	defer close(r.done)
-	raw, err := r.f.SyscallConn()
-	if err != nil {
-		r.readBlocking(fn)
-		return
-	}
 	ready := func(uintptr) bool { return r.stop.Load() || r.rd.AvailableBytes() > 0 }
 	var rec ringbuf.Record
 	past := time.Unix(1, 0)
@@ -118,7 +116,7 @@ func (r *Ring) readParked(fn func([]byte), poll time.Duration) {
 		if poll > 0 {
 			r.f.SetReadDeadline(time.Now().Add(poll))
 		}
-		raw.Read(ready)
+		r.raw.Read(ready)
 	}
 }
 
