@@ -7,6 +7,9 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/commands"
@@ -22,7 +25,34 @@ func main() {
 		runctl.RunChild(os.Args[2:])
 		return
 	}
+	stop := selfProfile(os.Getenv("SONDE_SELF_PROFILE"))
 	code := cli.Execute(commands.Root(version), os.Args[1:])
 	probe.RemoveTemp()
+	stop()
 	os.Exit(code)
+}
+
+// selfProfile profiles sonde itself when SONDE_SELF_PROFILE names a
+// directory: cpu.pprof over the whole run and heap.pprof at its end, for
+// finding where a tool's start, finish or memory goes (docs/internals.md).
+func selfProfile(dir string) (stop func()) {
+	if dir == "" {
+		return func() {}
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err == nil && pprof.StartCPUProfile(cpu) != nil {
+		cpu.Close()
+		cpu = nil
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		if heap, err := os.Create(filepath.Join(dir, "heap.pprof")); err == nil {
+			runtime.GC()
+			pprof.WriteHeapProfile(heap)
+			heap.Close()
+		}
+	}
 }

@@ -17,10 +17,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* key: tid (u32); value: struct cputime_val, per CPU (ns on that CPU). */
 SONDE_MAP(times, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct cputime_val, 32768);
 
-/* key: tid (u32); value: the task's se.sum_exec_runtime (ns) when its
- * runtime was last accounted. Slices are differences of the kernel's own
- * cumulative counter, so a switch the program is not told about loses no
- * time: the next accounted switch-out covers it. */
+/* key: tid (u32); value: the task's se.sum_exec_runtime (ns) at the first
+ * snapshot, written by user space (seed). Read only at the first switch a
+ * CPU shows the program, whose outgoing task came in before tracing began. */
 HASH_MAP(base, __u32, __u64, 32768);
 
 /* key: 0; value: struct cputime_curr, per CPU (who runs, since when in ns). */
@@ -29,10 +28,53 @@ PERCPU_ARRAY(curr, struct cputime_curr, 1);
 /* key: enum cputime_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(lost, enum cputime_counter, CPUTIME_NCOUNTERS);
 
+/* The scheduler's runtime at a task's last pick (fair class): its sum when
+ * the current slice began, whether or not the program saw that switch. */
+struct sched_entity___slice {
+	__u64 prev_sum_exec_runtime;
+} __attribute__((preserve_access_index));
+struct task_struct___slice {
+	unsigned int policy;
+	struct sched_entity___slice se;
+} __attribute__((preserve_access_index));
+
+/* add charges d ns to tid on this CPU (a per-CPU value: no other CPU
+ * writes it). A new entry carries prev's name (none when prev is 0: user
+ * space names the task). */
+static __always_inline void add(struct task_struct *prev, __u32 tid, __u32 pid, __u64 d)
+{
+	struct cputime_val *v = bpf_map_lookup_elem(&times, &tid);
+	if (v) {
+		v->ns += d;
+		return;
+	}
+	struct cputime_val nv = {.ns = d, .pid = pid};
+	if (prev)
+		BPF_CORE_READ_STR_INTO(&nv.comm, prev, comm);
+	if (bpf_map_update_elem(&times, &tid, &nv, BPF_NOEXIST))
+		counter_inc(&lost, CPUTIME_LOST_FULL);
+}
+
+/* The fair class keeps a task's runtime at its last pick; other policies
+ * do not (0: unknown). */
+static __always_inline __u64 fair_slice_from(unsigned int policy, __u64 prev_sum)
+{
+	return policy == 0 || policy == 3 || policy == 5 ? prev_sum : 0; /* NORMAL, BATCH, IDLE */
+}
+
 /* The switch path, once with direct BTF reads (tp_btf: plain loads, no
- * helper calls) and once with probe reads (raw_tp). Only the task ids are
- * read per switch; names are copied when a task first gets an entry. */
-#define DEFINE_ON_SWITCH(NAME, READ, READ_SUM)                                      \
+ * helper calls) and once with probe reads (raw_tp). The common case costs
+ * one hash lookup: the outgoing task came in at a switch the program saw,
+ * so its slice is its runtime now less its runtime then (the kernel's own
+ * counter, kept in curr). Two rare cases need more:
+ *  - the first switch a CPU shows: the slice began before tracing, so it
+ *    counts from the task's seeded runtime at the first snapshot (base);
+ *  - a switch the kernel did not report (seen on recent kernels): the
+ *    outgoing task came in unseen, after the task curr names. Its slice is
+ *    its runtime since its last pick (fair tasks; bounded by the clock
+ *    otherwise), and the rest of the time since curr's switch-in goes to
+ *    the task curr names, which left the CPU unseen. */
+#define DEFINE_ON_SWITCH(NAME, READ, READ_SUM, READ_SLICE)                          \
 static __always_inline int NAME(struct task_struct *prev, struct task_struct *next) \
 {                                                                                    \
 	__u32 zero = 0;                                                               \
@@ -41,37 +83,28 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 	if (!c)                                                                       \
 		return 0;                                                             \
 	__u32 ptid = READ(prev, pid);                                                 \
-	__u64 d = 0;                                                                  \
 	__u64 psum = ptid ? READ_SUM(prev) : 0;                                       \
-	__u64 *b = ptid ? bpf_map_lookup_elem(&base, &ptid) : 0;                      \
-	if (b) {                                                                      \
-		d = psum - *b; /* the kernel's runtime since last accounted */         \
-		*b = psum;                                                            \
-	} else if (c->since && c->tid == ptid) {                                      \
-		/* First slice of a task: from its switch-in by the kernel's     \
-		 * counter; the idle task has none, so it is clocked. */             \
+	__u64 d = 0;                                                                  \
+	if (c->since && c->tid == ptid) {                                             \
 		d = ptid ? psum - c->base : now - c->since;                           \
-		if (ptid)                                                             \
-			bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);            \
-	} else if (c->since) {                                                        \
-		/* A switch was not reported to us (seen on recent kernels): prev \
-		 * ran at the end of the slice; clock it and count the gap. */       \
-		d = now - c->since;                                                   \
-		if (ptid)                                                             \
-			bpf_map_update_elem(&base, &ptid, &psum, BPF_ANY);            \
+	} else if (!c->since) {                                                       \
+		__u64 *b = ptid ? bpf_map_lookup_elem(&base, &ptid) : 0;              \
+		if (b && psum > *b)                                                   \
+			d = psum - *b;                                                \
+	} else {                                                                      \
+		__u64 span = now - c->since;                                          \
+		d = span;                                                             \
+		if (ptid) {                                                           \
+			__u64 from = READ_SLICE(prev);                                \
+			if (from && from <= psum && psum - from < span)               \
+				d = psum - from;                                      \
+		}                                                                     \
+		if (span > d)                                                         \
+			add(0, c->tid, c->pid, span - d); /* left unseen */   \
 		counter_inc(&lost, CPUTIME_UNSEEN);                                   \
 	}                                                                             \
-	if (d) {                                                                      \
-		struct cputime_val *v = bpf_map_lookup_elem(&times, &ptid);           \
-		if (v) {                                                              \
-			v->ns += d; /* per-CPU value: no other CPU writes it */       \
-		} else {                                                              \
-			struct cputime_val nv = {.ns = d, .pid = READ(prev, tgid)};   \
-			BPF_CORE_READ_STR_INTO(&nv.comm, prev, comm);                 \
-			if (bpf_map_update_elem(&times, &ptid, &nv, BPF_NOEXIST))     \
-				counter_inc(&lost, CPUTIME_LOST_FULL);                \
-		}                                                                     \
-	}                                                                             \
+	if (d)                                                                        \
+		add(prev, ptid, READ(prev, tgid), d);                                 \
 	c->since = now;                                                               \
 	c->tid = READ(next, pid);                                                     \
 	c->pid = READ(next, tgid);                                                    \
@@ -82,8 +115,12 @@ static __always_inline int NAME(struct task_struct *prev, struct task_struct *ne
 #define DIRECT_READ(p, f) ((p)->f)
 #define DIRECT_SUM(p) ((p)->se.sum_exec_runtime)
 #define CORE_SUM(p) BPF_CORE_READ(p, se.sum_exec_runtime)
-DEFINE_ON_SWITCH(on_switch_btf, DIRECT_READ, DIRECT_SUM)
-DEFINE_ON_SWITCH(on_switch_raw, BPF_CORE_READ, CORE_SUM)
+#define SLICE(p) ((struct task_struct___slice *)(p))
+#define DIRECT_SLICE(p) fair_slice_from(SLICE(p)->policy, SLICE(p)->se.prev_sum_exec_runtime)
+#define CORE_SLICE(p) fair_slice_from(BPF_CORE_READ(SLICE(p), policy), \
+				      BPF_CORE_READ(SLICE(p), se.prev_sum_exec_runtime))
+DEFINE_ON_SWITCH(on_switch_btf, DIRECT_READ, DIRECT_SUM, DIRECT_SLICE)
+DEFINE_ON_SWITCH(on_switch_raw, BPF_CORE_READ, CORE_SUM, CORE_SLICE)
 
 SEC("tp_btf/sched_switch")
 int tp_btf_switch(__u64 *ctx)

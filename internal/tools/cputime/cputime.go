@@ -100,9 +100,15 @@ func (t *Tracer) Snapshot() (Snapshot, error) {
 		task := &Task{Tid: tid, PerCPU: make([]uint64, t.ncpu)}
 		for cpu, v := range vals {
 			task.PerCPU[cpu] = v.Ns
+			if v.Pid != 0 && task.Pid == 0 {
+				task.Pid = v.Pid
+			}
 			if c := bpfmaps.CString(v.Comm[:]); c != "" && task.Comm == "" {
 				task.Pid, task.Comm = v.Pid, c
 			}
+		}
+		if task.Comm == "" { // only charged for a switch the kernel did not report
+			task.Comm = threadComm(task.Pid, tid)
 		}
 		s.Tasks[tid] = task
 	}
