@@ -154,7 +154,7 @@ func costCases(dir, spin string) []costCase {
 		{tool: "funclat", sonde: []string{"funclat", calls + ":compute"}, peerName: "funclatency", peer: []string{"funclatency", calls + ":compute"}, work: w.calls},
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
 			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: w.spin},
-		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, work: w.switches},
+		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, peerName: "empty program", peer: floorCommand(), work: w.switches},
 		// why runs what offcpu, wakeup and runqlat do at once (and follows
 		// wakers): no one peer does all of it; compare with their rows.
 		{tool: "why", sonde: []string{"why"}, work: w.switches},
@@ -227,6 +227,9 @@ func printCostRow(c costCase, sonde, peer []toolCost) {
 		secs := 1.0 // one second of the seed's rate
 		pct := 100 * perSwitch * 60798 * secs / 1e9
 		fmt.Printf("     cputime: %.0f ns of BPF per context switch (goal ≤ 150); at seed 002's 60,798 switches/s that is %.2f%% of one CPU (goal < 1%%)\n", perSwitch, pct)
+		if p := medianCost(peer); p.runs > 0 {
+			fmt.Printf("     the empty sched_switch program's floor in the same run: %.0f ns a run (the kernel's dispatch and bpf_stats' own clock reads)\n", float64(p.bpf.Nanoseconds())/float64(p.runs))
+		}
 	}
 }
 

@@ -90,6 +90,10 @@ func main() {
 		only[i] = flag.Bool(s.name, false, s.help)
 	}
 	flag.Parse()
+	if *floorProg {
+		holdFloorProg()
+		return
+	}
 	var chosen []section
 	needRoot := false
 	for i, s := range sections {

@@ -339,6 +339,10 @@ func (s *Session) attachPerf(p *ebpf.Program, h Hook) error {
 // tool that attaches it itself.
 func (s *Session) Program(name string) *ebpf.Program { return s.coll.Programs[name] }
 
+// Variable is the object's global name (nil when it has none), for flags
+// user space sets or clears while the programs run.
+func (s *Session) Variable(name string) *ebpf.Variable { return s.coll.Variables[name] }
+
 // Mode names the attach modes chosen, for verbose and JSON output:
 // "tp_btf", "raw_tp", "uprobe", or several joined by "+".
 func (s *Session) Mode() string {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -121,52 +120,53 @@ func (t *Tracer) Snapshot() (Snapshot, error) {
 	}
 	s.At = Now()
 	for cpu, c := range curr {
-		if c.Since == 0 || c.Since > s.At {
+		if c.Seen == 0 || c.Tid == 0 {
 			continue
+		}
+		// The running slice: the task's runtime now (the kernel's own
+		// counter) less its runtime when it came in.
+		now, err := procfs.OnCPU(int(c.Pid), int(c.Tid))
+		if err != nil || uint64(now) <= c.Base {
+			continue // gone: its last switch-out charged it
 		}
 		task := s.Tasks[c.Tid]
 		if task == nil {
 			task = &Task{Tid: c.Tid, Pid: c.Pid, Comm: threadComm(c.Pid, c.Tid), PerCPU: make([]uint64, t.ncpu)}
 			s.Tasks[c.Tid] = task
 		}
-		task.PerCPU[cpu] += s.At - c.Since
+		task.PerCPU[cpu] += uint64(now) - c.Base
 	}
+	t.settleRepairs()
 	return s, nil
 }
 
-// seed gives each thread the program has no base for yet its runtime now
-// (the kernel's own counter, /proc/TID/schedstat), just before the first
-// snapshot. A task that has run since before the attach, on a CPU where no
-// switch was seen yet, is otherwise first accounted at its switch-out with
-// nothing to subtract from, and all of that slice after the first snapshot
-// was lost: up to a scheduler slice of a CPU hog (65 ms of 5 s here).
-// Threads the program already knows keep their base (BPF_NOEXIST).
-func (t *Tracer) seed() {
-	var curr []cputimeCputimeCurr
-	if err := t.maps.Curr.Lookup(uint32(0), &curr); err != nil {
-		curr = nil // then every thread is seeded from schedstat
+// settleRepairs clears the program's repairs_pending flag once no repair
+// is left, so its switches stop looking for one. The flag is cleared
+// before the map is looked at: a repair added in between sets it again.
+func (t *Tracer) settleRepairs() {
+	v := t.sess.Variable(cputimeVarRepairsPending)
+	var pending uint32
+	if v == nil || v.Get(&pending) != nil || pending == 0 {
+		return
 	}
-	for tid, base := range seedBases(procfs.ThreadsOnCPU(), curr) {
-		t.maps.Base.Update(tid, base, ebpf.UpdateNoExist)
+	v.Set(uint32(0))
+	var k uint32
+	if err := t.maps.Repair.NextKey(nil, &k); err == nil {
+		v.Set(uint32(1))
 	}
 }
 
-// seedBases chooses each thread's base. A thread on a CPU since a switch
-// the program saw gets its runtime at that switch-in, not now: the first
-// snapshot counts its running slice from the switch-in, so a later base
-// would lose the part of the slice before the seed (714 ms of a hog whose
-// slice began well before a slow first snapshot).
-func seedBases(onCPU map[int]time.Duration, curr []cputimeCputimeCurr) map[uint32]uint64 {
-	out := make(map[uint32]uint64, len(onCPU))
-	for tid, d := range onCPU {
-		out[uint32(tid)] = uint64(d)
+// seed gives every thread its runtime now (the kernel's own counter,
+// /proc/TID/schedstat), just before the first snapshot. The program reads
+// it only at the first switch it sees on a CPU: that CPU's outgoing task
+// came in before tracing began, and without a seed nothing of that slice
+// after the first snapshot would be counted (up to a scheduler slice of a
+// CPU hog: 65 ms of 5 s here). A CPU whose first switch came before the
+// seed charged nothing of that slice, which is before the first snapshot.
+func (t *Tracer) seed() {
+	for tid, d := range procfs.ThreadsOnCPU() {
+		t.maps.Seed.Update(uint32(tid), uint64(d), ebpf.UpdateNoExist)
 	}
-	for _, c := range curr {
-		if c.Since != 0 && c.Tid != 0 {
-			out[c.Tid] = c.Base
-		}
-	}
-	return out
 }
 
 // Prune forgets tasks that have exited and did not run since prev, so the
@@ -179,7 +179,8 @@ func (t *Tracer) Prune(prev, cur Snapshot) {
 		if p := prev.Tasks[tid]; p != nil && p.Total() == task.Total() {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", tid)); err != nil { // a stat, not a read: every idle task, every interval
 				t.maps.Times.Delete(tid)
-				t.maps.Base.Delete(tid)
+				t.maps.Seed.Delete(tid)
+				t.maps.Repair.Delete(tid)
 			}
 		}
 	}
@@ -229,6 +230,7 @@ type Interval struct {
 // Diff computes cur − prev.
 func Diff(prev, cur Snapshot, ncpu int) Interval {
 	iv := Interval{StartNS: prev.At, EndNS: cur.At, IdleNS: make([]uint64, ncpu), BusyNS: make([]uint64, ncpu)}
+	defer iv.idle()
 	for tid, t := range cur.Tasks {
 		p := prev.Tasks[tid]
 		u := Usage{Tid: tid, Pid: t.Pid, Comm: t.Comm, PerCPU: make([]uint64, ncpu)}
@@ -243,11 +245,7 @@ func Diff(prev, cur Snapshot, ncpu int) Interval {
 			}
 			u.PerCPU[cpu] = v
 			u.NS += v
-			if tid == 0 {
-				iv.IdleNS[cpu] += v
-			} else {
-				iv.BusyNS[cpu] += v
-			}
+			iv.BusyNS[cpu] += v
 		}
 		if tid != 0 && u.NS > 0 {
 			iv.Tasks = append(iv.Tasks, u)
@@ -260,6 +258,17 @@ func Diff(prev, cur Snapshot, ncpu int) Interval {
 		return iv.Tasks[i].Tid < iv.Tasks[j].Tid
 	})
 	return iv
+}
+
+// idle sets each CPU's idle time: the interval less its tasks' time (the
+// program does not clock the idle task).
+func (iv *Interval) idle() {
+	span := iv.EndNS - iv.StartNS
+	for cpu, b := range iv.BusyNS {
+		if b < span {
+			iv.IdleNS[cpu] = span - b
+		}
+	}
 }
 
 // threadComm names a task that has not switched out yet.

@@ -10,15 +10,15 @@ struct cputime_val {
 	char comm[16];
 };
 
-/* Per CPU: the task on it now and since when, so a running task's current
- * slice can be added when user space reads. comm is not filled (it would
- * cost a string copy per switch); user space names such tasks. */
+/* Per CPU: the task on it now and its se.sum_exec_runtime when it came in,
+ * so user space can add the running slice (the task's runtime now, from
+ * schedstat, less base). seen is 0 until the first switch on the CPU. */
 struct cputime_curr {
-	__u64 since;
-	__u64 base; /* its se.sum_exec_runtime when it came in */
+	__u64 base; /* the task's se.sum_exec_runtime when it came in (ns) */
 	__u32 tid;
 	__u32 pid;
-	char comm[16];
+	__u32 seen;
+	__u32 _pad;
 };
 
 /* Indexes of the lost counters. */

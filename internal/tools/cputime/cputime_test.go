@@ -20,20 +20,21 @@ func TestCounterTags(t *testing.T) {
 	}
 }
 
-// A thread running since a switch the program saw is seeded with its
-// runtime at that switch-in; others with their runtime now; the idle task
-// and CPUs with no switch seen yet do not count.
-func TestSeedBases(t *testing.T) {
-	onCPU := map[int]time.Duration{10: 5000, 11: 7000, 12: 9000}
-	curr := []cputimeCputimeCurr{
-		{Since: 100, Base: 4200, Tid: 11}, // running since a seen switch-in
-		{Since: 0, Base: 0, Tid: 12},      // no switch seen on this CPU yet
-		{Since: 90, Base: 0, Tid: 0},      // idle
+// A CPU's idle time is the interval less its tasks' time (the program
+// does not clock the idle task); a CPU busier than the interval (its
+// tasks' runtime read a little after the interval's end) is not idle.
+func TestIdleIsTheRest(t *testing.T) {
+	prev := Snapshot{At: 1000, Tasks: map[uint32]*Task{7: {Tid: 7, PerCPU: []uint64{100, 0}}}}
+	cur := Snapshot{At: 2000, Tasks: map[uint32]*Task{
+		7: {Tid: 7, PerCPU: []uint64{500, 0}},
+		8: {Tid: 8, PerCPU: []uint64{0, 1010}},
+	}}
+	iv := Diff(prev, cur, 2)
+	if want := []uint64{400, 1010}; !reflect.DeepEqual(iv.BusyNS, want) {
+		t.Errorf("busy %v, want %v", iv.BusyNS, want)
 	}
-	got := seedBases(onCPU, curr)
-	want := map[uint32]uint64{10: 5000, 11: 4200, 12: 9000}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("seedBases = %v, want %v", got, want)
+	if want := []uint64{600, 0}; !reflect.DeepEqual(iv.IdleNS, want) {
+		t.Errorf("idle %v, want %v", iv.IdleNS, want)
 	}
 }
 
