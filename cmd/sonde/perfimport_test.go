@@ -437,26 +437,11 @@ func TestCutPerfData(t *testing.T) {
 // significant delta; perf script text folded as inferno-collapse-perf --all
 // folds it.
 func TestPerfDataAgainstPerf(t *testing.T) {
-	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// perf record fills $HOME/.debug, its build-id cache: keep it aside.
 	home := mkdir(t, dir, "home")
 	env := []string{"HOME=" + home}
-	perf := func(stdout *os.File, args ...string) []byte {
-		t.Helper()
-		cmd := exec.Command(perfBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), env...)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if stdout != nil {
-			cmd.Stdout = stdout
-		}
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("perf %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.Bytes()
-	}
+	p := testutil.NewPerf(t, dir, home)
 	cases := []struct {
 		name string
 		args []string
@@ -478,17 +463,17 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				perf(pf, append([]string{"record", "-q", "-o", "-"}, tc.args...)...)
+				p.Run(t, pf, append([]string{"record", "-q", "-o", "-"}, tc.args...)...)
 				pf.Close()
 				if stdin, err = os.ReadFile(filepath.Join(dir, file)); err != nil {
 					t.Fatal(err)
 				}
 				in = "-"
 			} else {
-				perf(nil, append([]string{"record", "-q", "-o", file}, tc.args...)...)
+				p.Run(t, nil, append([]string{"record", "-q", "-o", file}, tc.args...)...)
 			}
 			reps := decodeReports(t, mustEnv(t, dir, env, stdin, append(flatReport, "-i", in)...).Stdout)
-			want := parsePerfEvents(t, perf(nil, "report", "-i", file, "--stdio", "--no-children", "-g", "none",
+			want := parsePerfEvents(t, p.Run(t, nil, "report", "-i", file, "--stdio", "--no-children", "-g", "none",
 				"--sort", "comm,dso,sym", "-F", "period,sample,comm,dso,sym", "--percent-limit", "0", "-t", "|"))
 			if len(reps) != len(want) {
 				t.Fatalf("%d events, perf report %d", len(reps), len(want))
@@ -507,7 +492,7 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 	t.Run("fold", func(t *testing.T) {
 		inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
 		for _, fields := range [][]string{nil, {"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}} {
-			text := perf(nil, append([]string{"script", "-i", "perf.data"}, fields...)...)
+			text := p.Run(t, nil, append([]string{"script", "-i", "perf.data"}, fields...)...)
 			if err := os.WriteFile(filepath.Join(dir, "perf-script.txt"), text, 0o644); err != nil {
 				t.Fatal(err)
 			}
