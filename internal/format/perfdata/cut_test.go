@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,38 +33,25 @@ func TestCutFixturesAgainstPerf(t *testing.T) {
 // compares a perf record killed by SIGKILL mid-run as it stands.
 func TestCutRecordingsAgainstPerf(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, work := testutil.Workload(t, "work", []string{"work.c"})
-	env := append(os.Environ(), "HOME="+dir) // perf's build-id cache stays here
-	record := func(out string, args ...string) *exec.Cmd {
-		cmd := exec.Command(perfBin, append([]string{"record", "-q", "-g", "-e", "cpu-clock", "-o", out}, args...)...)
-		cmd.Env, cmd.Dir = env, dir
-		return cmd
+	perf := testutil.NewPerf(t, dir, dir) // perf's build-id cache stays here
+	record := func(out string, args ...string) []string {
+		return append([]string{"record", "-q", "-g", "-e", "cpu-clock", "-o", out}, args...)
 	}
 
 	t.Run("file", func(t *testing.T) {
-		if out, err := record("f.data", work, "300").CombinedOutput(); err != nil {
-			t.Fatalf("perf record: %v\n%s", err, out)
-		}
-		compareCuts(t, perfBin, readFile(t, filepath.Join(dir, "f.data")), 30)
+		perf.Run(t, nil, record("f.data", work, "300")...)
+		compareCuts(t, perf.Bin, readFile(t, filepath.Join(dir, "f.data")), 30)
 	})
 	t.Run("pipe", func(t *testing.T) {
-		cmd := record("-", work, "300")
 		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("perf record -o -: %v", err)
-		}
-		compareCuts(t, perfBin, out.Bytes(), 30)
+		perf.Run(t, &out, record("-", work, "300")...)
+		compareCuts(t, perf.Bin, out.Bytes(), 30)
 	})
 	t.Run("sigkill", func(t *testing.T) {
-		w := exec.Command(work, "30s")
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { w.Process.Kill(); w.Wait() }()
+		w := testutil.Start(t, work, "30s")
 		file := filepath.Join(dir, "k.data")
-		cmd := record(file, "-p", strconv.Itoa(w.Process.Pid))
+		cmd := perf.Cmd(record(file, "-p", strconv.Itoa(w.Process.Pid))...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -81,11 +67,11 @@ func TestCutRecordingsAgainstPerf(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		data := readFile(t, file)
-		n, _ := compareCut(t, perfBin, data, len(data))
+		n, _ := compareCut(t, perf.Bin, data, len(data))
 		if n < 100 {
 			t.Errorf("the killed recording (%d bytes) reads %d samples", len(data), n)
 		}
-		compareCuts(t, perfBin, data, 10)
+		compareCuts(t, perf.Bin, data, 10)
 	})
 }
 
@@ -159,9 +145,8 @@ func cutWarned(p *model.Profile) bool {
 // perfReportSamples is the number of samples perf report shows for file,
 // 0 when it refuses the file.
 func perfReportSamples(perfBin, file string) int {
-	cmd := exec.Command(perfBin, "report", "-f", "-i", file, "--stdio", "-q", "-g", "none", "--sort", "pid", "-F", "sample")
-	cmd.Env = append(os.Environ(), "HOME="+filepath.Dir(file))
-	out, _ := cmd.Output() // perf report exits 0 or not on cut files; its rows say what it read
+	perf := testutil.Perf{Bin: perfBin, Home: filepath.Dir(file)}
+	out, _ := perf.Cmd("report", "-f", "-i", file, "--stdio", "-q", "-g", "none", "--sort", "pid", "-F", "sample").Output() // perf report exits 0 or not on cut files; its rows say what it read
 	n := 0
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)

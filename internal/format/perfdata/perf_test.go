@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,28 +60,20 @@ func TestAgainstPerfReport(t *testing.T) {
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			env := append(os.Environ(), "HOME="+home)
+			perf := &testutil.Perf{Bin: perfBin, Dir: dir, Home: home}
 			args := []string{"record", "-q"}
-			if tc.pipe {
-				args = append(args, "-o", "-")
-			} else {
-				args = append(args, "-o", file)
-			}
-			cmd := exec.Command(perfBin, append(args, tc.args...)...)
-			cmd.Env = env
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			var stdout io.Writer
 			if tc.pipe {
 				out, err := os.Create(file)
 				if err != nil {
 					t.Fatal(err)
 				}
-				cmd.Stdout = out
 				defer out.Close()
+				args, stdout = append(args, "-o", "-"), out
+			} else {
+				args = append(args, "-o", file)
 			}
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("perf %v: %v\n%s", cmd.Args, err, stderr.String())
-			}
+			perf.Run(t, stdout, append(args, tc.args...)...)
 			if tc.remove != "" {
 				if err := os.Remove(tc.remove); err != nil {
 					t.Fatal(err)
@@ -106,12 +98,7 @@ func TestAgainstPerfReport(t *testing.T) {
 				}
 			}
 
-			rep := exec.Command(perfBin, perfReportArgs(file)...)
-			rep.Env = env
-			out, err := rep.Output()
-			if err != nil {
-				t.Fatalf("perf report: %v", err)
-			}
+			out := perf.Run(t, nil, perfReportArgs(file)...)
 			want, err := parsePerfReport(bytes.NewReader(out))
 			if err != nil {
 				t.Fatalf("parsing perf report: %v\n%s", err, out)
@@ -129,8 +116,8 @@ func TestAgainstPerfReport(t *testing.T) {
 				if len(p.Meta.Events) > 1 {
 					scale = p.Meta.Period
 				}
-				compareFold(t, perfBin, inferno, env, file, nil, scale)
-				compareFold(t, perfBin, inferno, env, file, []string{"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}, scale)
+				compareFold(t, perf, inferno, file, nil, scale)
+				compareFold(t, perf, inferno, file, []string{"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}, scale)
 			})
 		})
 	}
@@ -138,14 +125,9 @@ func TestAgainstPerfReport(t *testing.T) {
 
 // compareFold folds perf script text of file like inferno-collapse-perf
 // --all does, line for line.
-func compareFold(t *testing.T, perfBin, inferno string, env []string, file string, fields []string, scale uint64) {
+func compareFold(t *testing.T, perf *testutil.Perf, inferno, file string, fields []string, scale uint64) {
 	t.Helper()
-	script := exec.Command(perfBin, append([]string{"script", "-i", file}, fields...)...)
-	script.Env = env
-	text, err := script.Output()
-	if err != nil {
-		t.Fatalf("perf script: %v", err)
-	}
+	text := perf.Run(t, nil, append([]string{"script", "-i", file}, fields...)...)
 	// inferno cannot read a sample of a task perf shows with pid -1 and
 	// then drops every line up to the next blank one; sonde reads them (see
 	// TestFoldConventions), so both get the text without them.
@@ -161,12 +143,11 @@ func compareFold(t *testing.T, perfBin, inferno string, env []string, file strin
 		}
 	}
 	text = []byte(strings.Join(kept, ""))
-	ref := exec.Command(inferno, "--all")
-	ref.Stdin = bytes.NewReader(text)
-	want, err := ref.Output()
-	if err != nil {
-		t.Fatalf("inferno-collapse-perf: %v", err)
+	textFile := filepath.Join(t.TempDir(), "perf-script.txt")
+	if err := os.WriteFile(textFile, text, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	want := testutil.Tool(t, inferno, "--all", textFile)
 	folded, err := FoldScript(bytes.NewReader(text), FoldOptions{Kernel: true, JIT: true})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +156,7 @@ func compareFold(t *testing.T, perfBin, inferno string, env []string, file strin
 	if err := WriteFolded(&got, folded); err != nil {
 		t.Fatal(err)
 	}
-	wantLines := strings.Split(strings.TrimSpace(string(want)), "\n")
+	wantLines := strings.Split(strings.TrimSpace(want), "\n")
 	for i, l := range wantLines {
 		if j := strings.LastIndexByte(l, ' '); j >= 0 && scale > 1 {
 			n, err := strconv.ParseUint(l[j+1:], 10, 64)
