@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,8 +25,8 @@ type interpreter struct {
 func interpreters(t *testing.T) []interpreter {
 	t.Helper()
 	root := os.Getenv("PYENV_ROOT")
-	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
-		root = strings.TrimSpace(string(out))
+	if out, err := testutil.TryTool("pyenv", "root"); err == nil {
+		root = strings.TrimSpace(out)
 	}
 	if root == "" {
 		root = filepath.Join(os.Getenv("HOME"), ".pyenv")
@@ -59,18 +58,9 @@ func interpreters(t *testing.T) []interpreter {
 // headerOffsets compiles testdata/pyoffsets.c against inc and runs it.
 func headerOffsets(t *testing.T, inc string) map[string]uint64 {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "pyoffsets")
-	src := filepath.Join(testutil.RepoRoot(), "testdata", "pyoffsets.c")
-	cmd := exec.Command("nice", "-n", "19", "gcc", "-DPy_BUILD_CORE", "-I"+inc, "-I"+filepath.Join(inc, "internal"), "-o", exe, src)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("compiling pyoffsets.c against %s: %v\n%s", inc, err, out)
-	}
-	out, err := exec.Command(exe).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.BuildC(t, t.TempDir(), "pyoffsets", []string{"pyoffsets.c"}, "-DPy_BUILD_CORE", "-I"+inc, "-I"+filepath.Join(inc, "internal"))
 	m := map[string]uint64{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(testutil.Tool(t, exe)), "\n") {
 		f := strings.Fields(line)
 		v, _ := strconv.ParseUint(f[1], 10, 64)
 		m[f[0]] = v
@@ -117,32 +107,32 @@ func compare(t *testing.T, l Layout, h map[string]uint64) {
 }
 
 // running starts bin on a script that prints what the test asks and
-// then sleeps; it returns the process and its first output line.
-func running(t *testing.T, bin, script string) (*exec.Cmd, string) {
+// then sleeps; it returns the process's pid and its first output line.
+func running(t *testing.T, bin, script string) (int, string) {
 	t.Helper()
 	p := testutil.StartPiped(t, bin, "-c", script)
 	line, err := p.Line()
 	if err != nil {
 		t.Fatalf("%s: %v", bin, err)
 	}
-	return p.Cmd, strings.TrimSpace(line)
+	return p.Cmd.Process.Pid, strings.TrimSpace(line)
 }
 
 // TestOffsetsMatchHeaders: the layout Find gives each interpreter of this
 // machine, from sonde's table (3.10–3.12) or the process's own
 // _Py_DebugOffsets (3.13), is what the version's headers say.
 func TestOffsetsMatchHeaders(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
+	if _, ok := testutil.HaveTool("gcc"); !ok {
 		t.Skip("no gcc")
 	}
 	for _, in := range interpreters(t) {
 		t.Run(in.bin, func(t *testing.T) {
-			cmd, _ := running(t, in.bin, "import time; print('ready', flush=True); time.sleep(60)")
-			ms, err := procfs.ReadMaps(cmd.Process.Pid)
+			pid, _ := running(t, in.bin, "import time; print('ready', flush=True); time.sleep(60)")
+			ms, err := procfs.ReadMaps(pid)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Find(cmd.Process.Pid, ms)
+			p, err := Find(pid, ms)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +202,7 @@ time.sleep(60)
 func TestReaderNamesCodeObjects(t *testing.T) {
 	for _, in := range interpreters(t) {
 		t.Run(in.bin, func(t *testing.T) {
-			cmd, line := running(t, in.bin, lineScript)
+			pid, line := running(t, in.bin, lineScript)
 			f := strings.Fields(line)
 			if len(f) != 8 {
 				t.Fatalf("script printed %q", line)
@@ -225,7 +215,6 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 			table, _ := hex.DecodeString(f[3])
 			first, _ := strconv.Atoi(f[4])
 			r := NewReader()
-			pid := cmd.Process.Pid
 			checked := 0
 			for _, rng := range strings.Split(f[5], ",") {
 				p := strings.Split(rng, ":")
@@ -295,12 +284,12 @@ func TestFindRefusesOldVersions(t *testing.T) {
 	if len(bins) == 0 {
 		t.Skip("no pyenv 3.9 here")
 	}
-	cmd, _ := running(t, bins[0], "import time; print('ready', flush=True); time.sleep(60)")
-	ms, err := procfs.ReadMaps(cmd.Process.Pid)
+	pid, _ := running(t, bins[0], "import time; print('ready', flush=True); time.sleep(60)")
+	ms, err := procfs.ReadMaps(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Find(cmd.Process.Pid, ms)
+	_, err = Find(pid, ms)
 	if err == nil || !strings.Contains(err.Error(), "CPython 3.9 is not supported (3.10–3.13 are)") {
 		t.Errorf("3.9: %v", err)
 	}
