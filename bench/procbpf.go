@@ -5,10 +5,8 @@ package main
 // count and run time of those programs (bpf_stats), and its CPU time.
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,16 +29,15 @@ func attachments(pid int) (ids []uint32, attached int, verified uint64) {
 			attached++
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+		b, err := os.ReadFile(dir + "/" + e.Name()) // a few short lines
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(f)
 		var id uint32
 		var v uint64
 		link := false
-		for sc.Scan() {
-			k, val, _ := strings.Cut(sc.Text(), ":")
+		for _, line := range strings.Split(string(b), "\n") {
+			k, val, _ := strings.Cut(line, ":")
 			val = strings.TrimSpace(val)
 			switch k {
 			case "prog_id":
@@ -52,7 +49,6 @@ func attachments(pid int) (ids []uint32, attached int, verified uint64) {
 				v, _ = strconv.ParseUint(val, 10, 64)
 			}
 		}
-		f.Close()
 		if link {
 			attached++
 		}
