@@ -78,6 +78,14 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 	return dst
 }
 
+// PackageC is a C source of the testdata/ folder of the package under
+// test (go test runs a package's tests in its folder), for BuildC, which
+// finds other relative names in the repository's testdata/.
+func PackageC(name string) string {
+	p, _ := filepath.Abs(filepath.Join("testdata", name)) // fails only without a working directory
+	return p
+}
+
 // CompileC writes the C program text to dir/out.c and compiles it with
 // exactly flags (no defaults, unlike BuildC) into dir/out.
 func CompileC(t testing.TB, dir, out, text string, flags ...string) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -74,7 +73,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	peerBin := testutil.RequireTool(t, "/usr/sbin/cpudist", "libbpf-tools")
 	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{filepath.Join(testutil.RepoRoot(), "internal/tools/cpudist/testdata/cpuwork.c")})
+	bin := testutil.BuildC(t, dir, "cpuwork", []string{testutil.PackageC("cpuwork.c")})
 	const n = 50
 	// Started and blocked in its read of stdin: not running when tracing
 	// begins, so its first run is seen from its start. It shares its CPU
