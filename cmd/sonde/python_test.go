@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,41 +18,14 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-// pythons are the interpreters the Python tests run: Debian's 3.11 and
-// pyenv's 3.10–3.13, those present.
-func pythons(t *testing.T) map[string]string {
-	t.Helper()
-	root := filepath.Join(os.Getenv("HOME"), ".pyenv")
-	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
-		root = strings.TrimSpace(string(out))
-	}
-	m := map[string]string{}
-	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
-		m["debian-3.11"] = "/usr/bin/python3.11"
-	}
-	for minor := 10; minor <= 13; minor++ {
-		bins, _ := filepath.Glob(filepath.Join(root, "versions", fmt.Sprintf("3.%d.*", minor), "bin", fmt.Sprintf("python3.%d", minor)))
-		for _, b := range bins {
-			if !strings.Contains(b, "t/bin") { // not a free-threaded build
-				m[fmt.Sprintf("pyenv-3.%d", minor)] = b
-				break
-			}
-		}
-	}
-	if len(m) == 0 {
-		t.Skip("no CPython 3.10–3.13 here")
-	}
-	return m
-}
-
-// eachPython runs fn as a subtest per CPython here (pythons), with the
+// eachPython runs fn as a subtest per CPython here (testutil.Pythons), with the
 // path of testdata/SCRIPT.
 func eachPython(t *testing.T, script string, fn func(t *testing.T, name, py, script string)) {
 	t.Helper()
 	testutil.RequirePrivileged(t)
 	script = filepath.Join(testutil.RepoRoot(), "testdata", script)
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) { fn(t, name, py, script) })
+	for _, py := range testutil.Pythons(t) {
+		t.Run(py.Name, func(t *testing.T) { fn(t, py.Name, py.Bin, script) })
 	}
 }
 
@@ -204,12 +176,12 @@ func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
 // stacks name leak_py (Debian's 3.11 and pyenv's 3.13).
 func TestMemleakNamesPythonFunction(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	for name, py := range pythons(t) {
-		if name != "debian-3.11" && name != "pyenv-3.13" {
+	for _, py := range testutil.Pythons(t) {
+		if py.Name != "debian-3.11" && py.Name != "pyenv-3.13" {
 			continue
 		}
-		t.Run(name, func(t *testing.T) {
-			cmd := startPython(t, py, "pyleak.py", "30")
+		t.Run(py.Name, func(t *testing.T) {
+			cmd := startPython(t, py.Bin, "pyleak.py", "30")
 			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
 			var o struct {
 				Stacks []struct {
@@ -230,7 +202,7 @@ func TestMemleakNamesPythonFunction(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d of %d outstanding bytes allocated under leak_py", name, in, total)
+			t.Logf("%s: %d of %d outstanding bytes allocated under leak_py", py.Name, in, total)
 			if in < 64<<10*20 {
 				t.Errorf("%d bytes under leak_py, want at least 20 of its 64 KB buffers (2 s at one per 30 ms)", in)
 			}
@@ -328,11 +300,11 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	script := filepath.Join(testutil.RepoRoot(), "testdata", "pyimports.py")
 	text := regexp.MustCompile(`\s|not a name`)
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) {
+	for _, py := range testutil.Pythons(t) {
+		t.Run(py.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "imports.data")
-			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "2")
+			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py.Bin, script, "2")
 			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
 			var total, texts, modules, unknown, other, unnamed uint64
 			bad := map[string]uint64{}
@@ -366,7 +338,7 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d samples; in a module's top-level code: %d <module>, %d unknown, %d named otherwise; %d with a text frame; %d with an unknown frame", name, total, modules, unknown, other, texts, unnamed)
+			t.Logf("%s: %d samples; in a module's top-level code: %d <module>, %d unknown, %d named otherwise; %d with a text frame; %d with an unknown frame", py.Name, total, modules, unknown, other, texts, unnamed)
 			if modules+unknown+other < total/10 {
 				t.Errorf("only %d of %d samples in the modules' top-level code: the workload did not exercise it", modules+unknown+other, total)
 			}

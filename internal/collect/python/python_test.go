@@ -2,8 +2,6 @@ package python
 
 import (
 	"encoding/hex"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,48 +10,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
-
-// interpreter is a CPython of this machine: its binary and headers.
-type interpreter struct {
-	minor   int
-	bin     string
-	include string // "" when its headers are not installed
-}
-
-// interpreters are pyenv's 3.10–3.13 (`pyenv root`/versions) and Debian's
-// /usr/bin/python3.11.
-func interpreters(t *testing.T) []interpreter {
-	t.Helper()
-	root := os.Getenv("PYENV_ROOT")
-	if out, err := testutil.TryTool("pyenv", "root"); err == nil {
-		root = strings.TrimSpace(out)
-	}
-	if root == "" {
-		root = filepath.Join(os.Getenv("HOME"), ".pyenv")
-	}
-	var out []interpreter
-	for minor := 10; minor <= 13; minor++ {
-		dirs, _ := filepath.Glob(filepath.Join(root, "versions", fmt.Sprintf("3.%d.*", minor)))
-		for _, d := range dirs {
-			if strings.HasSuffix(d, "t") {
-				continue // free-threaded
-			}
-			bin := filepath.Join(d, "bin", fmt.Sprintf("python3.%d", minor))
-			inc := filepath.Join(d, "include", fmt.Sprintf("python3.%d", minor))
-			if _, err := os.Stat(bin); err == nil {
-				out = append(out, interpreter{minor, bin, inc})
-				break
-			}
-		}
-	}
-	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
-		out = append(out, interpreter{11, "/usr/bin/python3.11", ""})
-	}
-	if len(out) == 0 {
-		t.Skip("no CPython 3.10–3.13 on this machine (pyenv or /usr/bin/python3.11)")
-	}
-	return out
-}
 
 // headerOffsets compiles testdata/pyoffsets.c against inc and runs it.
 func headerOffsets(t *testing.T, inc string) map[string]uint64 {
@@ -125,9 +81,9 @@ func TestOffsetsMatchHeaders(t *testing.T) {
 	if _, ok := testutil.HaveTool("gcc"); !ok {
 		t.Skip("no gcc")
 	}
-	for _, in := range interpreters(t) {
-		t.Run(in.bin, func(t *testing.T) {
-			pid, _ := running(t, in.bin, "import time; print('ready', flush=True); time.sleep(60)")
+	for _, in := range testutil.Pythons(t) {
+		t.Run(in.Bin, func(t *testing.T) {
+			pid, _ := running(t, in.Bin, "import time; print('ready', flush=True); time.sleep(60)")
 			ms, err := procfs.ReadMaps(pid)
 			if err != nil {
 				t.Fatal(err)
@@ -136,18 +92,18 @@ func TestOffsetsMatchHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Minor != in.minor {
-				t.Errorf("found 3.%d, want 3.%d", p.Minor, in.minor)
+			if p.Minor != in.Minor {
+				t.Errorf("found 3.%d, want 3.%d", p.Minor, in.Minor)
 			}
-			if (in.minor >= 13) != (p.HowFound == "_Py_DebugOffsets") {
-				t.Errorf("3.%d: offsets from %s", in.minor, p.HowFound)
+			if (in.Minor >= 13) != (p.HowFound == "_Py_DebugOffsets") {
+				t.Errorf("3.%d: offsets from %s", in.Minor, p.HowFound)
 			}
 			if p.EvalStart == 0 || p.EvalEnd <= p.EvalStart || p.Runtime == 0 {
 				t.Errorf("runtime %#x, eval loop %#x-%#x", p.Runtime, p.EvalStart, p.EvalEnd)
 			}
 			t.Logf("3.%d in %s: offsets from %s, _PyRuntime at %#x, eval loop %d bytes", p.Minor, p.Path, p.HowFound, p.Runtime, p.EvalEnd-p.EvalStart)
-			if in.include != "" {
-				compare(t, p.Layout, headerOffsets(t, in.include))
+			if in.Include != "" {
+				compare(t, p.Layout, headerOffsets(t, in.Include))
 			}
 		})
 	}
@@ -200,9 +156,9 @@ time.sleep(60)
 // instruction's line matches co_lines(), the interpreter's own reading of
 // its line table.
 func TestReaderNamesCodeObjects(t *testing.T) {
-	for _, in := range interpreters(t) {
-		t.Run(in.bin, func(t *testing.T) {
-			pid, line := running(t, in.bin, lineScript)
+	for _, in := range testutil.Pythons(t) {
+		t.Run(in.Bin, func(t *testing.T) {
+			pid, line := running(t, in.Bin, lineScript)
 			f := strings.Fields(line)
 			if len(f) != 8 {
 				t.Fatalf("script printed %q", line)
@@ -236,7 +192,7 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 						t.Errorf("byte %d: line %d, co_lines says %d", off, fr.Line, want)
 					}
 					var got int
-					if in.minor >= 11 {
+					if in.Minor >= 11 {
 						got = LineOf311(table, first, off/2)
 					} else {
 						got = LineOf310(table, first, off)
@@ -247,7 +203,7 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 					checked++
 				}
 			}
-			t.Logf("3.%d: %d instructions' lines match co_lines()", in.minor, checked)
+			t.Logf("3.%d: %d instructions' lines match co_lines()", in.Minor, checked)
 		})
 	}
 }
@@ -280,7 +236,7 @@ func TestEncoding(t *testing.T) {
 // TestFindRefusesOldVersions: a CPython older than 3.10 (pyenv's 3.9
 // here) gets one line saying which versions are walked.
 func TestFindRefusesOldVersions(t *testing.T) {
-	bins, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".pyenv", "versions", "3.9.*", "bin", "python3.9"))
+	bins, _ := filepath.Glob(filepath.Join(testutil.PyenvRoot(), "versions", "3.9.*", "bin", "python3.9"))
 	if len(bins) == 0 {
 		t.Skip("no pyenv 3.9 here")
 	}
