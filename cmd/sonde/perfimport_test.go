@@ -496,14 +496,9 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "perf-script.txt"), text, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ref := exec.Command(inferno, "--all", "perf-script.txt")
-			ref.Dir = dir
-			want, err := ref.Output()
-			if err != nil {
-				t.Fatalf("inferno-collapse-perf: %v", err)
-			}
+			want := testutil.Tool(t, inferno, "--all", filepath.Join(dir, "perf-script.txt"))
 			got := mustEnv(t, dir, env, nil, "flamegraph", "--format", "folded", "-i", "perf-script.txt").Stdout
-			compareFoldedLines(t, "perf script "+strings.Join(fields, " "), got, string(want))
+			compareFoldedLines(t, "perf script "+strings.Join(fields, " "), got, want)
 		}
 	})
 }
