@@ -5,9 +5,7 @@ package main
 // interpreter's native frames.
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -126,8 +124,8 @@ var evalLoop = regexp.MustCompile(`^_PyEval_EvalFrameDefault$`)
 // sleepy_py under main, on each CPython here.
 func TestOffcpuNamesPythonFunction(t *testing.T) {
 	eachPython(t, "pysleep.py", func(t *testing.T, name, py, _ string) {
-		cmd := startPython(t, py, "pysleep.py", "30")
-		o := offcpuRun(t, t.TempDir(), "offcpu", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+		pid := startPython(t, py, "pysleep.py", "30")
+		o := offcpuRun(t, t.TempDir(), "offcpu", "-p", strconv.Itoa(pid), "-d", "2s", "--json")
 		var in, total float64
 		for _, s := range o.Stacks {
 			total += s.BlockedNS
@@ -156,19 +154,11 @@ func TestProfileNamesPythonAfterExit(t *testing.T) {
 	checkPyWork(t, "profile -- python3.11, after the process exited", folded(t, r.Stdout), 9, r.Stderr)
 }
 
-// startPython runs a testdata script under py and waits for its "ready".
-func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
+// startPython runs a testdata script under py, waits for its "ready"
+// and returns its pid.
+func startPython(t *testing.T, py, script string, args ...string) int {
 	t.Helper()
-	cmd := exec.Command(py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("%s: %q %v", script, line, err)
-	}
-	return cmd
+	return testutil.StartReady(t, py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...).Cmd.Process.Pid
 }
 
 // TestMemleakNamesPythonFunction: memleak -p of testdata/pyleak.py, which
@@ -181,8 +171,8 @@ func TestMemleakNamesPythonFunction(t *testing.T) {
 			continue
 		}
 		t.Run(py.Name, func(t *testing.T) {
-			cmd := startPython(t, py.Bin, "pyleak.py", "30")
-			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+			pid := startPython(t, py.Bin, "pyleak.py", "30")
+			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(pid), "-d", "2s", "--json")
 			var o struct {
 				Stacks []struct {
 					Bytes  uint64 `json:"bytes"`
@@ -229,13 +219,13 @@ func TestRecordAllPythonProcesses(t *testing.T) {
 			pids[p] = strings.TrimSpace(l)
 		}
 	}
-	if _, ok := pids[before.Process.Pid]; !ok {
-		t.Errorf("the Python process started before the recording (%d) has no samples in step; step's lines: %v", before.Process.Pid, pids)
+	if _, ok := pids[before]; !ok {
+		t.Errorf("the Python process started before the recording (%d) has no samples in step; step's lines: %v", before, pids)
 	}
 	if len(pids) < 2 {
 		t.Errorf("the Python process started during the recording has no samples in step; step's lines: %v", pids)
 	}
-	t.Logf("step by process: %v (started before: %d)", pids, before.Process.Pid)
+	t.Logf("step by process: %v (started before: %d)", pids, before)
 }
 
 // TestRecordPythonThreads: testdata/pythreads.py runs work() in two
