@@ -7,10 +7,8 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -281,43 +279,16 @@ func TestFoldScriptLikeInferno(t *testing.T) {
 // inferno-collapse-perf --all makes of the same file in the same test.
 func TestFoldFlameGraphSuiteLikeInferno(t *testing.T) {
 	inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
-	gzs, err := filepath.Glob(perfFixture(filepath.Join("flamegraph", "perf-*.txt.gz")))
-	if err != nil || len(gzs) != 13 {
-		t.Fatalf("FlameGraph's suite: %d files (%v), want 13", len(gzs), err)
-	}
 	dir := t.TempDir()
-	for _, gz := range gzs {
-		name := strings.TrimSuffix(filepath.Base(gz), ".gz")
-		text := gunzip(t, gz)
+	for name, text := range testutil.FlameGraphSuite(t) {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, text, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want, err := exec.Command(inferno, "--all", path).Output()
-		if err != nil {
-			t.Fatalf("inferno-collapse-perf %s: %v", name, err)
-		}
+		want := testutil.Tool(t, inferno, "--all", path)
 		got := testutil.MustRun(t, dir, "flamegraph", "--format", "folded", "-i", path).Stdout
-		compareFoldedLines(t, name, got, string(want))
+		compareFoldedLines(t, name, got, want)
 	}
-}
-
-func gunzip(t *testing.T, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return b
 }
 
 // compareFoldedLines compares folded stacks line for line after sorting.
