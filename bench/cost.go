@@ -10,22 +10,16 @@ package main
 // would hide the differences measured here.
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/cilium/ebpf"
-
-	"github.com/sonde-dev/sonde/internal/collect/procfs"
 )
 
 var (
@@ -337,7 +331,7 @@ func measureTool(args []string, work func() (uint64, string)) toolCost {
 	var ids []uint32
 	stable, last := 0, -1
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		ids = progIDs(pid)
+		ids, _, _ = attachments(pid)
 		if len(ids) > 0 && len(ids) == last {
 			stable++
 			if stable >= 15 { // 1.5 s: sonde probes features with short-lived programs first
@@ -355,65 +349,10 @@ func measureTool(args []string, work func() (uint64, string)) toolCost {
 	c0 := procCPU(pid)
 	events, name := work()
 	r1, t1 := progStats(ids)
-	if late := progIDs(pid); len(late) != len(ids) {
+	if late, _, _ := attachments(pid); len(late) != len(ids) {
 		// Programs loaded during the workload count from their load.
 		r1, t1 = progStats(late)
 	}
 	c1 := procCPU(pid)
 	return toolCost{runs: r1 - r0, bpf: t1 - t0, cpu: c1 - c0, events: events, evName: name}
-}
-
-// progIDs lists the BPF programs a process holds: program fds and links
-// both say prog_id in their fdinfo.
-func progIDs(pid int) []uint32 {
-	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
-	ents, _ := os.ReadDir(dir)
-	seen := map[uint32]bool{}
-	for _, e := range ents {
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "prog_id:"); ok {
-				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
-					seen[uint32(id)] = true
-				}
-			}
-		}
-		f.Close()
-	}
-	ids := make([]uint32, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
-
-// progStats sums run count and run time over programs, as the kernel
-// counts them (bpf_stats).
-func progStats(ids []uint32) (uint64, time.Duration) {
-	var runs uint64
-	var rt time.Duration
-	for _, id := range ids {
-		p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
-		if err != nil {
-			continue
-		}
-		if st, err := p.Stats(); err == nil {
-			runs += st.RunCount
-			rt += st.Runtime
-		}
-		p.Close()
-	}
-	return runs, rt
-}
-
-// procCPU is a process's CPU time so far, summed over its threads from
-// schedstat (nanoseconds; the tick-based utime/stime are too coarse here).
-func procCPU(pid int) time.Duration {
-	d, _ := procfs.ProcessOnCPU(pid)
-	return d
 }

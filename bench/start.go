@@ -16,13 +16,11 @@ package main
 // programs the tool holds (fdinfo's verified_insns): the verifier's work.
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -181,12 +179,12 @@ func idleCPU(args func(dur string) []string) string {
 	time.Sleep(2 * time.Second)
 	var quiet []float64
 	var total time.Duration
-	last, forks := taskCPU(pid), machineForks()
+	last, forks := procCPU(pid), machineForks()
 	next := time.Now()
 	for range 10 {
 		next = next.Add(time.Second)
 		time.Sleep(time.Until(next))
-		c, f := taskCPU(pid), machineForks()
+		c, f := procCPU(pid), machineForks()
 		total += c - last
 		if f == forks {
 			quiet = append(quiet, float64(c-last))
@@ -200,25 +198,6 @@ func idleCPU(args func(dur string) []string) string {
 		return fmt.Sprintf("%.0f*", float64(total)/1e6)
 	}
 	return fmt.Sprintf("%.0f", median(quiet)*10/1e6)
-}
-
-// taskCPU is the CPU time of every thread of pid now (schedstat's first
-// field); threads that ended are not in it.
-func taskCPU(pid int) time.Duration {
-	paths, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	var ns int64
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) > 0 {
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			ns += n
-		}
-	}
-	return time.Duration(ns)
 }
 
 // machineForks is the number of processes the machine has started since
@@ -318,55 +297,4 @@ func measureStart(args []string) startRun {
 		}
 	}
 	return r
-}
-
-// attachments reads a process's fds: the BPF programs it holds (by id),
-// how many links and perf events it has open, and the instructions the
-// verifier processed for its programs.
-func attachments(pid int) (ids []uint32, attached int, verified uint64) {
-	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
-	ents, _ := os.ReadDir(dir)
-	seen := map[uint32]uint64{}
-	for _, e := range ents {
-		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name())); l == "anon_inode:[perf_event]" {
-			attached++
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		var id uint32
-		var v uint64
-		link := false
-		for sc.Scan() {
-			k, val, _ := strings.Cut(sc.Text(), ":")
-			val = strings.TrimSpace(val)
-			switch k {
-			case "prog_id":
-				n, _ := strconv.ParseUint(val, 10, 32)
-				id = uint32(n)
-			case "link_id":
-				link = true
-			case "verified_insns":
-				v, _ = strconv.ParseUint(val, 10, 64)
-			}
-		}
-		f.Close()
-		if link {
-			attached++
-		}
-		if id != 0 {
-			if _, ok := seen[id]; !ok {
-				ids = append(ids, id)
-			}
-			seen[id] = max(seen[id], v)
-		}
-	}
-	for _, v := range seen {
-		verified += v
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, attached, verified
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -249,21 +250,33 @@ func TestOffcpuCgroup(t *testing.T) {
 	cgDir := makeCgroup(t, v2+name)
 	startIn(t, cgDir, in)
 	testutil.Start(t, out)
-	r := testutil.MustRun(t, dir, "offcpu", "-G", name, "-d", "1", "--json")
+	by := stacksByComm(t, testutil.MustRun(t, dir, "offcpu", "-G", name, "-d", "1", "--json"), "blocked_ns")
+	if by["tickout"] > 0 || by["tickin"] < 500_000_000 || len(by) != 1 {
+		t.Fatalf("offcpu -G %s: blocked ns by comm %v, want about 1 s of tickin and nothing else", name, by)
+	}
+}
+
+// stacksByComm sums a stack tool's --json output (offcpu's blocked_ns,
+// memleak's bytes: the key) by the stacks' comm.
+func stacksByComm(t *testing.T, r testutil.Result, key string) map[string]uint64 {
+	t.Helper()
 	var v struct {
-		Stacks []struct {
-			Comm      string `json:"comm"`
-			BlockedNS uint64 `json:"blocked_ns"`
-		} `json:"stacks"`
+		Stacks []map[string]json.RawMessage `json:"stacks"`
 	}
 	r.JSON(t, &v)
 	by := map[string]uint64{}
 	for _, s := range v.Stacks {
-		by[s.Comm] += s.BlockedNS
+		var comm string
+		var n uint64
+		if err := json.Unmarshal(s["comm"], &comm); err != nil {
+			t.Fatalf("sonde %s: a stack's comm: %v", strings.Join(r.Args, " "), err)
+		}
+		if err := json.Unmarshal(s[key], &n); err != nil {
+			t.Fatalf("sonde %s: a stack's %s: %v", strings.Join(r.Args, " "), key, err)
+		}
+		by[comm] += n
 	}
-	if by["tickout"] > 0 || by["tickin"] < 500_000_000 || len(by) != 1 {
-		t.Fatalf("offcpu -G %s: blocked ns by comm %v, want about 1 s of tickin and nothing else", name, by)
-	}
+	return by
 }
 
 // TestCgroupEveryTool: -G keeps, in the kernel, only one cgroup's tasks in
@@ -452,18 +465,7 @@ func (c *cgroupTwins) biolat(t *testing.T) {
 }
 
 func (c *cgroupTwins) memleak(t *testing.T) {
-	r := testutil.MustRun(t, c.dir, "memleak", "--kernel", "-G", c.name, "-d", "1", "--json")
-	var v struct {
-		Stacks []struct {
-			Comm  string `json:"comm"`
-			Bytes uint64 `json:"bytes"`
-		} `json:"stacks"`
-	}
-	r.JSON(t, &v)
-	by := map[string]uint64{}
-	for _, s := range v.Stacks {
-		by[s.Comm] += s.Bytes
-	}
+	by := stacksByComm(t, testutil.MustRun(t, c.dir, "memleak", "--kernel", "-G", c.name, "-d", "1", "--json"), "bytes")
 	// The copiers' children are gone when names are read ("?"); the
 	// shells that fork them live on and allocate in the kernel too.
 	for _, comm := range []string{"outside", "diskout", "dd", "copyout"} {

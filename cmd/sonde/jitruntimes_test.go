@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
@@ -95,32 +92,13 @@ func TestRecordJavaJIT(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	removeNewPerfMaps(t)
 	dir := t.TempDir()
-	if b, err := exec.Command(javac, "-d", dir, filepath.Join(testutil.RepoRoot(), "testdata", "JitSpin.java")).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, b)
+	testutil.Tool(t, javac, "-d", dir, filepath.Join(testutil.RepoRoot(), "testdata", "JitSpin.java"))
+	jvm := testutil.StartPiped(t, java, "-XX:+PreserveFramePointer", "-cp", dir, "JitSpin")
+	if l, err := jvm.Line(); !strings.HasPrefix(l, "ready") { // its "ready" line
+		t.Fatalf("the JVM printed %q (%v), not ready", l, err)
 	}
-	jvm := exec.Command(java, "-XX:+PreserveFramePointer", "-cp", dir, "JitSpin")
-	out, err := jvm.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := jvm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jvm.Process.Kill(); jvm.Wait() })
-	ready := make(chan bool, 1)
-	go func() { ready <- bufio.NewScanner(out).Scan() }() // its "ready" line
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("the JVM ended before it was ready")
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the JVM did not say ready within 60 s")
-	}
-	pid := jvm.Process.Pid
-	if b, err := exec.Command(jcmd, strconv.Itoa(pid), "Compiler.perfmap").CombinedOutput(); err != nil {
-		t.Fatalf("jcmd %d Compiler.perfmap: %v\n%s", pid, err, b)
-	}
+	pid := jvm.Cmd.Process.Pid
+	testutil.Tool(t, jcmd, strconv.Itoa(pid), "Compiler.perfmap")
 	if _, err := os.Stat(fmt.Sprintf("/tmp/perf-%d.map", pid)); err != nil {
 		t.Fatalf("jcmd wrote no perf map: %v", err)
 	}

@@ -7,10 +7,8 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -281,43 +279,16 @@ func TestFoldScriptLikeInferno(t *testing.T) {
 // inferno-collapse-perf --all makes of the same file in the same test.
 func TestFoldFlameGraphSuiteLikeInferno(t *testing.T) {
 	inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
-	gzs, err := filepath.Glob(perfFixture(filepath.Join("flamegraph", "perf-*.txt.gz")))
-	if err != nil || len(gzs) != 13 {
-		t.Fatalf("FlameGraph's suite: %d files (%v), want 13", len(gzs), err)
-	}
 	dir := t.TempDir()
-	for _, gz := range gzs {
-		name := strings.TrimSuffix(filepath.Base(gz), ".gz")
-		text := gunzip(t, gz)
+	for name, text := range testutil.FlameGraphSuite(t) {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, text, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want, err := exec.Command(inferno, "--all", path).Output()
-		if err != nil {
-			t.Fatalf("inferno-collapse-perf %s: %v", name, err)
-		}
+		want := testutil.Tool(t, inferno, "--all", path)
 		got := testutil.MustRun(t, dir, "flamegraph", "--format", "folded", "-i", path).Stdout
-		compareFoldedLines(t, name, got, string(want))
+		compareFoldedLines(t, name, got, want)
 	}
-}
-
-func gunzip(t *testing.T, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return b
 }
 
 // compareFoldedLines compares folded stacks line for line after sorting.
@@ -437,26 +408,11 @@ func TestCutPerfData(t *testing.T) {
 // significant delta; perf script text folded as inferno-collapse-perf --all
 // folds it.
 func TestPerfDataAgainstPerf(t *testing.T) {
-	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, _ := testutil.Workload(t, "work", []string{"work.c"})
 	// perf record fills $HOME/.debug, its build-id cache: keep it aside.
 	home := mkdir(t, dir, "home")
 	env := []string{"HOME=" + home}
-	perf := func(stdout *os.File, args ...string) []byte {
-		t.Helper()
-		cmd := exec.Command(perfBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), env...)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if stdout != nil {
-			cmd.Stdout = stdout
-		}
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("perf %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.Bytes()
-	}
+	p := testutil.NewPerf(t, dir, home)
 	cases := []struct {
 		name string
 		args []string
@@ -478,17 +434,17 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				perf(pf, append([]string{"record", "-q", "-o", "-"}, tc.args...)...)
+				p.Run(t, pf, append([]string{"record", "-q", "-o", "-"}, tc.args...)...)
 				pf.Close()
 				if stdin, err = os.ReadFile(filepath.Join(dir, file)); err != nil {
 					t.Fatal(err)
 				}
 				in = "-"
 			} else {
-				perf(nil, append([]string{"record", "-q", "-o", file}, tc.args...)...)
+				p.Run(t, nil, append([]string{"record", "-q", "-o", file}, tc.args...)...)
 			}
 			reps := decodeReports(t, mustEnv(t, dir, env, stdin, append(flatReport, "-i", in)...).Stdout)
-			want := parsePerfEvents(t, perf(nil, "report", "-i", file, "--stdio", "--no-children", "-g", "none",
+			want := parsePerfEvents(t, p.Run(t, nil, "report", "-i", file, "--stdio", "--no-children", "-g", "none",
 				"--sort", "comm,dso,sym", "-F", "period,sample,comm,dso,sym", "--percent-limit", "0", "-t", "|"))
 			if len(reps) != len(want) {
 				t.Fatalf("%d events, perf report %d", len(reps), len(want))
@@ -507,18 +463,13 @@ func TestPerfDataAgainstPerf(t *testing.T) {
 	t.Run("fold", func(t *testing.T) {
 		inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
 		for _, fields := range [][]string{nil, {"-F", "comm,pid,tid,time,event,ip,sym,dso,period"}} {
-			text := perf(nil, append([]string{"script", "-i", "perf.data"}, fields...)...)
+			text := p.Run(t, nil, append([]string{"script", "-i", "perf.data"}, fields...)...)
 			if err := os.WriteFile(filepath.Join(dir, "perf-script.txt"), text, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ref := exec.Command(inferno, "--all", "perf-script.txt")
-			ref.Dir = dir
-			want, err := ref.Output()
-			if err != nil {
-				t.Fatalf("inferno-collapse-perf: %v", err)
-			}
+			want := testutil.Tool(t, inferno, "--all", filepath.Join(dir, "perf-script.txt"))
 			got := mustEnv(t, dir, env, nil, "flamegraph", "--format", "folded", "-i", "perf-script.txt").Stdout
-			compareFoldedLines(t, "perf script "+strings.Join(fields, " "), got, string(want))
+			compareFoldedLines(t, "perf script "+strings.Join(fields, " "), got, want)
 		}
 	})
 }

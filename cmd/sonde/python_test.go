@@ -5,10 +5,7 @@ package main
 // interpreter's native frames.
 
 import (
-	"bufio"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,41 +16,14 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-// pythons are the interpreters the Python tests run: Debian's 3.11 and
-// pyenv's 3.10–3.13, those present.
-func pythons(t *testing.T) map[string]string {
-	t.Helper()
-	root := filepath.Join(os.Getenv("HOME"), ".pyenv")
-	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
-		root = strings.TrimSpace(string(out))
-	}
-	m := map[string]string{}
-	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
-		m["debian-3.11"] = "/usr/bin/python3.11"
-	}
-	for minor := 10; minor <= 13; minor++ {
-		bins, _ := filepath.Glob(filepath.Join(root, "versions", fmt.Sprintf("3.%d.*", minor), "bin", fmt.Sprintf("python3.%d", minor)))
-		for _, b := range bins {
-			if !strings.Contains(b, "t/bin") { // not a free-threaded build
-				m[fmt.Sprintf("pyenv-3.%d", minor)] = b
-				break
-			}
-		}
-	}
-	if len(m) == 0 {
-		t.Skip("no CPython 3.10–3.13 here")
-	}
-	return m
-}
-
-// eachPython runs fn as a subtest per CPython here (pythons), with the
+// eachPython runs fn as a subtest per CPython here (testutil.Pythons), with the
 // path of testdata/SCRIPT.
 func eachPython(t *testing.T, script string, fn func(t *testing.T, name, py, script string)) {
 	t.Helper()
 	testutil.RequirePrivileged(t)
 	script = filepath.Join(testutil.RepoRoot(), "testdata", script)
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) { fn(t, name, py, script) })
+	for _, py := range testutil.Pythons(t) {
+		t.Run(py.Name, func(t *testing.T) { fn(t, py.Name, py.Bin, script) })
 	}
 }
 
@@ -154,8 +124,8 @@ var evalLoop = regexp.MustCompile(`^_PyEval_EvalFrameDefault$`)
 // sleepy_py under main, on each CPython here.
 func TestOffcpuNamesPythonFunction(t *testing.T) {
 	eachPython(t, "pysleep.py", func(t *testing.T, name, py, _ string) {
-		cmd := startPython(t, py, "pysleep.py", "30")
-		o := offcpuRun(t, t.TempDir(), "offcpu", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+		pid := startPython(t, py, "pysleep.py", "30")
+		o := offcpuRun(t, t.TempDir(), "offcpu", "-p", strconv.Itoa(pid), "-d", "2s", "--json")
 		var in, total float64
 		for _, s := range o.Stacks {
 			total += s.BlockedNS
@@ -184,19 +154,11 @@ func TestProfileNamesPythonAfterExit(t *testing.T) {
 	checkPyWork(t, "profile -- python3.11, after the process exited", folded(t, r.Stdout), 9, r.Stderr)
 }
 
-// startPython runs a testdata script under py and waits for its "ready".
-func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
+// startPython runs a testdata script under py, waits for its "ready"
+// and returns its pid.
+func startPython(t *testing.T, py, script string, args ...string) int {
 	t.Helper()
-	cmd := exec.Command(py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("%s: %q %v", script, line, err)
-	}
-	return cmd
+	return testutil.StartReady(t, py, append([]string{filepath.Join(testutil.RepoRoot(), "testdata", script)}, args...)...).Cmd.Process.Pid
 }
 
 // TestMemleakNamesPythonFunction: memleak -p of testdata/pyleak.py, which
@@ -204,13 +166,13 @@ func startPython(t *testing.T, py, script string, args ...string) *exec.Cmd {
 // stacks name leak_py (Debian's 3.11 and pyenv's 3.13).
 func TestMemleakNamesPythonFunction(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	for name, py := range pythons(t) {
-		if name != "debian-3.11" && name != "pyenv-3.13" {
+	for _, py := range testutil.Pythons(t) {
+		if py.Name != "debian-3.11" && py.Name != "pyenv-3.13" {
 			continue
 		}
-		t.Run(name, func(t *testing.T) {
-			cmd := startPython(t, py, "pyleak.py", "30")
-			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(cmd.Process.Pid), "-d", "2s", "--json")
+		t.Run(py.Name, func(t *testing.T) {
+			pid := startPython(t, py.Bin, "pyleak.py", "30")
+			r := testutil.MustRun(t, t.TempDir(), "memleak", "-p", strconv.Itoa(pid), "-d", "2s", "--json")
 			var o struct {
 				Stacks []struct {
 					Bytes  uint64 `json:"bytes"`
@@ -230,7 +192,7 @@ func TestMemleakNamesPythonFunction(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d of %d outstanding bytes allocated under leak_py", name, in, total)
+			t.Logf("%s: %d of %d outstanding bytes allocated under leak_py", py.Name, in, total)
 			if in < 64<<10*20 {
 				t.Errorf("%d bytes under leak_py, want at least 20 of its 64 KB buffers (2 s at one per 30 ms)", in)
 			}
@@ -257,13 +219,13 @@ func TestRecordAllPythonProcesses(t *testing.T) {
 			pids[p] = strings.TrimSpace(l)
 		}
 	}
-	if _, ok := pids[before.Process.Pid]; !ok {
-		t.Errorf("the Python process started before the recording (%d) has no samples in step; step's lines: %v", before.Process.Pid, pids)
+	if _, ok := pids[before]; !ok {
+		t.Errorf("the Python process started before the recording (%d) has no samples in step; step's lines: %v", before, pids)
 	}
 	if len(pids) < 2 {
 		t.Errorf("the Python process started during the recording has no samples in step; step's lines: %v", pids)
 	}
-	t.Logf("step by process: %v (started before: %d)", pids, before.Process.Pid)
+	t.Logf("step by process: %v (started before: %d)", pids, before)
 }
 
 // TestRecordPythonThreads: testdata/pythreads.py runs work() in two
@@ -328,11 +290,11 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	script := filepath.Join(testutil.RepoRoot(), "testdata", "pyimports.py")
 	text := regexp.MustCompile(`\s|not a name`)
-	for name, py := range pythons(t) {
-		t.Run(name, func(t *testing.T) {
+	for _, py := range testutil.Pythons(t) {
+		t.Run(py.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "imports.data")
-			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py, script, "2")
+			r := testutil.MustRun(t, dir, "record", "-o", data, "-g", "-F", "999", "--", py.Bin, script, "2")
 			st := folded(t, testutil.MustRun(t, dir, "flamegraph", "-i", data, "--format", "folded").Stdout)
 			var total, texts, modules, unknown, other, unnamed uint64
 			bad := map[string]uint64{}
@@ -366,7 +328,7 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d samples; in a module's top-level code: %d <module>, %d unknown, %d named otherwise; %d with a text frame; %d with an unknown frame", name, total, modules, unknown, other, texts, unnamed)
+			t.Logf("%s: %d samples; in a module's top-level code: %d <module>, %d unknown, %d named otherwise; %d with a text frame; %d with an unknown frame", py.Name, total, modules, unknown, other, texts, unnamed)
 			if modules+unknown+other < total/10 {
 				t.Errorf("only %d of %d samples in the modules' top-level code: the workload did not exercise it", modules+unknown+other, total)
 			}

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,19 +61,12 @@ func TestVDSONamedEverywhere(t *testing.T) {
 // memcmp@plt and strlen@plt, with perf report's shares on perf's own
 // recording, and in sonde's recording too; none is left as pltcalls+0x….
 func TestPLTStubsNamedAsPerf(t *testing.T) {
-	perfBin := testutil.RequireTool(t, "perf", "linux-perf")
 	dir, _ := testutil.Workload(t, "pltcalls", []string{"pltcalls.c"})
 	env := []string{"HOME=" + dir} // perf's build-id cache stays in the test's directory
+	p := testutil.NewPerf(t, dir, dir)
 	perf := func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.Command(perfBin, args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("perf %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.Bytes()
+		return p.Run(t, nil, args...)
 	}
 	// A stub is one jump: it gets about 0.07% of the samples, and a
 	// recording of 10,000 samples now and then has none (seen in CI). The
@@ -152,25 +141,12 @@ func checkOwnRecordingNamesStubs(t *testing.T, dir string) {
 // the pclntab, never sonde+0x….
 func TestTopNamesItsOwnFrames(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	goBin := testutil.RequireTool(t, "go", "golang")
+	testutil.RequireTool(t, "go", "golang")
 	dir := t.TempDir()
-	sonde := filepath.Join(dir, "sonde")
-	build := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", sonde, "./cmd/sonde")
-	build.Dir, build.Env = testutil.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building a stripped sonde: %v\n%s", err, b)
-	}
-	gp := filepath.Join(dir, "goprog")
-	build = exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", gp, ".")
-	build.Dir, build.Env = filepath.Join(testutil.RepoRoot(), "testdata", "goprog"), append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building goprog: %v\n%s", err, b)
-	}
+	sonde := testutil.BuildGoLinked(t, dir, "sonde", "cmd/sonde", "-s -w")
+	gp := testutil.BuildGoLinked(t, dir, "goprog", "testdata/goprog", "-s -w")
 	testutil.Start(t, gp, "100000000")
-	out, err := exec.Command(sonde, "top", "-b", "2", "-i", "700ms", "--rows", "200").Output()
-	if err != nil {
-		t.Fatalf("sonde top: %v\n%s", err, out)
-	}
+	out := testutil.Tool(t, sonde, "top", "-b", "2", "-i", "700ms", "--rows", "200")
 	named := map[string]int{}
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.Fields(l)

@@ -6,7 +6,6 @@ package main
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -431,9 +430,7 @@ func TestProfileShortLivedChildren(t *testing.T) {
 	p := testutil.StartSonde(t, dir, "profile", "-F", "499", "-d", "4s", "--user", "--folded")
 	// The children start once the sampler is attached on every CPU.
 	testutil.WaitBPFLinks(t, p.Cmd.Process.Pid, runtime.NumCPU(), 30*time.Second)
-	if o, err := exec.Command("/bin/sh", "-c", "for i in 1 2 3 4 5 6; do "+bin+" 0.3; done").CombinedOutput(); err != nil {
-		t.Fatalf("the children: %v\n%s", err, o)
-	}
+	testutil.Tool(t, "/bin/sh", "-c", "for i in 1 2 3 4 5 6; do "+bin+" 0.3; done") // the children
 	if err := p.Wait(); err != nil {
 		t.Fatalf("sonde profile: %v\n%s", err, p.Stderr.String())
 	}

@@ -2,7 +2,6 @@ package layers
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,11 +13,11 @@ import (
 // test fixtures, never what a build or a test run leaves behind.
 func TestNoBuildOutputTracked(t *testing.T) {
 	root := testutil.RepoRoot()
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	out, err := testutil.TryTool("git", "-C", root, "ls-files", "-z")
 	if err != nil {
 		t.Skipf("not a git checkout: %v", err)
 	}
-	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, f := range strings.Split(strings.TrimRight(out, "\x00"), "\x00") {
 		if why := buildOutput(f); why != "" {
 			t.Errorf("%s is tracked: %s", f, why)
 			continue

@@ -3,7 +3,6 @@ package symbolize
 import (
 	"debug/elf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -136,17 +135,10 @@ func TestLookupRestorer(t *testing.T) {
 // function of the same program linked with its symbol table is found under
 // its name at its address.
 func TestStrippedGoBinary(t *testing.T) {
-	goBin := testutil.RequireTool(t, "go", "golang")
+	testutil.RequireTool(t, "go", "golang")
 	dir := t.TempDir()
-	build := func(out string, ldflags string) string {
-		bin := filepath.Join(dir, out)
-		cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags="+ldflags, "-o", bin, ".")
-		cmd.Dir = filepath.Join(testutil.RepoRoot(), "testdata", "goprog")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, b)
-		}
-		return bin
+	build := func(out, ldflags string) string {
+		return testutil.BuildGoLinked(t, dir, out, "testdata/goprog", ldflags)
 	}
 	full, stripped := build("full", ""), build("stripped", "-s -w")
 	if testutil.OpenELF(t, stripped).Section(".symtab") != nil {

@@ -94,11 +94,12 @@ func (p *Peer) Lines() []string {
 }
 
 // Stop interrupts the peer (as Ctrl-C would), waits for it and returns
-// every line kept.
+// every line kept, those it prints as it ends (a histogram) too: its
+// output is read to the end before Wait, which closes the pipe.
 func (p *Peer) Stop() []string {
 	p.Cmd.Process.Signal(os.Interrupt)
-	p.Cmd.Wait()
 	<-p.done
+	p.Cmd.Wait()
 	return p.Lines()
 }
 

@@ -78,6 +78,14 @@ func BuildC(t testing.TB, dir, out string, srcs []string, extra ...string) strin
 	return dst
 }
 
+// PackageC is a C source of the testdata/ folder of the package under
+// test (go test runs a package's tests in its folder), for BuildC, which
+// finds other relative names in the repository's testdata/.
+func PackageC(name string) string {
+	p, _ := filepath.Abs(filepath.Join("testdata", name)) // fails only without a working directory
+	return p
+}
+
 // CompileC writes the C program text to dir/out.c and compiles it with
 // exactly flags (no defaults, unlike BuildC) into dir/out.
 func CompileC(t testing.TB, dir, out, text string, flags ...string) string {
@@ -104,12 +112,31 @@ func BuildGo(t testing.TB, dir, out, src string) string {
 // BuildGoFor is BuildGo for the architecture goarch (GOARCH's names).
 func BuildGoFor(t testing.TB, dir, out, src, goarch string) string {
 	t.Helper()
+	return goBuild(t, dir, out, filepath.Join("testdata", src), "GOARCH="+goarch)
+}
+
+// BuildGoLinked builds the Go program in the repository's folder pkg
+// (e.g. cmd/sonde, testdata/goprog) into dir/out as a release is built,
+// with -trimpath and these linker flags ("-s -w": no symbol table, no
+// DWARF).
+func BuildGoLinked(t testing.TB, dir, out, pkg, ldflags string) string {
+	t.Helper()
+	return goBuild(t, dir, out, pkg, "", "-trimpath", "-ldflags="+ldflags)
+}
+
+// goBuild runs go build without cgo in the repository's folder pkg into
+// dir/out, with env ("" for none) added to the test's environment.
+func goBuild(t testing.TB, dir, out, pkg, env string, flags ...string) string {
+	t.Helper()
 	bin := filepath.Join(dir, out)
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join(RepoRoot(), "testdata", src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+goarch)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, ".")...)
+	cmd.Dir = filepath.Join(RepoRoot(), pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/%s: %v\n%s", src, err, b)
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
 	}
 	return bin
 }

@@ -2,9 +2,6 @@ package python
 
 import (
 	"encoding/hex"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,63 +11,12 @@ import (
 	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
-// interpreter is a CPython of this machine: its binary and headers.
-type interpreter struct {
-	minor   int
-	bin     string
-	include string // "" when its headers are not installed
-}
-
-// interpreters are pyenv's 3.10–3.13 (`pyenv root`/versions) and Debian's
-// /usr/bin/python3.11.
-func interpreters(t *testing.T) []interpreter {
-	t.Helper()
-	root := os.Getenv("PYENV_ROOT")
-	if out, err := exec.Command("pyenv", "root").Output(); err == nil {
-		root = strings.TrimSpace(string(out))
-	}
-	if root == "" {
-		root = filepath.Join(os.Getenv("HOME"), ".pyenv")
-	}
-	var out []interpreter
-	for minor := 10; minor <= 13; minor++ {
-		dirs, _ := filepath.Glob(filepath.Join(root, "versions", fmt.Sprintf("3.%d.*", minor)))
-		for _, d := range dirs {
-			if strings.HasSuffix(d, "t") {
-				continue // free-threaded
-			}
-			bin := filepath.Join(d, "bin", fmt.Sprintf("python3.%d", minor))
-			inc := filepath.Join(d, "include", fmt.Sprintf("python3.%d", minor))
-			if _, err := os.Stat(bin); err == nil {
-				out = append(out, interpreter{minor, bin, inc})
-				break
-			}
-		}
-	}
-	if _, err := os.Stat("/usr/bin/python3.11"); err == nil {
-		out = append(out, interpreter{11, "/usr/bin/python3.11", ""})
-	}
-	if len(out) == 0 {
-		t.Skip("no CPython 3.10–3.13 on this machine (pyenv or /usr/bin/python3.11)")
-	}
-	return out
-}
-
 // headerOffsets compiles testdata/pyoffsets.c against inc and runs it.
 func headerOffsets(t *testing.T, inc string) map[string]uint64 {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "pyoffsets")
-	src := filepath.Join(testutil.RepoRoot(), "testdata", "pyoffsets.c")
-	cmd := exec.Command("nice", "-n", "19", "gcc", "-DPy_BUILD_CORE", "-I"+inc, "-I"+filepath.Join(inc, "internal"), "-o", exe, src)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("compiling pyoffsets.c against %s: %v\n%s", inc, err, out)
-	}
-	out, err := exec.Command(exe).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.BuildC(t, t.TempDir(), "pyoffsets", []string{"pyoffsets.c"}, "-DPy_BUILD_CORE", "-I"+inc, "-I"+filepath.Join(inc, "internal"))
 	m := map[string]uint64{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(testutil.Tool(t, exe)), "\n") {
 		f := strings.Fields(line)
 		v, _ := strconv.ParseUint(f[1], 10, 64)
 		m[f[0]] = v
@@ -117,47 +63,47 @@ func compare(t *testing.T, l Layout, h map[string]uint64) {
 }
 
 // running starts bin on a script that prints what the test asks and
-// then sleeps; it returns the process and its first output line.
-func running(t *testing.T, bin, script string) (*exec.Cmd, string) {
+// then sleeps; it returns the process's pid and its first output line.
+func running(t *testing.T, bin, script string) (int, string) {
 	t.Helper()
 	p := testutil.StartPiped(t, bin, "-c", script)
 	line, err := p.Line()
 	if err != nil {
 		t.Fatalf("%s: %v", bin, err)
 	}
-	return p.Cmd, strings.TrimSpace(line)
+	return p.Cmd.Process.Pid, strings.TrimSpace(line)
 }
 
 // TestOffsetsMatchHeaders: the layout Find gives each interpreter of this
 // machine, from sonde's table (3.10–3.12) or the process's own
 // _Py_DebugOffsets (3.13), is what the version's headers say.
 func TestOffsetsMatchHeaders(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
+	if _, ok := testutil.HaveTool("gcc"); !ok {
 		t.Skip("no gcc")
 	}
-	for _, in := range interpreters(t) {
-		t.Run(in.bin, func(t *testing.T) {
-			cmd, _ := running(t, in.bin, "import time; print('ready', flush=True); time.sleep(60)")
-			ms, err := procfs.ReadMaps(cmd.Process.Pid)
+	for _, in := range testutil.Pythons(t) {
+		t.Run(in.Bin, func(t *testing.T) {
+			pid, _ := running(t, in.Bin, "import time; print('ready', flush=True); time.sleep(60)")
+			ms, err := procfs.ReadMaps(pid)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Find(cmd.Process.Pid, ms)
+			p, err := Find(pid, ms)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Minor != in.minor {
-				t.Errorf("found 3.%d, want 3.%d", p.Minor, in.minor)
+			if p.Minor != in.Minor {
+				t.Errorf("found 3.%d, want 3.%d", p.Minor, in.Minor)
 			}
-			if (in.minor >= 13) != (p.HowFound == "_Py_DebugOffsets") {
-				t.Errorf("3.%d: offsets from %s", in.minor, p.HowFound)
+			if (in.Minor >= 13) != (p.HowFound == "_Py_DebugOffsets") {
+				t.Errorf("3.%d: offsets from %s", in.Minor, p.HowFound)
 			}
 			if p.EvalStart == 0 || p.EvalEnd <= p.EvalStart || p.Runtime == 0 {
 				t.Errorf("runtime %#x, eval loop %#x-%#x", p.Runtime, p.EvalStart, p.EvalEnd)
 			}
 			t.Logf("3.%d in %s: offsets from %s, _PyRuntime at %#x, eval loop %d bytes", p.Minor, p.Path, p.HowFound, p.Runtime, p.EvalEnd-p.EvalStart)
-			if in.include != "" {
-				compare(t, p.Layout, headerOffsets(t, in.include))
+			if in.Include != "" {
+				compare(t, p.Layout, headerOffsets(t, in.Include))
 			}
 		})
 	}
@@ -210,9 +156,9 @@ time.sleep(60)
 // instruction's line matches co_lines(), the interpreter's own reading of
 // its line table.
 func TestReaderNamesCodeObjects(t *testing.T) {
-	for _, in := range interpreters(t) {
-		t.Run(in.bin, func(t *testing.T) {
-			cmd, line := running(t, in.bin, lineScript)
+	for _, in := range testutil.Pythons(t) {
+		t.Run(in.Bin, func(t *testing.T) {
+			pid, line := running(t, in.Bin, lineScript)
 			f := strings.Fields(line)
 			if len(f) != 8 {
 				t.Fatalf("script printed %q", line)
@@ -225,7 +171,6 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 			table, _ := hex.DecodeString(f[3])
 			first, _ := strconv.Atoi(f[4])
 			r := NewReader()
-			pid := cmd.Process.Pid
 			checked := 0
 			for _, rng := range strings.Split(f[5], ",") {
 				p := strings.Split(rng, ":")
@@ -247,7 +192,7 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 						t.Errorf("byte %d: line %d, co_lines says %d", off, fr.Line, want)
 					}
 					var got int
-					if in.minor >= 11 {
+					if in.Minor >= 11 {
 						got = LineOf311(table, first, off/2)
 					} else {
 						got = LineOf310(table, first, off)
@@ -258,7 +203,7 @@ func TestReaderNamesCodeObjects(t *testing.T) {
 					checked++
 				}
 			}
-			t.Logf("3.%d: %d instructions' lines match co_lines()", in.minor, checked)
+			t.Logf("3.%d: %d instructions' lines match co_lines()", in.Minor, checked)
 		})
 	}
 }
@@ -291,16 +236,16 @@ func TestEncoding(t *testing.T) {
 // TestFindRefusesOldVersions: a CPython older than 3.10 (pyenv's 3.9
 // here) gets one line saying which versions are walked.
 func TestFindRefusesOldVersions(t *testing.T) {
-	bins, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".pyenv", "versions", "3.9.*", "bin", "python3.9"))
+	bins, _ := filepath.Glob(filepath.Join(testutil.PyenvRoot(), "versions", "3.9.*", "bin", "python3.9"))
 	if len(bins) == 0 {
 		t.Skip("no pyenv 3.9 here")
 	}
-	cmd, _ := running(t, bins[0], "import time; print('ready', flush=True); time.sleep(60)")
-	ms, err := procfs.ReadMaps(cmd.Process.Pid)
+	pid, _ := running(t, bins[0], "import time; print('ready', flush=True); time.sleep(60)")
+	ms, err := procfs.ReadMaps(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Find(cmd.Process.Pid, ms)
+	_, err = Find(pid, ms)
 	if err == nil || !strings.Contains(err.Error(), "CPython 3.9 is not supported (3.10–3.13 are)") {
 		t.Errorf("3.9: %v", err)
 	}

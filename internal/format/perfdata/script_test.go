@@ -2,8 +2,11 @@ package perfdata
 
 import (
 	"bytes"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/sonde-dev/sonde/internal/testutil"
 )
 
 func fold(t *testing.T, text string, o FoldOptions) string {
@@ -30,6 +33,44 @@ func TestFoldFixtures(t *testing.T) {
 		if want := string(readFixture(t, c.golden)); got != want {
 			t.Errorf("%s:\n%s\nwant (inferno):\n%s", c.script, got, want)
 		}
+	}
+}
+
+// TestFoldFlameGraphSuite folds every file of FlameGraph's suite with each
+// of inferno-collapse-perf's naming options and compares with what inferno
+// makes of the same text in the same test, line for line.
+func TestFoldFlameGraphSuite(t *testing.T) {
+	inferno := testutil.RequireTool(t, "inferno-collapse-perf", "inferno (cargo install inferno; .ci/run does)")
+	opts := []struct {
+		flag string
+		o    FoldOptions
+	}{
+		{"--all", FoldOptions{Kernel: true, JIT: true}},
+		{"", FoldOptions{}},
+		{"--pid", FoldOptions{PID: true}},
+		{"--tid", FoldOptions{TID: true}},
+		{"--kernel", FoldOptions{Kernel: true}},
+		{"--jit", FoldOptions{JIT: true}},
+		{"--addrs", FoldOptions{Addrs: true}},
+	}
+	for name, text := range testutil.FlameGraphSuite(t) {
+		t.Run(strings.TrimSuffix(name, ".txt"), func(t *testing.T) {
+			for _, o := range opts {
+				var args []string
+				if o.flag != "" {
+					args = append(args, o.flag)
+				}
+				cmd := exec.Command(inferno, args...)
+				cmd.Stdin = bytes.NewReader(text)
+				want, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("inferno-collapse-perf %s: %v", o.flag, err)
+				}
+				got := fold(t, string(text), o.o)
+				g, w := strings.Split(strings.TrimSpace(got), "\n"), strings.Split(strings.TrimSpace(string(want)), "\n")
+				testutil.SameLines(t, name+" "+o.flag, "inferno", g, w)
+			}
+		})
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -74,7 +72,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	peerBin := testutil.RequireTool(t, "/usr/sbin/cpudist", "libbpf-tools")
 	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "cpuwork", []string{filepath.Join(testutil.RepoRoot(), "internal/tools/cpudist/testdata/cpuwork.c")})
+	bin := testutil.BuildC(t, dir, "cpuwork", []string{testutil.PackageC("cpuwork.c")})
 	const n = 50
 	// Started and blocked in its read of stdin: not running when tracing
 	// begins, so its first run is seen from its start. It shares its CPU
@@ -85,13 +83,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	pid := work.Cmd.Process.Pid
 	waitBlocked(t, pid)
 
-	peer := exec.Command(peerBin, "-p", strconv.Itoa(pid))
-	var peerOut strings.Builder
-	peer.Stdout = &peerOut
-	if err := peer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Process.Kill()
+	peer := testutil.StartPeer(t, func(string) bool { return true }, peerBin, "-p", strconv.Itoa(pid))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
@@ -109,7 +101,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 		}()
 	}
 	testutil.WaitBPFLinks(t, os.Getpid(), 2, 30*time.Second)
-	testutil.WaitBPFLinks(t, peer.Process.Pid, 1, 30*time.Second)
+	testutil.WaitBPFLinks(t, peer.Cmd.Process.Pid, 1, 30*time.Second)
 
 	before, switched := onCPU(t, pid), switches(t, pid)
 	fmt.Fprintln(work.In, "go")
@@ -119,8 +111,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	waitBlocked(t, pid)
 	want, runs := onCPU(t, pid)-before, switches(t, pid)-switched
 	cancel()
-	peer.Process.Signal(os.Interrupt)
-	peer.Wait()
+	peerOut := strings.Join(peer.Stop(), "\n")
 	onR, offR := <-on, <-off
 	if onR.err != nil || offR.err != nil {
 		t.Fatal(onR.err, offR.err)
@@ -141,9 +132,9 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 	}
 	// libbpf-tools' cpudist (as bcc's) counts only the runs that ended with
 	// the task still runnable (preempted), not those that ended in a sleep.
-	peerRuns := sumCounts(t, peerOut.String())
+	peerRuns := sumCounts(t, peerOut)
 	if peerRuns == 0 || peerRuns > g.Runs-n {
-		t.Errorf("libbpf-tools' cpudist counted %d runs, sonde %d of which %d ended in a sleep:\n%s", peerRuns, g.Runs, n, peerOut.String())
+		t.Errorf("libbpf-tools' cpudist counted %d runs, sonde %d of which %d ended in a sleep:\n%s", peerRuns, g.Runs, n, peerOut)
 	}
 	w := offR.r.Groups[uint32(pid)]
 	if w == nil || w.Runs < n || w.SumNS < n*uint64(time.Millisecond) {

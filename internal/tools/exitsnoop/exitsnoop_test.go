@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func TestExitsnoopAgainstLibbpfTools(t *testing.T) {
 	dir := t.TempDir()
 	// A name of its own: the comm filters this test's processes from the rest.
 	name := fmt.Sprintf("xs%d", time.Now().UnixNano()%1e9)
-	bin := testutil.BuildC(t, dir, name, []string{filepath.Join(testutil.RepoRoot(), "internal/tools/exitsnoop/testdata/exitwork.c")}, "-pthread")
+	bin := testutil.BuildC(t, dir, name, []string{testutil.PackageC("exitwork.c")}, "-pthread")
 
 	peer := testutil.StartPeer(t, func(l string) bool { return strings.HasPrefix(l, name+" ") }, peerBin)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -33,22 +33,14 @@ func uftraceRun(t *testing.T, dir, bin string) (map[string]int, []string) {
 	if b, err := rec.CombinedOutput(); err != nil {
 		t.Fatalf("uftrace record: %v\n%s", err, b)
 	}
-	rep, err := exec.Command("uftrace", "report", "-d", data).Output()
-	if err != nil {
-		t.Fatalf("uftrace report: %v", err)
-	}
 	counts := map[string]int{}
-	for _, l := range strings.Split(string(rep), "\n") {
+	for _, l := range strings.Split(testutil.Tool(t, "uftrace", "report", "-d", data), "\n") {
 		f := strings.Fields(l)
 		if len(f) == 6 && traced[f[5]] {
 			counts[f[5]], _ = strconv.Atoi(f[4])
 		}
 	}
-	rp, err := exec.Command("uftrace", "replay", "-d", data).Output()
-	if err != nil {
-		t.Fatalf("uftrace replay: %v", err)
-	}
-	return counts, nesting(string(rp))
+	return counts, nesting(testutil.Tool(t, "uftrace", "replay", "-d", data))
 }
 
 var callLine = regexp.MustCompile(`\| ( *)([A-Za-z_][A-Za-z0-9_.]*)\(.*\)( = [^;{]*)?( \{|;)`)
@@ -189,11 +181,7 @@ func TestAttachPid(t *testing.T) {
 	// sonde is built before the workload starts, so the half second
 	// recorded lies inside the workload's life even on a loaded machine.
 	testutil.Sonde(t)
-	w := exec.Command(bin, "400") // 400 rounds of ~26 ms, killed when done
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Process.Kill()
+	w := testutil.Start(t, bin, "400") // 400 rounds of ~26 ms, killed when done
 	time.Sleep(200 * time.Millisecond)
 	data := filepath.Join(dir, "p.data")
 	testutil.MustRun(t, dir, "ftrace", "record", "-p", strconv.Itoa(w.Process.Pid), "-d", "0.5", "-o", data)

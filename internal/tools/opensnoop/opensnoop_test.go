@@ -39,7 +39,7 @@ func TestOpensnoopAgainstStrace(t *testing.T) {
 	peerBin := testutil.RequireTool(t, "/usr/sbin/opensnoop", "libbpf-tools")
 	dir := t.TempDir()
 	name := fmt.Sprintf("os%d", time.Now().UnixNano()%1e9)
-	bin := testutil.BuildC(t, dir, name, []string{filepath.Join(testutil.RepoRoot(), "internal/tools/opensnoop/testdata/openwork.c")})
+	bin := testutil.BuildC(t, dir, name, []string{testutil.PackageC("openwork.c")})
 
 	peer := testutil.StartPeer(t, func(l string) bool { return strings.Contains(l, " "+name+" ") }, peerBin, "-n", name)
 	ctx, cancel := context.WithCancel(context.Background())

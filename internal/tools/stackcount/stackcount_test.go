@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +36,7 @@ func through(p *model.Profile, fn string) uint64 {
 func TestStackcountExact(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	bin := testutil.BuildC(t, dir, "stackwork", []string{filepath.Join(testutil.RepoRoot(), "internal/tools/stackcount/testdata/stackwork.c")})
+	bin := testutil.BuildC(t, dir, "stackwork", []string{testutil.PackageC("stackwork.c")})
 	const a, b = 3000, 1000
 	work := testutil.StartPiped(t, bin, strconv.Itoa(a), strconv.Itoa(b))
 	pid := work.Cmd.Process.Pid
