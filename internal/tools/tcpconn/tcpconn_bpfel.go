@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 )
 
@@ -22,15 +23,7 @@ type tcpconnTcpconnEvent struct {
 	Uid       uint32
 	Err       int32
 	Comm      [16]int8
-	Conn      struct {
-		_      structs.HostLayout
-		Family uint16
-		Lport  uint16
-		Rport  uint16
-		Pad    uint16
-		Laddr  [16]uint8
-		Raddr  [16]uint8
-	}
+	Conn      bpfmaps.Conn
 }
 
 // Names of the object's maps, programs and globals.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 )
 
@@ -21,16 +22,8 @@ type tcplifeTcplifeEvent struct {
 	RxBytes    uint64
 	Pid        uint32
 	Comm       [16]int8
-	Conn       struct {
-		_      structs.HostLayout
-		Family uint16
-		Lport  uint16
-		Rport  uint16
-		Pad    uint16
-		Laddr  [16]uint8
-		Raddr  [16]uint8
-	}
-	_ [4]byte
+	Conn       bpfmaps.Conn
+	_          [4]byte
 }
 
 // Names of the object's maps, programs and globals.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 )
 
@@ -18,15 +19,7 @@ type tcpretransTcpretransEvent struct {
 	TimeNs uint64
 	Pid    uint32
 	State  uint32
-	Conn   struct {
-		_      structs.HostLayout
-		Family uint16
-		Lport  uint16
-		Rport  uint16
-		Pad    uint16
-		Laddr  [16]uint8
-		Raddr  [16]uint8
-	}
+	Conn   bpfmaps.Conn
 }
 
 // Names of the object's maps, programs and globals.
