@@ -106,13 +106,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		},
 	}
 	ld := unwind.Wire(&t, o.Pid, nil)
-	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := ld.Open(t)
+	s, done, err := ld.OpenKept(t)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	defer ld.Stop()
+	defer done()
 	start := time.Now()
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
 	if err != nil {
