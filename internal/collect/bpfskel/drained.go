@@ -2,6 +2,7 @@ package bpfskel
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
@@ -10,10 +11,11 @@ import (
 // RunDrained runs s until the duration passes or ctx ends, for a tool
 // whose maps aggregate in the kernel and are read whole: every interval
 // (when one is set and onInterval is not nil) it hands onInterval the
-// report drain(true) read and emptied; at the end it returns the last
-// report, drain(false), and the run.
+// report drain(true) read and emptied; at the end it reads the program's
+// counters into into (the tool's Counts) and returns the last report,
+// drain(false), and how long the programs ran.
 func RunDrained[R any](ctx context.Context, s *Session, duration, interval time.Duration,
-	drain func(reset bool) (R, error), onInterval func(R)) (R, runctl.Result, error) {
+	drain func(reset bool) (R, error), onInterval func(R), counters *Counters, into any) (R, time.Duration, error) {
 	var zero R
 	run, err := s.Run(ctx, runctl.Options{Duration: duration, Interval: interval, OnInterval: func() error {
 		if onInterval == nil {
@@ -27,11 +29,14 @@ func RunDrained[R any](ctx context.Context, s *Session, duration, interval time.
 		return nil
 	}})
 	if err != nil {
-		return zero, run, err
+		return zero, 0, err
 	}
 	r, err := drain(false)
 	if err != nil {
-		return zero, run, err
+		return zero, 0, err
 	}
-	return r, run, nil
+	if err := counters.Read(into); err != nil {
+		return zero, 0, fmt.Errorf("reading the counters: %w", err)
+	}
+	return r, run.Elapsed, nil
 }

@@ -70,12 +70,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	read := func(reset bool) (map[uint32]*Group, error) { return drain(maps.Hist, maps.Totals, reset) }
-	g, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Groups: g, Elapsed: run.Elapsed}
-	if err := maps.Counts.Read(&res.Counts); err != nil {
+	res := &Result{}
+	if res.Groups, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Counts, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -76,12 +76,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	read := func(reset bool) ([]Irq, error) { return drain(maps.Totals, maps.Hist, o, reset) }
-	irqs, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Irqs: irqs, Elapsed: run.Elapsed}
-	if err := maps.Counts.Read(&res.Counts); err != nil {
+	res := &Result{}
+	if res.Irqs, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Counts, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil

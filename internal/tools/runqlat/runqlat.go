@@ -68,12 +68,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	read := func(reset bool) (map[uint32]*histogram.Hist, error) { return drain(maps.Hist, reset) }
-	g, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Groups: g, Elapsed: run.Elapsed, Attach: s.Mode()}
-	if err := maps.Switches.Read(&res.Counts); err != nil {
+	res := &Result{Attach: s.Mode()}
+	if res.Groups, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Switches, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil
