@@ -97,4 +97,14 @@ static __always_inline void ring_submit(void *ring, void *rec)
 	bpf_ringbuf_submit(rec, flags);
 }
 
+/* A record of size bytes reserved in ring, or NULL when the ring is full:
+ * then counter which of counters (PERCPU_COUNTERS) counts the event lost. */
+static __always_inline void *ring_reserve(void *ring, __u64 size, void *counters, __u32 which)
+{
+	void *rec = bpf_ringbuf_reserve(ring, size, 0);
+	if (!rec)
+		counter_inc(counters, which);
+	return rec;
+}
+
 #endif

@@ -67,11 +67,9 @@ static __always_inline int leave(long ret)
 		return 0;
 	if (failed_only && ret >= 0)
 		goto done;
-	struct opensnoop_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&lost, OPENSNOOP_LOST_RING);
+	struct opensnoop_event *e = ring_reserve(&events, sizeof(*e), &lost, OPENSNOOP_LOST_RING);
+	if (!e)
 		goto done;
-	}
 	e->time_ns = bpf_ktime_get_ns();
 	e->flags = in->flags;
 	e->pid = id >> 32;
