@@ -111,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	before := snapshot(o.Pid, o.Tid, system)
 	cg := ""
 	if o.Pid != 0 {
-		cg = cgroupDir(o.Pid)
+		cg = cgroup.ControllerDir(o.Pid, "cpu")
 	}
 	cs0, cgOK := readCPUStat(cg)
 	start := now()
