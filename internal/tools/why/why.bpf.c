@@ -146,22 +146,17 @@ static __always_inline struct why_thread *thread_of(__u32 tid, __u32 pid, struct
  * walk's many ways out, made the verifier walk this 64 times per way. */
 static __always_inline __u32 log2_flat(__u64 v)
 {
-	__u64 r, s;
-	r = (((v >> 32) + 0xffffffffULL) >> 32) << 5;
-	v >>= r;
-	s = (((v >> 16) + 0xffffULL) >> 16) << 4;
-	v >>= s;
-	r |= s;
-	s = (((v >> 8) + 0xffULL) >> 8) << 3;
-	v >>= s;
-	r |= s;
-	s = (((v >> 4) + 0xfULL) >> 4) << 2;
-	v >>= s;
-	r |= s;
-	s = (((v >> 2) + 0x3ULL) >> 2) << 1;
-	v >>= s;
-	r |= s;
-	r |= ((v >> 1) + 0x1ULL) >> 1;
+	__u64 r = 0;
+	/* Steps of k = 32, 16, 8, 4, 2 and 1 bits: s is k when v has a bit
+	 * at position k or above (v then drops k bits), else 0; r sums the
+	 * steps. Unrolled: the program keeps no loop. */
+#pragma unroll
+	for (int i = 5; i >= 0; i--) {
+		__u32 k = 1u << i;
+		__u64 s = (((v >> k) + ((1ULL << k) - 1)) >> k) << i;
+		v >>= s;
+		r |= s;
+	}
 	return (__u32)r;
 }
 
