@@ -40,3 +40,15 @@ func RunDrained[R any](ctx context.Context, s *Session, duration, interval time.
 	}
 	return r, run.Elapsed, nil
 }
+
+// Split says how a histogram tool keeps its distributions apart (bcc's -P
+// and -L): bpf/include/sonde_bits.h's enum sonde_split, whose values
+// bpfgen checks against each object that keeps the enum.
+type Split uint32
+
+// The values are the C side's.
+const (
+	SplitNone Split = iota // one distribution
+	SplitPid               // one per process
+	SplitTid               // one per thread
+)

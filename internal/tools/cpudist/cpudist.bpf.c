@@ -21,9 +21,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(enum cpudist_split, cpudist_split);
+KEEP_TYPE(enum sonde_split, sonde_split);
 
-const volatile __u32 split = CPUDIST_SPLIT_NONE; /* enum cpudist_split */
+const volatile __u32 split = SONDE_SPLIT_NONE;  /* enum sonde_split */
 const volatile bool offcpu = false;              /* time off the CPU instead of on it */
 
 /* key: tid (u32); value: when its current run (or wait) began (u64 ns: its
@@ -68,7 +68,7 @@ static __always_inline void end(__u32 tgid, __u32 tid, __u64 now)
 		bpf_map_delete_elem(&starts, &tid);
 	else
 		*ts = now;
-	__u32 group = split == CPUDIST_SPLIT_PID ? tgid : split == CPUDIST_SPLIT_TID ? tid : 0;
+	__u32 group = split_group(split, tgid, tid);
 	struct cpudist_key k = {.group = group, .slot = log_linear_slot(d)};
 	struct cpudist_total zero = {}, *t = lookup_or_init(&totals, &group, &zero);
 	if (!t || !map_add(&hist, &k, 1)) {

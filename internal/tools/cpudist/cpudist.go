@@ -15,20 +15,10 @@ import (
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
-// Split says how distributions are kept apart (bcc's -P, -L).
-type Split uint32
-
-// The values are the C side's (enum cpudist_split).
-const (
-	SplitNone = Split(cpudistCpudistSplitCPUDIST_SPLIT_NONE)
-	SplitPid  = Split(cpudistCpudistSplitCPUDIST_SPLIT_PID)
-	SplitTid  = Split(cpudistCpudistSplitCPUDIST_SPLIT_TID)
-)
-
 // Options configure a run.
 type Options struct {
 	Pid      int
-	Split    Split
+	Split    bpfskel.Split
 	OffCPU   bool // time off the CPU between runs, instead of on it
 	Duration time.Duration
 	Interval time.Duration

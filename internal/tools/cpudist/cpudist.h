@@ -16,13 +16,6 @@ struct cpudist_total {
 	__u64 sum_ns; /* their total length, ns */
 };
 
-/* How distributions are kept apart. */
-enum cpudist_split {
-	CPUDIST_SPLIT_NONE = 0,
-	CPUDIST_SPLIT_PID = 1,
-	CPUDIST_SPLIT_TID = 2,
-};
-
 enum cpudist_counter {
 	CPUDIST_UNKNOWN,   /* runs whose start was before tracing (not counted) */
 	CPUDIST_LOST_MAP,  /* runs not counted: a map was full */

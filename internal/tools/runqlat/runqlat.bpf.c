@@ -18,9 +18,9 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-KEEP_TYPE(enum runqlat_split, runqlat_split);
+KEEP_TYPE(enum sonde_split, sonde_split);
 
-const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */
+const volatile __u32 split = SONDE_SPLIT_NONE; /* enum sonde_split */
 
 /* key: tid (u32); value: when it became runnable (u64 ns). */
 HASH_MAP(starts, __u32, __u64, 32768);
@@ -57,11 +57,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&starts, &tid);
-	struct runqlat_key k = {.slot = log_linear_slot(d)};
-	if (split == RUNQLAT_SPLIT_PID)
-		k.group = tgid;
-	else if (split == RUNQLAT_SPLIT_TID)
-		k.group = tid;
+	struct runqlat_key k = {.group = split_group(split, tgid, tid), .slot = log_linear_slot(d)};
 	map_add(&hist, &k, 1);
 	return 0;
 }

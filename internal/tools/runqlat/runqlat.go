@@ -15,21 +15,11 @@ import (
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
-// Split says how distributions are kept apart.
-type Split uint32
-
-// The values are the C side's (enum runqlat_split).
-const (
-	SplitNone = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_NONE)
-	SplitPid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_PID)
-	SplitTid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_TID)
-)
-
 // Options configure a run.
 type Options struct {
 	Pid      int
 	Cgroup   *cgroup.Target // only its tasks (nil: every task)
-	Split    Split
+	Split    bpfskel.Split
 	Duration time.Duration
 	Interval time.Duration
 	// OnInterval receives each interval's distributions.

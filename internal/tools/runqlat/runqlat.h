@@ -10,13 +10,6 @@ struct runqlat_key {
 	__u32 slot;
 };
 
-/* How distributions are kept apart (the split option). */
-enum runqlat_split {
-	RUNQLAT_SPLIT_NONE = 0,
-	RUNQLAT_SPLIT_PID = 1,
-	RUNQLAT_SPLIT_TID = 2,
-};
-
 /* Indexes of the switches counters. */
 enum runqlat_counter {
 	RUNQLAT_SWITCHES = 0, /* tasks switched in */

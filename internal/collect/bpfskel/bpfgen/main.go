@@ -50,13 +50,19 @@ import (
 type sharedType struct {
 	pkg   string // its package's import path
 	name  string // as the generated code spells it
-	value any    // a zero value, whose layout must be the C type's
+	value any    // a struct's zero value, whose layout must be the C type's
+	// members are an enum's values in Go, by C name: the object's must
+	// be the same.
+	members map[string]uint64
 }
 
 // shared are the C types of bpf/include that the tools send inside their
-// events and read with a shared Go type, by C name.
+// events, or set as options, and read with a shared Go type, by C name.
 var shared = map[string]sharedType{
-	"sonde_conn": {"github.com/sonde-dev/sonde/internal/collect/bpfmaps", "bpfmaps.Conn", bpfmaps.Conn{}},
+	"sonde_conn": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfmaps", name: "bpfmaps.Conn", value: bpfmaps.Conn{}},
+	"sonde_split": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.Split", members: map[string]uint64{
+		"SONDE_SPLIT_NONE": uint64(bpfskel.SplitNone), "SONDE_SPLIT_PID": uint64(bpfskel.SplitPid), "SONDE_SPLIT_TID": uint64(bpfskel.SplitTid),
+	}},
 }
 
 type typeNames []string
@@ -271,7 +277,7 @@ func declarations(stem string, all *btf.Spec, types []btf.Type) (string, []strin
 		if err != nil {
 			continue // the object does not use it
 		}
-		if err := sameLayout(t, reflect.TypeOf(g.value)); err != nil {
+		if err := g.matches(t); err != nil {
 			return "", nil, fmt.Errorf("%s is no longer %s: %w", g.name, c, err)
 		}
 		names[t] = g.name
@@ -303,6 +309,27 @@ func declarations(stem string, all *btf.Spec, types []btf.Type) (string, []strin
 		return !strings.Contains(b.String(), " "+pkg[strings.LastIndex(pkg, "/")+1:]+".")
 	})
 	return b.String(), imports, nil
+}
+
+// matches checks the C type t against g: an enum's values, or a struct's
+// layout.
+func (g sharedType) matches(t btf.Type) error {
+	if g.members == nil {
+		return sameLayout(t, reflect.TypeOf(g.value))
+	}
+	e, ok := btf.UnderlyingType(t).(*btf.Enum)
+	if !ok {
+		return fmt.Errorf("not an enum")
+	}
+	if len(e.Values) != len(g.members) {
+		return fmt.Errorf("%d values, not %d", len(e.Values), len(g.members))
+	}
+	for _, v := range e.Values {
+		if want, ok := g.members[v.Name]; !ok || want != v.Value {
+			return fmt.Errorf("%s is %d", v.Name, v.Value)
+		}
+	}
+	return nil
 }
 
 // sameLayout checks that the Go struct g lays out the C struct t: the same
