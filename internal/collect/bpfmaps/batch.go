@@ -76,6 +76,15 @@ func (r *Reader[K, V]) batches(op func(*ebpf.MapBatchCursor, any, any, *ebpf.Bat
 	}
 }
 
+// Read calls fn for every entry of a hash map: with reset as Drain does
+// (an interval's read and reset in one step), else as Each.
+func Read[K, V any](m *ebpf.Map, reset bool, fn func(K, V)) error {
+	if reset {
+		return Drain(m, fn)
+	}
+	return Each(m, fn)
+}
+
 // Drain calls fn for every entry of a hash map and deletes it, a batch
 // at a time (one syscall per 4,096 entries), so an interval's read and
 // its reset are one step: what the programs add while the entries are

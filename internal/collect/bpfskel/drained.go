@@ -3,9 +3,14 @@ package bpfskel
 import (
 	"context"
 	"fmt"
+	"structs"
 	"time"
 
+	"github.com/cilium/ebpf"
+
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/runctl"
+	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
 // RunDrained runs s until the duration passes or ctx ends, for a tool
@@ -39,6 +44,34 @@ func RunDrained[R any](ctx context.Context, s *Session, duration, interval time.
 		return zero, 0, fmt.Errorf("reading the counters: %w", err)
 	}
 	return r, run.Elapsed, nil
+}
+
+// SlotKey is bpf/include/sonde_bits.h's struct sonde_slot, the key of a
+// histogram tool's counts map (bpfgen checks its layout against each
+// object that has it).
+type SlotKey struct {
+	_     structs.HostLayout
+	Group uint32 // the histogram: a pid, tid or irq; 0 when there is one
+	Slot  uint32 // log_linear_slot() of the value
+}
+
+// ReadSlots reads a map of counts keyed by SlotKey into one histogram per
+// group, emptying it in the same step when reset is set (bpfmaps.Read: a
+// drained tool's interval).
+func ReadSlots(m *ebpf.Map, reset bool) (map[uint32]*histogram.Hist, error) {
+	out := map[uint32]*histogram.Hist{}
+	err := bpfmaps.Read(m, reset, func(k SlotKey, n uint64) {
+		h := out[k.Group]
+		if h == nil {
+			h = &histogram.Hist{}
+			out[k.Group] = h
+		}
+		h.AddN(histogram.LogLinearValue(k.Slot), n)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the histogram slots: %w", err)
+	}
+	return out, nil
 }
 
 // Split says how a histogram tool keeps its distributions apart (bcc's -P

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
@@ -79,32 +80,19 @@ func drain(hist, totals *ebpf.Map, reset bool) (map[uint32]*Group, error) {
 		}
 		return out[id]
 	}
-	var k cpudistCpudistKey
-	var c uint64
-	var keys []cpudistCpudistKey
-	for it := hist.Iterate(); it.Next(&k, &c); {
-		group(k.Group).Hist.AddN(histogram.LogLinearValue(k.Slot), c)
-		keys = append(keys, k)
+	hists, err := bpfskel.ReadSlots(hist, reset)
+	if err != nil {
+		return nil, err
 	}
-	var id uint32
-	var t cpudistCpudistTotal
-	var ids []uint32
-	it := totals.Iterate()
-	for it.Next(&id, &t) {
+	for id, h := range hists {
+		group(id).Hist = *h
+	}
+	err = bpfmaps.Read(totals, reset, func(id uint32, t cpudistCpudistTotal) {
 		g := group(id)
 		g.Runs, g.SumNS = t.Runs, t.SumNs
-		ids = append(ids, id)
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading the run lengths: %w", err)
-	}
-	if reset {
-		for _, k := range keys {
-			hist.Delete(k)
-		}
-		for _, id := range ids {
-			totals.Delete(id)
-		}
 	}
 	return out, nil
 }

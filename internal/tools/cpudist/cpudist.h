@@ -3,13 +3,6 @@
 #ifndef CPUDIST_H
 #define CPUDIST_H
 
-/* A histogram slot: log_linear_slot() of a run's length in ns (8 slots per
- * power of two, so percentiles are within 12.5%). */
-struct cpudist_key {
-	__u32 group; /* pid or tid; 0 when not split */
-	__u32 slot;
-};
-
 /* The exact totals of a group, beside its slots. */
 struct cpudist_total {
 	__u64 runs;   /* runs (or waits with offcpu) ended */

@@ -87,11 +87,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // reset is set.
 func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 	by := map[uint32]*Irq{}
-	var id uint32
-	var t irqsIrqsTotal
-	var ids []uint32
-	it := totals.Iterate()
-	for it.Next(&id, &t) {
+	err := bpfmaps.Read(totals, reset, func(id uint32, t irqsIrqsTotal) {
 		x := &Irq{Irq: id, Name: bpfmaps.CString(t.Name[:]), Count: t.Count, SumNS: t.SumNs}
 		if o.Soft {
 			x.Name = fmt.Sprintf("vec%d", id)
@@ -103,26 +99,17 @@ func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 			x.Hist = &histogram.Hist{}
 		}
 		by[id] = x
-		ids = append(ids, id)
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading the interrupt totals: %w", err)
 	}
-	var k irqsIrqsKey
-	var c uint64
-	var keys []irqsIrqsKey
-	for hi := hist.Iterate(); hi.Next(&k, &c); {
-		if x := by[k.Irq]; x != nil && x.Hist != nil {
-			x.Hist.AddN(histogram.LogLinearValue(k.Slot), c)
-		}
-		keys = append(keys, k)
+	hists, err := bpfskel.ReadSlots(hist, reset)
+	if err != nil {
+		return nil, err
 	}
-	if reset {
-		for _, id := range ids {
-			totals.Delete(id)
-		}
-		for _, k := range keys {
-			hist.Delete(k)
+	for id, h := range hists {
+		if x := by[id]; x != nil && x.Hist != nil {
+			x.Hist = h
 		}
 	}
 	out := make([]Irq, 0, len(by))

@@ -25,8 +25,9 @@ const volatile __u32 split = SONDE_SPLIT_NONE; /* enum sonde_split */
 /* key: tid (u32); value: when it became runnable (u64 ns). */
 HASH_MAP(starts, __u32, __u64, 32768);
 
-/* key: struct runqlat_key; value: waits in that slot (u64 count). */
-HASH_MAP(hist, struct runqlat_key, __u64, 65536);
+/* key: struct sonde_slot (group: pid or tid, 0 when not split; slot of
+ * the wait in ns); value: waits in that slot (u64 count). */
+HASH_MAP(hist, struct sonde_slot, __u64, 65536);
 
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(switches, enum runqlat_counter, RUNQLAT_NCOUNTERS);
@@ -57,7 +58,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&starts, &tid);
-	struct runqlat_key k = {.group = split_group(split, tgid, tid), .slot = log_linear_slot(d)};
+	struct sonde_slot k = {.group = split_group(split, tgid, tid), .slot = log_linear_slot(d)};
 	map_add(&hist, &k, 1);
 	return 0;
 }

@@ -3,13 +3,6 @@
 #ifndef SONDE_RUNQLAT_H
 #define SONDE_RUNQLAT_H
 
-/* A histogram slot: log_linear_slot() of the latency in ns (8 slots per
- * power of two, so percentiles are within 12.5%). */
-struct runqlat_key {
-	__u32 group; /* pid or tid; 0 when not split */
-	__u32 slot;
-};
-
 /* Indexes of the switches counters. */
 enum runqlat_counter {
 	RUNQLAT_SWITCHES = 0, /* tasks switched in */

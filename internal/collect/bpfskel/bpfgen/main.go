@@ -13,7 +13,7 @@
 // bpf2go's compile step (cilium/ebpf/cmd/bpf2go/gen) and accepts its
 // command line, so a package moves over by changing its go:generate line:
 //
-//	//go:generate go tool bpfgen -type runqlat_key runqlat runqlat.bpf.c
+//	//go:generate go tool bpfgen -type cpudist_total cpudist cpudist.bpf.c
 //
 // A field whose C type comes from a shared header and has a Go declaration
 // of its own (shared: struct sonde_conn is bpfmaps.Conn) is written as that
@@ -60,6 +60,7 @@ type sharedType struct {
 // events, or set as options, and read with a shared Go type, by C name.
 var shared = map[string]sharedType{
 	"sonde_conn": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfmaps", name: "bpfmaps.Conn", value: bpfmaps.Conn{}},
+	"sonde_slot": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.SlotKey", value: bpfskel.SlotKey{}},
 	"sonde_split": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.Split", members: map[string]uint64{
 		"SONDE_SPLIT_NONE": uint64(bpfskel.SplitNone), "SONDE_SPLIT_PID": uint64(bpfskel.SplitPid), "SONDE_SPLIT_TID": uint64(bpfskel.SplitTid),
 	}},
