@@ -107,4 +107,13 @@ static __always_inline void *ring_reserve(void *ring, __u64 size, void *counters
 	return rec;
 }
 
+/* The lost counters of a tool that keeps each call's entry in flight until
+ * its exit, then sends one ring record (execsnoop, opensnoop): the key of
+ * its ENUM_COUNTERS map; Go reads them as bpfskel.InFlightLost. */
+enum inflight_lost {
+	LOST_INFLIGHT, /* calls not reported: the in-flight map was full */
+	LOST_RING,     /* calls not reported: the ring buffer was full */
+	LOST_COUNTERS,
+};
+
 #endif

@@ -33,6 +33,19 @@ type Streamed[C any] struct {
 	Counts C
 }
 
+// InFlightLost are the lost counters of a stream tool that keeps each
+// call's entry in flight until its exit (execsnoop, opensnoop): the members
+// of sonde_maps.h's enum inflight_lost.
+type InFlightLost struct {
+	InFlight uint64 `counter:"LOST_INFLIGHT"` // the in-flight map was full
+	Ring     uint64 `counter:"LOST_RING"`     // the ring buffer was full
+}
+
+// Footer ends such a tool's text: how many events (noun), and what was lost.
+func (l InFlightLost) Footer(w io.Writer, t Tally, noun string) {
+	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n", t.Summary(noun), l.InFlight+l.Ring, l.InFlight, l.Ring)
+}
+
 // TimeHeader writes the name of the snoop tools' optional first column,
 // the time of the event in seconds since boot (bcc's -T or -t).
 func TimeHeader(w io.Writer, on bool) {

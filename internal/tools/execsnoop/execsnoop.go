@@ -45,17 +45,8 @@ var Vocabulary = map[string]string{
 	"argv_cut": "execsnoop: the argument list was longer than what was kept (20 arguments of 127 bytes)",
 }
 
-// Lost counts the execs not reported (each tag names its member of enum
-// execsnoop_counter).
-type Lost struct {
-	InFlight uint64 `counter:"EXECSNOOP_LOST_INFLIGHT"` // the in-flight map was full
-	Ring     uint64 `counter:"EXECSNOOP_LOST_RING"`     // the ring buffer was full
-}
-
-func (l Lost) total() uint64 { return l.InFlight + l.Ring }
-
 // Result of a run: the execs read and shown, and what was lost.
-type Result bpfskel.Streamed[Lost]
+type Result bpfskel.Streamed[bpfskel.InFlightLost]
 
 // Run reports each exec to out as its execve returns, until the duration
 // passes or ctx ends.
@@ -70,7 +61,7 @@ func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 			bpfskel.TracepointHook("syscalls", "sys_enter_execveat", execsnoopProgEnterExecveat),
 		},
 	}
-	st := bpfskel.Stream[execsnoopExecsnoopEvent, Exec, Lost]{Ring: &maps.Events, Counters: &maps.Lost,
+	st := bpfskel.Stream[execsnoopExecsnoopEvent, Exec, bpfskel.InFlightLost]{Ring: &maps.Events, Counters: &maps.Lost,
 		Duration: o.Duration, Decode: eventOf}
 	res, err := st.Run(ctx, tool, execOf, o.keep, out)
 	return (*Result)(res), err
@@ -125,6 +116,5 @@ func (x Exec) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many execs, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n",
-		r.Summary("execs"), r.Counts.total(), r.Counts.InFlight, r.Counts.Ring)
+	r.Counts.Footer(w, r.Tally, "execs")
 }

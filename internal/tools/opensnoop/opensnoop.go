@@ -57,17 +57,8 @@ var Vocabulary = map[string]string{
 	"path_cut":  "opensnoop: the path filled the 255 bytes kept, and may go on",
 }
 
-// Lost counts the opens not reported (each tag names its member of enum
-// opensnoop_counter).
-type Lost struct {
-	InFlight uint64 `counter:"OPENSNOOP_LOST_INFLIGHT"` // the in-flight map was full
-	Ring     uint64 `counter:"OPENSNOOP_LOST_RING"`     // the ring buffer was full
-}
-
-func (l Lost) total() uint64 { return l.InFlight + l.Ring }
-
 // Result of a run: the opens read and shown, and what was lost.
-type Result bpfskel.Streamed[Lost]
+type Result bpfskel.Streamed[bpfskel.InFlightLost]
 
 // hooks are the tracepoints of the calls this kernel has (arm64 has no
 // open(2), only openat and openat2); exits before entries, so no entry is
@@ -100,7 +91,7 @@ func Run(ctx context.Context, o Options, out func(Open)) (*Result, error) {
 		},
 		Hooks: hooks(),
 	}
-	st := bpfskel.Stream[opensnoopOpensnoopEvent, Open, Lost]{Ring: &maps.Events, Counters: &maps.Lost, Duration: o.Duration}
+	st := bpfskel.Stream[opensnoopOpensnoopEvent, Open, bpfskel.InFlightLost]{Ring: &maps.Events, Counters: &maps.Lost, Duration: o.Duration}
 	res, err := st.Run(ctx, tool, openOf, o.keep, out)
 	return (*Result)(res), err
 }
@@ -172,6 +163,5 @@ func (x Open) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many opens, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n",
-		r.Summary("opens"), r.Counts.total(), r.Counts.InFlight, r.Counts.Ring)
+	r.Counts.Footer(w, r.Tally, "opens")
 }
