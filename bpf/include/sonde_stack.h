@@ -71,4 +71,12 @@ static __always_inline __u32 take_stacks_unwind(void *ctx, void *stacks, bool us
 }
 #endif
 
+/* The options of the tools that count time or hits per stack (profile,
+ * offcpu, stackcount), set before load: one statement declaring them. */
+#define STACK_OPTIONS                                                     \
+	const volatile __u32 target_pid = 0;    /* 0: every process */        \
+	const volatile bool per_thread = false; /* key by thread as well */  \
+	const volatile bool user_stacks = true;                               \
+	const volatile bool kernel_stacks = true
+
 #endif

@@ -16,10 +16,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_pid = 0; /* 0: every process */
-const volatile bool per_thread = false;
-const volatile bool user_stacks = true;
-const volatile bool kernel_stacks = true;
+STACK_OPTIONS;
 
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
