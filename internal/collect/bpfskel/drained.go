@@ -55,6 +55,18 @@ type SlotKey struct {
 	Slot  uint32 // log_linear_slot() of the value
 }
 
+// StackKey is bpf/include/sonde_stack.h's struct sonde_stack_key: a task
+// and the stacks it was at, as the tools that count per stack key them
+// (bpfgen checks its layout against each object that has it).
+type StackKey struct {
+	_           structs.HostLayout
+	Pid         uint32
+	Tid         uint32 // 0 unless keyed per thread
+	UserStack   uint64 // key in unwind_stacks, 0: none
+	KernelStack int32  // id in the stack map, or a negative errno
+	Unused      uint32
+}
+
 // ReadSlots reads a map of counts keyed by SlotKey into one histogram per
 // group, emptying it in the same step when reset is set (bpfmaps.Read: a
 // drained tool's interval).

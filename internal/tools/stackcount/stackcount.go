@@ -132,21 +132,21 @@ func build(m *stackcountMaps, ld *unwind.Loader, o Options, start time.Time, ela
 	restore := ld.Restorer(b)
 	err := bpfmaps.Drain(m.Counts, func(key stackcountStackcountKey, n uint64) {
 		res.Hits += n
-		restore(key.Pid)
-		tid := key.Tid
+		restore(key.At.Pid)
+		tid := key.At.Tid
 		if !o.PerThread {
-			tid = key.Pid
+			tid = key.At.Pid
 		}
 		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
 		var user []uint64
 		if o.User {
-			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
+			if us, ok := ld.Stack(key.At.UserStack, &ubuf); ok {
 				user = us.PCs
-				res.Stacks.Add(ld.FileOf, key.Pid, us, n)
+				res.Stacks.Add(ld.FileOf, key.At.Pid, us, n)
 			}
 		}
-		locs := b.StackLocs(key.Pid, bpfmaps.Stack(m.Stacks, key.KernelStack, kbuf), user)
-		b.SampleLocs(key.Pid, tid, locs, n)
+		locs := b.StackLocs(key.At.Pid, bpfmaps.Stack(m.Stacks, key.At.KernelStack, kbuf), user)
+		b.SampleLocs(key.At.Pid, tid, locs, n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the stack counts: %w", err)

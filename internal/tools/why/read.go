@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/syscalls"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
@@ -112,7 +113,7 @@ func (r *reader) read(d *Data) error {
 	if err != nil {
 		return fmt.Errorf("reading blocked time: %w", err)
 	}
-	cpus, err := bpfmaps.All[whyWhyCpuKey, uint64](r.maps.Cpu)
+	cpus, err := bpfmaps.All[bpfskel.StackKey, uint64](r.maps.Cpu)
 	if err != nil {
 		return fmt.Errorf("reading CPU time: %w", err)
 	}
