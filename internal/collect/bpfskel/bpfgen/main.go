@@ -59,9 +59,9 @@ type sharedType struct {
 // shared are the C types of bpf/include that the tools send inside their
 // events, or set as options, and read with a shared Go type, by C name.
 var shared = map[string]sharedType{
-	"sonde_conn": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfmaps", name: "bpfmaps.Conn", value: bpfmaps.Conn{}},
+	"sonde_conn":      {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfmaps", name: "bpfmaps.Conn", value: bpfmaps.Conn{}},
 	"sonde_stack_key": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.StackKey", value: bpfskel.StackKey{}},
-	"sonde_slot": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.SlotKey", value: bpfskel.SlotKey{}},
+	"sonde_slot":      {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.SlotKey", value: bpfskel.SlotKey{}},
 	"sonde_split": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.Split", members: map[string]uint64{
 		"SONDE_SPLIT_NONE": uint64(bpfskel.SplitNone), "SONDE_SPLIT_PID": uint64(bpfskel.SplitPid), "SONDE_SPLIT_TID": uint64(bpfskel.SplitTid),
 	}},
