@@ -29,4 +29,25 @@ static __always_inline __u32 log_linear_slot(__u64 v)
 	return (msb << 3) | (__u32)((v >> (msb - 3)) & 7);
 }
 
+/* A slot of one of a tool's log-linear histograms, the key of its counts
+ * map (Go's bpfskel.SlotKey, read by bpfskel.ReadSlots). */
+struct sonde_slot {
+	__u32 group; /* the histogram: a pid, tid or irq; 0 when there is one */
+	__u32 slot;  /* log_linear_slot() of the value */
+};
+
+/* How a histogram tool keeps its distributions apart (its split option:
+ * bcc's -P and -L); Go's bpfskel.Split, whose values bpfgen checks. */
+enum sonde_split {
+	SONDE_SPLIT_NONE = 0, /* one distribution */
+	SONDE_SPLIT_PID = 1,  /* one per process */
+	SONDE_SPLIT_TID = 2,  /* one per thread */
+};
+
+/* The distribution (group) a task's event goes to under split. */
+static __always_inline __u32 split_group(__u32 split, __u32 tgid, __u32 tid)
+{
+	return split == SONDE_SPLIT_PID ? tgid : split == SONDE_SPLIT_TID ? tid : 0;
+}
+
 #endif

@@ -97,4 +97,23 @@ static __always_inline void ring_submit(void *ring, void *rec)
 	bpf_ringbuf_submit(rec, flags);
 }
 
+/* A record of size bytes reserved in ring, or NULL when the ring is full:
+ * then counter which of counters (PERCPU_COUNTERS) counts the event lost. */
+static __always_inline void *ring_reserve(void *ring, __u64 size, void *counters, __u32 which)
+{
+	void *rec = bpf_ringbuf_reserve(ring, size, 0);
+	if (!rec)
+		counter_inc(counters, which);
+	return rec;
+}
+
+/* The lost counters of a tool that keeps each call's entry in flight until
+ * its exit, then sends one ring record (execsnoop, opensnoop): the key of
+ * its ENUM_COUNTERS map; Go reads them as bpfskel.InFlightLost. */
+enum inflight_lost {
+	LOST_INFLIGHT, /* calls not reported: the in-flight map was full */
+	LOST_RING,     /* calls not reported: the ring buffer was full */
+	LOST_COUNTERS,
+};
+
 #endif

@@ -71,4 +71,22 @@ static __always_inline __u32 take_stacks_unwind(void *ctx, void *stacks, bool us
 }
 #endif
 
+/* A task and the stacks it was at, as the tools that count per stack key
+ * them (why's on-CPU slices, stackcount's hits); Go's bpfskel.StackKey. */
+struct sonde_stack_key {
+	__u32 pid;
+	__u32 tid;          /* 0 unless keyed per thread */
+	__u64 user_stack;   /* key in unwind_stacks, 0: none */
+	__s32 kernel_stack; /* id in the stack map, or a negative errno */
+	__u32 unused;
+};
+
+/* The options of the tools that count time or hits per stack (profile,
+ * offcpu, stackcount), set before load: one statement declaring them. */
+#define STACK_OPTIONS                                                     \
+	const volatile __u32 target_pid = 0;    /* 0: every process */        \
+	const volatile bool per_thread = false; /* key by thread as well */  \
+	const volatile bool user_stacks = true;                               \
+	const volatile bool kernel_stacks = true
+
 #endif

@@ -284,19 +284,30 @@ __noinline __s64 unwind_find_row(__u32 first, __u32 count, __u64 rel)
 	return r->rule;
 }
 
+/* *k gets the key of file f, as unwind_files is keyed (k->unused is the
+ * caller's to zero). */
+static __always_inline void unwind_file_key_of(struct file___unwind *f, struct unwind_file_key *k)
+{
+	k->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	k->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+}
+
+/* The loaded table of file f, with its key in *k; NULL when there is no
+ * file or its rows are not loaded. */
+static __always_inline struct unwind_file *unwind_file_rows(struct file___unwind *f, struct unwind_file_key *k)
+{
+	if (!f)
+		return NULL;
+	unwind_file_key_of(f, k);
+	return bpf_map_lookup_elem(&unwind_files, k);
+}
 
 /* The table of the file behind vma, when its rows are loaded and the
  * mapping overlaps the file's executable segment: true with *c filled. */
 static __always_inline bool unwind_vma_table(struct vm_area_struct___unwind *vma, struct unwind_vma *c)
 {
-	struct file___unwind *f = BPF_CORE_READ(vma, vm_file);
-	if (!f)
-		return false;
-	struct unwind_file_key k = {
-		.ino = BPF_CORE_READ(f, f_inode, i_ino),
-		.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev),
-	};
-	struct unwind_file *uf = bpf_map_lookup_elem(&unwind_files, &k);
+	struct unwind_file_key k = {};
+	struct unwind_file *uf = unwind_file_rows(BPF_CORE_READ(vma, vm_file), &k);
 	if (!uf)
 		return false;
 	__u64 start = BPF_CORE_READ(vma, vm_start), end = BPF_CORE_READ(vma, vm_end);
@@ -333,14 +344,8 @@ static __always_inline bool unwind_exe_table(struct unwind_state *st, struct unw
 	__u64 start = BPF_CORE_READ(mm, start_code), end = BPF_CORE_READ(mm, end_code);
 	if (st->pc < start || st->pc >= end)
 		return false;
-	struct file___unwind *f = BPF_CORE_READ(mm, exe_file);
-	if (!f)
-		return false;
-	struct unwind_file_key k = {
-		.ino = BPF_CORE_READ(f, f_inode, i_ino),
-		.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev),
-	};
-	struct unwind_file *uf = bpf_map_lookup_elem(&unwind_files, &k);
+	struct unwind_file_key k = {};
+	struct unwind_file *uf = unwind_file_rows(BPF_CORE_READ(mm, exe_file), &k);
 	if (!uf)
 		return false;
 	c->start = start;
@@ -750,12 +755,9 @@ static __always_inline __u64 unwind_user_stack(void)
 /* bpf_find_vma callback: the key of the file behind vma (none: ino 0). */
 static long unwind_file_cb(void *task, struct vm_area_struct___unwind *vma, void *data)
 {
-	struct unwind_file_key *k = data;
 	struct file___unwind *f = BPF_CORE_READ(vma, vm_file);
-	if (f) {
-		k->ino = BPF_CORE_READ(f, f_inode, i_ino);
-		k->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-	}
+	if (f)
+		unwind_file_key_of(f, data);
 	return 0;
 }
 

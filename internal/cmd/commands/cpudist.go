@@ -8,6 +8,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/remote"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/procfs"
 	"github.com/sonde-dev/sonde/internal/tools/cpudist"
 	"github.com/sonde-dev/sonde/internal/view/dist"
@@ -28,7 +29,7 @@ func newCpudistCmd() *cobra.Command {
 		do := l.DistOptions
 		o := cpudist.Options{Pid: l.Pid, OffCPU: offcpu, Duration: l.Duration, Interval: l.Interval}
 		var split dist.Split
-		o.Split, split = splitOf(sf, cpudist.SplitPid, cpudist.SplitTid)
+		o.Split, split = splitOf(sf)
 		o.OnInterval = func(g map[uint32]*cpudist.Group) {
 			l.W.Interval(dist.NewCPURuns(do, tgt, offcpu, split, runsOf(g), splitComm, 0, 0, l.Lap()))
 		}
@@ -51,17 +52,16 @@ func (sf *splitFlags) add(f *pflag.FlagSet) {
 	cli.Conflicting(f, "pids", "tids", "choose one split")
 }
 
-// splitOf is the tool's split (its zero value: none; perPid, perTid) and
-// the view's, as the flags ask.
-func splitOf[S any](sf splitFlags, perPid, perTid S) (S, dist.Split) {
-	var none S
+// splitOf is the tools' split (cpudist's, runqlat's) and the view's, as
+// the flags ask.
+func splitOf(sf splitFlags) (bpfskel.Split, dist.Split) {
 	switch {
 	case sf.tids:
-		return perTid, dist.ByThread
+		return bpfskel.SplitTid, dist.ByThread
 	case sf.pids:
-		return perPid, dist.ByProcess
+		return bpfskel.SplitPid, dist.ByProcess
 	}
-	return none, dist.All
+	return bpfskel.SplitNone, dist.All
 }
 
 // splitComm names the process or thread id of a split, as the view asks.

@@ -32,7 +32,7 @@ func newRunqlatCmd() *cobra.Command {
 		do := l.DistOptions
 		o := runqlat.Options{Pid: l.Pid, Cgroup: l.Cgroup, Duration: l.Duration, Interval: l.Interval}
 		var split dist.Split
-		o.Split, split = splitOf(sf, runqlat.SplitPid, runqlat.SplitTid)
+		o.Split, split = splitOf(sf)
 		o.OnInterval = func(g map[uint32]*histogram.Hist) {
 			l.W.Interval(dist.NewRunQueue(do, tgt, split, g, splitComm, 0, 0, l.Lap()))
 		}

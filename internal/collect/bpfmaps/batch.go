@@ -16,6 +16,20 @@ func Each[K, V any](m *ebpf.Map, fn func(K, V)) error {
 	return new(Reader[K, V]).Each(m, fn)
 }
 
+// Entry is one key and its value, as All reads them.
+type Entry[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// All reads every entry of a hash map (Each) into a slice, for a reader
+// that needs them after other maps are read.
+func All[K, V any](m *ebpf.Map) ([]Entry[K, V], error) {
+	var out []Entry[K, V]
+	err := Each(m, func(k K, v V) { out = append(out, Entry[K, V]{k, v}) })
+	return out, err
+}
+
 // Reader reads maps a batch at a time into buffers it keeps: a tool that
 // scans a map every 100 ms allocates them once, not at every scan.
 type Reader[K, V any] struct {
@@ -60,6 +74,15 @@ func (r *Reader[K, V]) batches(op func(*ebpf.MapBatchCursor, any, any, *ebpf.Bat
 			return true, err
 		}
 	}
+}
+
+// Read calls fn for every entry of a hash map: with reset as Drain does
+// (an interval's read and reset in one step), else as Each.
+func Read[K, V any](m *ebpf.Map, reset bool, fn func(K, V)) error {
+	if reset {
+		return Drain(m, fn)
+	}
+	return Each(m, fn)
 }
 
 // Drain calls fn for every entry of a hash map and deletes it, a batch

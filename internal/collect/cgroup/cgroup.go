@@ -236,6 +236,62 @@ func ParseProcCgroup(r io.Reader) (string, error) {
 	return "", sc.Err()
 }
 
+// ControllerDir is the directory of pid's cgroup for a controller (cpu,
+// memory…): in the v1 hierarchy that has the controller, else in the v2
+// one ("" when it is not found).
+func ControllerDir(pid int, controller string) string {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+	path, v2 := ParseControllerPath(f, controller)
+	f.Close()
+	if path == "" {
+		return ""
+	}
+	hs, err := Mounts()
+	if err != nil {
+		return ""
+	}
+	if m := controllerMount(hs, controller, v2); m != "" {
+		return filepath.Join(m, path)
+	}
+	return ""
+}
+
+// controllerMount is where the v1 hierarchy with controller, or with v2 the
+// unified one, is mounted ("" when none is).
+func controllerMount(hs []Hierarchy, controller string, v2 bool) string {
+	for _, h := range hs {
+		if (v2 && h.V2) || (!v2 && !h.V2 && contains(h.Controllers, controller)) {
+			return h.Mount
+		}
+	}
+	return ""
+}
+
+// ParseControllerPath finds a controller's path in a /proc/PID/cgroup: the
+// v1 line that names it, else the v2 line ("0::/path"), and which it is.
+func ParseControllerPath(r io.Reader, controller string) (path string, v2 bool) {
+	sc := bufio.NewScanner(r)
+	var unified string
+	found := false
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			unified, found = parts[2], true
+			continue
+		}
+		if contains(strings.Split(parts[1], ","), controller) {
+			return parts[2], false
+		}
+	}
+	return unified, found
+}
+
 // V2Paths maps the ids of the v2 cgroups under mount (their directories'
 // inodes, what the kernel reports as a cgroup id) to their paths.
 func V2Paths(mount string) map[uint64]string {

@@ -52,6 +52,30 @@ func TestParseProcCgroup(t *testing.T) {
 	}
 }
 
+// A controller's cgroup is in its v1 hierarchy on a hybrid host, else in
+// the v2 one (why reads the cpu controller's throttling).
+func TestControllerPathAndMount(t *testing.T) {
+	p, v2 := ParseControllerPath(strings.NewReader("4:memory:/m\n2:cpuacct,cpu:/sonde/x\n0::/\n"), "cpu")
+	if p != "/sonde/x" || v2 {
+		t.Errorf("v1 path %q %v", p, v2)
+	}
+	p, v2 = ParseControllerPath(strings.NewReader("0::/user.slice/app\n"), "cpu")
+	if p != "/user.slice/app" || !v2 {
+		t.Errorf("v2 path %q %v", p, v2)
+	}
+	mi := "30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu\n40 25 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
+	hs, err := ParseMountinfo(strings.NewReader(mi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := controllerMount(hs, "cpu", false); m != "/sys/fs/cgroup/cpu" {
+		t.Errorf("v1 mount %q", m)
+	}
+	if m := controllerMount(hs, "cpu", true); m != "/sys/fs/cgroup/unified" {
+		t.Errorf("v2 mount %q", m)
+	}
+}
+
 func TestContainerOf(t *testing.T) {
 	id := strings.Repeat("0123456789abcdef", 4)
 	uid := "0a1b2c3d-1111-2222-3333-444455556666"

@@ -12,3 +12,19 @@ func (l *Loader) Open(t bpfskel.Tool) (*bpfskel.Session, error) {
 	}
 	return s, nil
 }
+
+// OpenKept opens a tool that reads its stacks' keys only at the end
+// (KeepStacks, so the stacks map does not fill meanwhile), and returns
+// with the session the one call that ends both: l stopped, the session
+// closed.
+func (l *Loader) OpenKept(t bpfskel.Tool) (*bpfskel.Session, func(), error) {
+	l.KeepStacks()
+	s, err := l.Open(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() {
+		l.Stop()
+		s.Close()
+	}, nil
+}

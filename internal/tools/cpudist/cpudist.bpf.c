@@ -21,9 +21,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-KEEP_TYPE(enum cpudist_split, cpudist_split);
+KEEP_TYPE(enum sonde_split, sonde_split);
 
-const volatile __u32 split = CPUDIST_SPLIT_NONE; /* enum cpudist_split */
+const volatile __u32 split = SONDE_SPLIT_NONE;  /* enum sonde_split */
 const volatile bool offcpu = false;              /* time off the CPU instead of on it */
 
 /* key: tid (u32); value: when its current run (or wait) began (u64 ns: its
@@ -33,8 +33,9 @@ const volatile bool offcpu = false;              /* time off the CPU instead of 
  * timed exactly. LRU: the threads that stopped running age out. */
 SONDE_MAP(starts, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 32768);
 
-/* key: struct cpudist_key; value: runs in that slot (u64 count). */
-HASH_MAP(hist, struct cpudist_key, __u64, 65536);
+/* key: struct sonde_slot (group: pid or tid, 0 when not split; slot of
+ * the run's length in ns); value: runs in that slot (u64 count). */
+HASH_MAP(hist, struct sonde_slot, __u64, 65536);
 
 /* key: group (u32: pid, tid or 0); value: struct cpudist_total. */
 HASH_MAP(totals, __u32, struct cpudist_total, 16384);
@@ -68,8 +69,8 @@ static __always_inline void end(__u32 tgid, __u32 tid, __u64 now)
 		bpf_map_delete_elem(&starts, &tid);
 	else
 		*ts = now;
-	__u32 group = split == CPUDIST_SPLIT_PID ? tgid : split == CPUDIST_SPLIT_TID ? tid : 0;
-	struct cpudist_key k = {.group = group, .slot = log_linear_slot(d)};
+	__u32 group = split_group(split, tgid, tid);
+	struct sonde_slot k = {.group = group, .slot = log_linear_slot(d)};
 	struct cpudist_total zero = {}, *t = lookup_or_init(&totals, &group, &zero);
 	if (!t || !map_add(&hist, &k, 1)) {
 		counter_inc(&counts, CPUDIST_LOST_MAP);

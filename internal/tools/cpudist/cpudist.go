@@ -11,24 +11,15 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
-)
-
-// Split says how distributions are kept apart (bcc's -P, -L).
-type Split uint32
-
-// The values are the C side's (enum cpudist_split).
-const (
-	SplitNone = Split(cpudistCpudistSplitCPUDIST_SPLIT_NONE)
-	SplitPid  = Split(cpudistCpudistSplitCPUDIST_SPLIT_PID)
-	SplitTid  = Split(cpudistCpudistSplitCPUDIST_SPLIT_TID)
 )
 
 // Options configure a run.
 type Options struct {
 	Pid      int
-	Split    Split
+	Split    bpfskel.Split
 	OffCPU   bool // time off the CPU between runs, instead of on it
 	Duration time.Duration
 	Interval time.Duration
@@ -70,12 +61,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	read := func(reset bool) (map[uint32]*Group, error) { return drain(maps.Hist, maps.Totals, reset) }
-	g, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Groups: g, Elapsed: run.Elapsed}
-	if err := maps.Counts.Read(&res.Counts); err != nil {
+	res := &Result{}
+	if res.Groups, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Counts, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -93,32 +80,19 @@ func drain(hist, totals *ebpf.Map, reset bool) (map[uint32]*Group, error) {
 		}
 		return out[id]
 	}
-	var k cpudistCpudistKey
-	var c uint64
-	var keys []cpudistCpudistKey
-	for it := hist.Iterate(); it.Next(&k, &c); {
-		group(k.Group).Hist.AddN(histogram.LogLinearValue(k.Slot), c)
-		keys = append(keys, k)
+	hists, err := bpfskel.ReadSlots(hist, reset)
+	if err != nil {
+		return nil, err
 	}
-	var id uint32
-	var t cpudistCpudistTotal
-	var ids []uint32
-	it := totals.Iterate()
-	for it.Next(&id, &t) {
+	for id, h := range hists {
+		group(id).Hist = *h
+	}
+	err = bpfmaps.Read(totals, reset, func(id uint32, t cpudistCpudistTotal) {
 		g := group(id)
 		g.Runs, g.SumNS = t.Runs, t.SumNs
-		ids = append(ids, id)
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading the run lengths: %w", err)
-	}
-	if reset {
-		for _, k := range keys {
-			hist.Delete(k)
-		}
-		for _, id := range ids {
-			totals.Delete(id)
-		}
 	}
 	return out, nil
 }

@@ -3,24 +3,10 @@
 #ifndef CPUDIST_H
 #define CPUDIST_H
 
-/* A histogram slot: log_linear_slot() of a run's length in ns (8 slots per
- * power of two, so percentiles are within 12.5%). */
-struct cpudist_key {
-	__u32 group; /* pid or tid; 0 when not split */
-	__u32 slot;
-};
-
 /* The exact totals of a group, beside its slots. */
 struct cpudist_total {
 	__u64 runs;   /* runs (or waits with offcpu) ended */
 	__u64 sum_ns; /* their total length, ns */
-};
-
-/* How distributions are kept apart. */
-enum cpudist_split {
-	CPUDIST_SPLIT_NONE = 0,
-	CPUDIST_SPLIT_PID = 1,
-	CPUDIST_SPLIT_TID = 2,
 };
 
 enum cpudist_counter {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/testutil"
 	"github.com/sonde-dev/sonde/internal/tools/cpudist"
 )
@@ -96,7 +97,7 @@ func TestCpudistAgainstSchedstat(t *testing.T) {
 		to  chan result
 	}{{false, on}, {true, off}} {
 		go func() {
-			r, err := cpudist.Run(ctx, cpudist.Options{Pid: pid, Split: cpudist.SplitTid, OffCPU: c.off})
+			r, err := cpudist.Run(ctx, cpudist.Options{Pid: pid, Split: bpfskel.SplitTid, OffCPU: c.off})
 			c.to <- result{r, err}
 		}()
 	}

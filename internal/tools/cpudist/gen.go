@@ -4,4 +4,4 @@ package cpudist
 //
 // bpfgen (internal/collect/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type cpudist_key -type cpudist_total -type cpudist_split cpudist cpudist.bpf.c
+//go:generate go tool bpfgen -type cpudist_total cpudist cpudist.bpf.c

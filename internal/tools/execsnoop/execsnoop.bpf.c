@@ -30,8 +30,8 @@ HASH_MAP(inflight, __u32, struct execsnoop_event, 10240);
  * does not fit on the BPF stack). */
 PERCPU_ARRAY(empty, struct execsnoop_event, 1);
 
-/* key: enum execsnoop_counter; value: execs lost (u64), per CPU. */
-ENUM_COUNTERS(lost, enum execsnoop_counter, EXECSNOOP_COUNTERS);
+/* key: enum inflight_lost (sonde_maps.h); value: execs lost (u64), per CPU. */
+ENUM_COUNTERS(lost, enum inflight_lost, LOST_COUNTERS);
 
 /* Records to user space: one struct execsnoop_event per exec. */
 RINGBUF(events, 1 << 20);
@@ -46,7 +46,7 @@ static __always_inline int enter(unsigned long argv_addr)
 	if (!blank)
 		return 0;
 	if (bpf_map_update_elem(&inflight, &pid, blank, BPF_ANY)) {
-		counter_inc(&lost, EXECSNOOP_LOST_INFLIGHT);
+		counter_inc(&lost, LOST_INFLIGHT);
 		return 0;
 	}
 	struct execsnoop_event *e = bpf_map_lookup_elem(&inflight, &pid);
@@ -97,7 +97,7 @@ static __always_inline int leave(long ret)
 	__u64 flags = bpf_ringbuf_query(&events, SONDE_RB_AVAIL_DATA) >= RING_WAKE_BYTES ?
 			      SONDE_RB_FORCE_WAKEUP : SONDE_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, e, size, flags))
-		counter_inc(&lost, EXECSNOOP_LOST_RING);
+		counter_inc(&lost, LOST_RING);
 	bpf_map_delete_elem(&inflight, &pid);
 	return 0;
 }

@@ -45,26 +45,13 @@ var Vocabulary = map[string]string{
 	"argv_cut": "execsnoop: the argument list was longer than what was kept (20 arguments of 127 bytes)",
 }
 
-// Lost counts the execs not reported (each tag names its member of enum
-// execsnoop_counter).
-type Lost struct {
-	InFlight uint64 `counter:"EXECSNOOP_LOST_INFLIGHT"` // the in-flight map was full
-	Ring     uint64 `counter:"EXECSNOOP_LOST_RING"`     // the ring buffer was full
-}
-
-func (l Lost) total() uint64 { return l.InFlight + l.Ring }
-
 // Result of a run: the execs read and shown, and what was lost.
-type Result struct {
-	bpfskel.Tally
-	Lost Lost
-}
+type Result bpfskel.Streamed[bpfskel.InFlightLost]
 
 // Run reports each exec to out as its execve returns, until the duration
 // passes or ctx ends.
 func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 	var maps execsnoopMaps
-	res := &Result{}
 	tool := bpfskel.Tool{
 		Name: "exec tracer", Spec: loadExecsnoop, Maps: &maps,
 		Hooks: []bpfskel.Hook{
@@ -74,13 +61,10 @@ func Run(ctx context.Context, o Options, out func(Exec)) (*Result, error) {
 			bpfskel.TracepointHook("syscalls", "sys_enter_execveat", execsnoopProgEnterExecveat),
 		},
 	}
-	st := bpfskel.Stream[execsnoopExecsnoopEvent, Exec]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost,
+	st := bpfskel.Stream[execsnoopExecsnoopEvent, Exec, bpfskel.InFlightLost]{Ring: &maps.Events, Counters: &maps.Lost,
 		Duration: o.Duration, Decode: eventOf}
-	var err error
-	if res.Tally, err = st.Run(ctx, tool, execOf, o.keep, out); err != nil {
-		return nil, err
-	}
-	return res, nil
+	res, err := st.Run(ctx, tool, execOf, o.keep, out)
+	return (*Result)(res), err
 }
 
 // eventOf reads a record: the program sends only the argument slots in
@@ -113,17 +97,13 @@ func (o Options) keep(x Exec) bool {
 // Header is the text view's first line, as bcc's execsnoop prints it
 // (with the time in seconds since boot first when asked).
 func Header(w io.Writer, timestamps bool) {
-	if timestamps {
-		fmt.Fprintf(w, "%-14s ", "TIME(s)")
-	}
+	bpfskel.TimeHeader(w, timestamps)
 	fmt.Fprintf(w, "%-16s %-7s %-7s %3s %s\n", "PCOMM", "PID", "PPID", "RET", "ARGS")
 }
 
 // WriteText prints the exec as one line under Header.
 func (x Exec) WriteText(w io.Writer, timestamps bool) {
-	if timestamps {
-		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
-	}
+	bpfskel.TimeColumn(w, timestamps, x.TimeNS)
 	args := strings.Join(x.Argv, " ")
 	if x.Cut {
 		args += " ..."
@@ -136,6 +116,5 @@ func (x Exec) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many execs, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n",
-		r.Summary("execs"), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
+	r.Counts.Footer(w, r.Tally, "execs")
 }

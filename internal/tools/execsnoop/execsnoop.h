@@ -19,10 +19,4 @@ struct execsnoop_event {
 	char argv[EXECSNOOP_MAX_ARGS][EXECSNOOP_ARG_SIZE];
 };
 
-enum execsnoop_counter {
-	EXECSNOOP_LOST_INFLIGHT, /* execs not reported: the in-flight map was full */
-	EXECSNOOP_LOST_RING,     /* execs not reported: the ring buffer was full */
-	EXECSNOOP_COUNTERS,
-};
-
 #endif

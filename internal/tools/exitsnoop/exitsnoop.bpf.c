@@ -58,11 +58,9 @@ TP_BTF_OR_RAW(sched_process_exit, exit)
 	int code = BPF_CORE_READ(t, exit_code);
 	if (failed_only && code == 0)
 		return 0;
-	struct exitsnoop_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&lost, EXITSNOOP_LOST_RING);
+	struct exitsnoop_event *e = ring_reserve(&events, sizeof(*e), &lost, EXITSNOOP_LOST_RING);
+	if (!e)
 		return 0;
-	}
 	e->time_ns = bpf_ktime_get_ns();
 	/* A process is as old as its first thread; a thread, as itself. */
 	__u64 start = per_thread ? BPF_CORE_READ(t, start_time) : BPF_CORE_READ(t, group_leader, start_time);

@@ -60,16 +60,12 @@ type Lost struct {
 }
 
 // Result of a run: the exits read and shown, and what was lost.
-type Result struct {
-	bpfskel.Tally
-	Lost Lost
-}
+type Result bpfskel.Streamed[Lost]
 
 // Run reports each exit to out as it happens, until the duration passes or
 // ctx ends.
 func Run(ctx context.Context, o Options, out func(Exit)) (*Result, error) {
 	var maps exitsnoopMaps
-	res := &Result{}
 	tool := bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: "exit tracer", Spec: loadExitsnoop, Maps: &maps,
 		Consts: map[string]any{
@@ -78,12 +74,9 @@ func Run(ctx context.Context, o Options, out func(Exit)) (*Result, error) {
 		},
 		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("sched_process_exit", exitsnoopProgTpBtfExit, exitsnoopProgRawExit)},
 	}
-	st := bpfskel.Stream[exitsnoopExitsnoopEvent, Exit]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost, Duration: o.Duration}
-	var err error
-	if res.Tally, err = st.Run(ctx, tool, exitOf, o.keep, out); err != nil {
-		return nil, err
-	}
-	return res, nil
+	st := bpfskel.Stream[exitsnoopExitsnoopEvent, Exit, Lost]{Ring: &maps.Events, Counters: &maps.Lost, Duration: o.Duration}
+	res, err := st.Run(ctx, tool, exitOf, o.keep, out)
+	return (*Result)(res), err
 }
 
 func exitOf(e *exitsnoopExitsnoopEvent) Exit {
@@ -105,9 +98,7 @@ func (o Options) keep(x Exit) bool { return len(o.Comms) == 0 || slices.Contains
 // Header is the text view's first line, as bcc's exitsnoop prints it
 // (with the time in seconds since boot first when asked).
 func Header(w io.Writer, timestamps bool) {
-	if timestamps {
-		fmt.Fprintf(w, "%-14s ", "TIME(s)")
-	}
+	bpfskel.TimeHeader(w, timestamps)
 	fmt.Fprintf(w, "%-16s %-7s %-7s %-7s %-7s %s\n", "PCOMM", "PID", "PPID", "TID", "AGE(s)", "EXIT_CODE")
 }
 
@@ -128,9 +119,7 @@ func (x Exit) Status() string {
 
 // WriteText prints the exit as one line under Header.
 func (x Exit) WriteText(w io.Writer, timestamps bool) {
-	if timestamps {
-		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
-	}
+	bpfskel.TimeColumn(w, timestamps, x.TimeNS)
 	fmt.Fprintf(w, "%-16s %-7d %-7d %-7d %-7.2f %s\n", x.Comm, x.Pid, x.PPid, x.Tid, float64(x.AgeNS)/1e9, x.Status())
 }
 
@@ -139,5 +128,5 @@ func (x Exit) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many exits, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %s, %d lost (ring full)\n", r.Summary("exits"), r.Lost.Ring)
+	fmt.Fprintf(w, "# %s, %d lost (ring full)\n", r.Summary("exits"), r.Counts.Ring)
 }

@@ -82,8 +82,8 @@ func TestExitsnoopAgainstLibbpfTools(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "libbpf-tools to report the test's last exit", func() bool { return len(peer.Lines()) >= len(kids) })
 	cancel()
 	for _, r := range []run{procs, threads} {
-		if res := r.Wait(t); res.Lost.Ring != 0 {
-			t.Errorf("lost %d exits", res.Lost.Ring)
+		if res := r.Wait(t); res.Counts.Ring != 0 {
+			t.Errorf("lost %d exits", res.Counts.Ring)
 		}
 	}
 	peerLines := peer.Stop()

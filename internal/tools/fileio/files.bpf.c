@@ -16,6 +16,7 @@
 #include "sonde_target.h"
 #include "sonde_task.h"
 #include "sonde_tp.h"
+#include "sonde_fd.h"
 #include "files.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -70,19 +71,6 @@ struct path {
 struct file {
 	struct inode *f_inode;
 	struct path f_path;
-} __attribute__((preserve_access_index));
-
-struct fdtable {
-	unsigned int max_fds;
-	struct file **fd;
-} __attribute__((preserve_access_index));
-
-struct files_struct {
-	struct fdtable *fdt;
-} __attribute__((preserve_access_index));
-
-struct task_struct___files {
-	struct files_struct *files;
 } __attribute__((preserve_access_index));
 
 /* The syscalls tracepoints' records (stable layout: 8 bytes of common
@@ -189,19 +177,6 @@ int enter_sendfile(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args
 /* splice and copy_file_range(fd_in, off_in, fd_out, ...). */
 SEC("tracepoint/syscalls/sys_enter_splice")
 int enter_splice(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[0], (int)ctx->args[2]); }
-
-/* The open file behind fd in the current task's table; NULL when none. */
-static __always_inline struct file *fd_file(int fd)
-{
-	struct task_struct___files *t = (void *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
-	bpf_probe_read_kernel(&f, sizeof(f), fds + fd);
-	return f;
-}
 
 struct ident {
 	struct inode *inode;
@@ -349,11 +324,9 @@ static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, 
 	if (!f)
 		return;
 	path_once(f, &id);
-	struct files_slow *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&counters, FILES_LOST_RING);
+	struct files_slow *e = ring_reserve(&events, sizeof(*e), &counters, FILES_LOST_RING);
+	if (!e)
 		return;
-	}
 	e->type = FILES_REC_SLOW;
 	e->pid = pidtgid >> 32;
 	e->tid = (__u32)pidtgid;

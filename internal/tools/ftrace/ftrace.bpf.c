@@ -163,11 +163,9 @@ static __always_inline int leave(void *ctx, __u64 key, __u32 pid, __u32 tid)
 		counter_inc(&counters, FTRACE_C_FILTERED);
 		return 0;
 	}
-	struct ftrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&counters, FTRACE_C_LOST);
+	struct ftrace_event *e = ring_reserve(&events, sizeof(*e), &counters, FTRACE_C_LOST);
+	if (!e)
 		return 0;
-	}
 	e->start_ns = f->start_ns;
 	e->duration_ns = dur;
 	e->key = key;

@@ -31,8 +31,9 @@ PERCPU_ARRAY(starts, __u64, 2);
 /* key: irq or vector (u32); value: struct irqs_total. */
 HASH_MAP(totals, __u32, struct irqs_total, 4096);
 
-/* key: struct irqs_key; value: runs in that slot (u64 count). */
-HASH_MAP(hist, struct irqs_key, __u64, 65536);
+/* key: struct sonde_slot (group: the irq number or softirq vector; slot
+ * of a handler's run in ns); value: runs in that slot (u64 count). */
+HASH_MAP(hist, struct sonde_slot, __u64, 65536);
 
 /* key: enum irqs_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(counts, enum irqs_counter, IRQS_COUNTERS);
@@ -71,7 +72,7 @@ static __always_inline int leave(__u32 kind, __u32 irq, struct irqaction *action
 	__sync_fetch_and_add(&t->count, 1);
 	__sync_fetch_and_add(&t->sum_ns, d);
 	if (dist) {
-		struct irqs_key k = {.irq = irq, .slot = log_linear_slot(d)};
+		struct sonde_slot k = {.group = irq, .slot = log_linear_slot(d)};
 		if (!map_add(&hist, &k, 1))
 			counter_inc(&counts, IRQS_LOST_MAP);
 	}

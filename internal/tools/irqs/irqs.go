@@ -76,12 +76,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	read := func(reset bool) ([]Irq, error) { return drain(maps.Totals, maps.Hist, o, reset) }
-	irqs, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Irqs: irqs, Elapsed: run.Elapsed}
-	if err := maps.Counts.Read(&res.Counts); err != nil {
+	res := &Result{}
+	if res.Irqs, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Counts, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -91,11 +87,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // reset is set.
 func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 	by := map[uint32]*Irq{}
-	var id uint32
-	var t irqsIrqsTotal
-	var ids []uint32
-	it := totals.Iterate()
-	for it.Next(&id, &t) {
+	err := bpfmaps.Read(totals, reset, func(id uint32, t irqsIrqsTotal) {
 		x := &Irq{Irq: id, Name: bpfmaps.CString(t.Name[:]), Count: t.Count, SumNS: t.SumNs}
 		if o.Soft {
 			x.Name = fmt.Sprintf("vec%d", id)
@@ -107,26 +99,17 @@ func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 			x.Hist = &histogram.Hist{}
 		}
 		by[id] = x
-		ids = append(ids, id)
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading the interrupt totals: %w", err)
 	}
-	var k irqsIrqsKey
-	var c uint64
-	var keys []irqsIrqsKey
-	for hi := hist.Iterate(); hi.Next(&k, &c); {
-		if x := by[k.Irq]; x != nil && x.Hist != nil {
-			x.Hist.AddN(histogram.LogLinearValue(k.Slot), c)
-		}
-		keys = append(keys, k)
+	hists, err := bpfskel.ReadSlots(hist, reset)
+	if err != nil {
+		return nil, err
 	}
-	if reset {
-		for _, id := range ids {
-			totals.Delete(id)
-		}
-		for _, k := range keys {
-			hist.Delete(k)
+	for id, h := range hists {
+		if x := by[id]; x != nil && x.Hist != nil {
+			x.Hist = h
 		}
 	}
 	out := make([]Irq, 0, len(by))

@@ -6,13 +6,6 @@
 
 #define IRQS_NAME 32 /* bytes of a handler's name kept, with its NUL */
 
-/* A histogram slot of one interrupt: log_linear_slot() of a handler's run
- * in ns. */
-struct irqs_key {
-	__u32 irq;  /* the irq number (hardirqs) or softirq vector (softirqs) */
-	__u32 slot;
-};
-
 /* The exact totals of one interrupt. */
 struct irqs_total {
 	__u64 count;  /* handler runs */

@@ -20,10 +20,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_pid = 0;    /* 0: every process */
-const volatile bool per_thread = false;
-const volatile bool user_stacks = true;
-const volatile bool kernel_stacks = true;
+STACK_OPTIONS;
 const volatile bool track_wakers = false;
 const volatile __u64 min_block_ns = 1000;
 const volatile __u64 max_block_ns = ~0ULL;

@@ -133,13 +133,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	ld.NoInterp = o.NoInterp
 	ld.Only = only
-	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := ld.Open(t)
+	s, done, err := ld.OpenKept(t)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	defer ld.Stop()
+	defer done()
 	if s.Pid() != 0 {
 		o.Pid = s.Pid() // the command's: reports name it as their target
 	}

@@ -30,8 +30,8 @@ struct inflight {
 /* key: thread id (u32); value: the open it is making (struct inflight). */
 HASH_MAP(inflight, __u32, struct inflight, 10240);
 
-/* key: enum opensnoop_counter; value: opens lost (u64), per CPU. */
-ENUM_COUNTERS(lost, enum opensnoop_counter, OPENSNOOP_COUNTERS);
+/* key: enum inflight_lost (sonde_maps.h); value: opens lost (u64), per CPU. */
+ENUM_COUNTERS(lost, enum inflight_lost, LOST_COUNTERS);
 
 KEEP_TYPE(struct opensnoop_event, event);
 KEEP_TYPE(enum opensnoop_call, call);
@@ -54,7 +54,7 @@ static __always_inline int enter(const char *path, __u64 flags, __u32 mode, __u3
 	__u32 tid = id;
 	struct inflight in = {.path = path, .flags = flags, .mode = mode, .call = call};
 	if (bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY))
-		counter_inc(&lost, OPENSNOOP_LOST_INFLIGHT);
+		counter_inc(&lost, LOST_INFLIGHT);
 	return 0;
 }
 
@@ -67,11 +67,9 @@ static __always_inline int leave(long ret)
 		return 0;
 	if (failed_only && ret >= 0)
 		goto done;
-	struct opensnoop_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&lost, OPENSNOOP_LOST_RING);
+	struct opensnoop_event *e = ring_reserve(&events, sizeof(*e), &lost, LOST_RING);
+	if (!e)
 		goto done;
-	}
 	e->time_ns = bpf_ktime_get_ns();
 	e->flags = in->flags;
 	e->pid = id >> 32;

@@ -57,20 +57,8 @@ var Vocabulary = map[string]string{
 	"path_cut":  "opensnoop: the path filled the 255 bytes kept, and may go on",
 }
 
-// Lost counts the opens not reported (each tag names its member of enum
-// opensnoop_counter).
-type Lost struct {
-	InFlight uint64 `counter:"OPENSNOOP_LOST_INFLIGHT"` // the in-flight map was full
-	Ring     uint64 `counter:"OPENSNOOP_LOST_RING"`     // the ring buffer was full
-}
-
-func (l Lost) total() uint64 { return l.InFlight + l.Ring }
-
 // Result of a run: the opens read and shown, and what was lost.
-type Result struct {
-	bpfskel.Tally
-	Lost Lost
-}
+type Result bpfskel.Streamed[bpfskel.InFlightLost]
 
 // hooks are the tracepoints of the calls this kernel has (arm64 has no
 // open(2), only openat and openat2); exits before entries, so no entry is
@@ -95,7 +83,6 @@ func hooks() []bpfskel.Hook {
 // or ctx ends.
 func Run(ctx context.Context, o Options, out func(Open)) (*Result, error) {
 	var maps opensnoopMaps
-	res := &Result{}
 	tool := bpfskel.Tool{Cgroup: o.Cgroup,
 		Name: "open tracer", Spec: loadOpensnoop, Maps: &maps,
 		Consts: map[string]any{
@@ -104,12 +91,9 @@ func Run(ctx context.Context, o Options, out func(Open)) (*Result, error) {
 		},
 		Hooks: hooks(),
 	}
-	st := bpfskel.Stream[opensnoopOpensnoopEvent, Open]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost, Duration: o.Duration}
-	var err error
-	if res.Tally, err = st.Run(ctx, tool, openOf, o.keep, out); err != nil {
-		return nil, err
-	}
-	return res, nil
+	st := bpfskel.Stream[opensnoopOpensnoopEvent, Open, bpfskel.InFlightLost]{Ring: &maps.Events, Counters: &maps.Lost, Duration: o.Duration}
+	res, err := st.Run(ctx, tool, openOf, o.keep, out)
+	return (*Result)(res), err
 }
 
 var callNames = map[opensnoopOpensnoopCall]string{
@@ -141,9 +125,7 @@ type Columns struct {
 
 // Header is the text view's first line, as bcc's opensnoop prints it.
 func Header(w io.Writer, c Columns) {
-	if c.Time {
-		fmt.Fprintf(w, "%-14s ", "TIME(s)")
-	}
+	bpfskel.TimeHeader(w, c.Time)
 	if c.UID {
 		fmt.Fprintf(w, "%-6s ", "UID")
 	}
@@ -157,9 +139,7 @@ func Header(w io.Writer, c Columns) {
 // WriteText prints the open as one line under Header: FD -1 and the errno
 // in ERR when it failed.
 func (x Open) WriteText(w io.Writer, c Columns) {
-	if c.Time {
-		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
-	}
+	bpfskel.TimeColumn(w, c.Time, x.TimeNS)
 	if c.UID {
 		fmt.Fprintf(w, "%-6d ", x.UID)
 	}
@@ -183,6 +163,5 @@ func (x Open) WriteJSON(w io.Writer) error { return jsonout.Line(w, x) }
 
 // WriteFooter ends the text view: how many opens, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %s, %d lost (in-flight map full %d, ring full %d)\n",
-		r.Summary("opens"), r.Lost.total(), r.Lost.InFlight, r.Lost.Ring)
+	r.Counts.Footer(w, r.Tally, "opens")
 }

@@ -25,10 +25,4 @@ struct opensnoop_event {
 	char path[OPENSNOOP_PATH]; /* as the call named it; cut to OPENSNOOP_PATH-1 bytes */
 };
 
-enum opensnoop_counter {
-	OPENSNOOP_LOST_INFLIGHT, /* opens not reported: the in-flight map was full */
-	OPENSNOOP_LOST_RING,     /* opens not reported: the ring buffer was full */
-	OPENSNOOP_COUNTERS,
-};
-
 #endif

@@ -67,8 +67,8 @@ func TestOpensnoopAgainstStrace(t *testing.T) {
 	cancel()
 	res := run.Wait(t)
 	got, peerLines := run.All(), peer.Stop()
-	if res.Lost.InFlight+res.Lost.Ring != 0 {
-		t.Errorf("lost: %+v", res.Lost)
+	if res.Counts.InFlight+res.Counts.Ring != 0 {
+		t.Errorf("lost: %+v", res.Counts)
 	}
 
 	want := straceCalls(t, trace)

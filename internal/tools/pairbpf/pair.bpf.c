@@ -175,9 +175,8 @@ int on_end(void *ctx)
 		return 0;
 	}
 	counter_inc(&counters, PAIR_ENDS);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = ring_reserve(&events, sizeof(*e), &counters, PAIR_DROPS);
 	if (!e) {
-		counter_inc(&counters, PAIR_DROPS);
 		bpf_map_delete_elem(&starts, &k);
 		return 0;
 	}

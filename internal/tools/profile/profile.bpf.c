@@ -17,10 +17,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Options set before load. */
-const volatile __u32 target_pid = 0;     /* 0: every process */
-const volatile bool per_thread = false;  /* key by thread as well as process */
-const volatile bool user_stacks = true;
-const volatile bool kernel_stacks = true;
+STACK_OPTIONS;
 const volatile bool include_idle = false;
 
 /* Unused: take_stacks_unwind's stack map, which kernel stacks no longer

@@ -4,4 +4,4 @@ package runqlat
 //
 // bpfgen (internal/collect/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type runqlat_key -type runqlat_split runqlat runqlat.bpf.c
+//go:generate go tool bpfgen runqlat runqlat.bpf.c

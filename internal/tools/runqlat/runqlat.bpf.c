@@ -18,15 +18,16 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Keep the shared types in BTF for bpf2go -type. */
-KEEP_TYPE(enum runqlat_split, runqlat_split);
+KEEP_TYPE(enum sonde_split, sonde_split);
 
-const volatile __u32 split = RUNQLAT_SPLIT_NONE; /* enum runqlat_split */
+const volatile __u32 split = SONDE_SPLIT_NONE; /* enum sonde_split */
 
 /* key: tid (u32); value: when it became runnable (u64 ns). */
 HASH_MAP(starts, __u32, __u64, 32768);
 
-/* key: struct runqlat_key; value: waits in that slot (u64 count). */
-HASH_MAP(hist, struct runqlat_key, __u64, 65536);
+/* key: struct sonde_slot (group: pid or tid, 0 when not split; slot of
+ * the wait in ns); value: waits in that slot (u64 count). */
+HASH_MAP(hist, struct sonde_slot, __u64, 65536);
 
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(switches, enum runqlat_counter, RUNQLAT_NCOUNTERS);
@@ -57,11 +58,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&starts, &tid);
-	struct runqlat_key k = {.slot = log_linear_slot(d)};
-	if (split == RUNQLAT_SPLIT_PID)
-		k.group = tgid;
-	else if (split == RUNQLAT_SPLIT_TID)
-		k.group = tid;
+	struct sonde_slot k = {.group = split_group(split, tgid, tid), .slot = log_linear_slot(d)};
 	map_add(&hist, &k, 1);
 	return 0;
 }

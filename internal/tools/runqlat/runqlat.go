@@ -5,31 +5,18 @@ package runqlat
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/cilium/ebpf"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
 )
 
-// Split says how distributions are kept apart.
-type Split uint32
-
-// The values are the C side's (enum runqlat_split).
-const (
-	SplitNone = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_NONE)
-	SplitPid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_PID)
-	SplitTid  = Split(runqlatRunqlatSplitRUNQLAT_SPLIT_TID)
-)
-
 // Options configure a run.
 type Options struct {
 	Pid      int
 	Cgroup   *cgroup.Target // only its tasks (nil: every task)
-	Split    Split
+	Split    bpfskel.Split
 	Duration time.Duration
 	Interval time.Duration
 	// OnInterval receives each interval's distributions.
@@ -67,41 +54,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
-	read := func(reset bool) (map[uint32]*histogram.Hist, error) { return drain(maps.Hist, reset) }
-	g, run, err := bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Groups: g, Elapsed: run.Elapsed, Attach: s.Mode()}
-	if err := maps.Switches.Read(&res.Counts); err != nil {
+	read := func(reset bool) (map[uint32]*histogram.Hist, error) { return bpfskel.ReadSlots(maps.Hist, reset) }
+	res := &Result{Attach: s.Mode()}
+	if res.Groups, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Switches, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// drain reads the slots into histograms, deleting them when reset is set.
-func drain(m *ebpf.Map, reset bool) (map[uint32]*histogram.Hist, error) {
-	out := map[uint32]*histogram.Hist{}
-	var k runqlatRunqlatKey
-	var c uint64
-	var keys []runqlatRunqlatKey
-	it := m.Iterate()
-	for it.Next(&k, &c) {
-		h := out[k.Group]
-		if h == nil {
-			h = &histogram.Hist{}
-			out[k.Group] = h
-		}
-		h.AddN(histogram.LogLinearValue(k.Slot), c)
-		keys = append(keys, k)
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading run-queue latency: %w", err)
-	}
-	if reset {
-		for _, k := range keys {
-			m.Delete(k)
-		}
-	}
-	return out, nil
 }

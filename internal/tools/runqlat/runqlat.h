@@ -3,20 +3,6 @@
 #ifndef SONDE_RUNQLAT_H
 #define SONDE_RUNQLAT_H
 
-/* A histogram slot: log_linear_slot() of the latency in ns (8 slots per
- * power of two, so percentiles are within 12.5%). */
-struct runqlat_key {
-	__u32 group; /* pid or tid; 0 when not split */
-	__u32 slot;
-};
-
-/* How distributions are kept apart (the split option). */
-enum runqlat_split {
-	RUNQLAT_SPLIT_NONE = 0,
-	RUNQLAT_SPLIT_PID = 1,
-	RUNQLAT_SPLIT_TID = 2,
-};
-
 /* Indexes of the switches counters. */
 enum runqlat_counter {
 	RUNQLAT_SWITCHES = 0, /* tasks switched in */

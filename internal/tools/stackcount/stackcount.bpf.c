@@ -16,10 +16,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_pid = 0; /* 0: every process */
-const volatile bool per_thread = false;
-const volatile bool user_stacks = true;
-const volatile bool kernel_stacks = true;
+STACK_OPTIONS;
 
 /* Kernel stacks (see sonde_stack.h); user stacks go to unwind_stacks. */
 STACK_MAP(stacks, 16384);
@@ -37,9 +34,9 @@ static __always_inline int count(void *ctx, bool kernel)
 	__u32 pid = id >> 32;
 	if (target_pid && pid != target_pid)
 		return 0;
-	struct stackcount_key key = {.pid = pid, .tid = per_thread ? (__u32)id : 0};
+	struct stackcount_key key = {.at = {.pid = pid, .tid = per_thread ? (__u32)id : 0}};
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	if (take_stacks_unwind(ctx, &stacks, user_stacks && pid != 0, kernel && kernel_stacks, &key.user_stack, &key.kernel_stack) & STACK_FAILED_KERNEL)
+	if (take_stacks_unwind(ctx, &stacks, user_stacks && pid != 0, kernel && kernel_stacks, &key.at.user_stack, &key.at.kernel_stack) & STACK_FAILED_KERNEL)
 		counter_inc(&errors, STACKCOUNT_ERR_STACK);
 	if (!map_add(&counts, &key, 1))
 		counter_inc(&errors, STACKCOUNT_ERR_FULL);

@@ -106,13 +106,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		},
 	}
 	ld := unwind.Wire(&t, o.Pid, nil)
-	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := ld.Open(t)
+	s, done, err := ld.OpenKept(t)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	defer ld.Stop()
+	defer done()
 	start := time.Now()
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration})
 	if err != nil {
@@ -134,21 +132,21 @@ func build(m *stackcountMaps, ld *unwind.Loader, o Options, start time.Time, ela
 	restore := ld.Restorer(b)
 	err := bpfmaps.Drain(m.Counts, func(key stackcountStackcountKey, n uint64) {
 		res.Hits += n
-		restore(key.Pid)
-		tid := key.Tid
+		restore(key.At.Pid)
+		tid := key.At.Tid
 		if !o.PerThread {
-			tid = key.Pid
+			tid = key.At.Pid
 		}
 		b.SetComm(tid, bpfmaps.CString(key.Comm[:]))
 		var user []uint64
 		if o.User {
-			if us, ok := ld.Stack(key.UserStack, &ubuf); ok {
+			if us, ok := ld.Stack(key.At.UserStack, &ubuf); ok {
 				user = us.PCs
-				res.Stacks.Add(ld.FileOf, key.Pid, us, n)
+				res.Stacks.Add(ld.FileOf, key.At.Pid, us, n)
 			}
 		}
-		locs := b.StackLocs(key.Pid, bpfmaps.Stack(m.Stacks, key.KernelStack, kbuf), user)
-		b.SampleLocs(key.Pid, tid, locs, n)
+		locs := b.StackLocs(key.At.Pid, bpfmaps.Stack(m.Stacks, key.At.KernelStack, kbuf), user)
+		b.SampleLocs(key.At.Pid, tid, locs, n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the stack counts: %w", err)

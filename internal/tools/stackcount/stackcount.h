@@ -3,13 +3,9 @@
 #ifndef STACKCOUNT_H
 #define STACKCOUNT_H
 
-/* One counted stack: who hit the event, from where. */
+/* One counted stack: who hit the event, from where (sonde_stack.h). */
 struct stackcount_key {
-	__u32 pid;
-	__u32 tid;         /* 0 unless keyed per thread */
-	__u64 user_stack;  /* key in unwind_stacks, 0: none */
-	__s32 kernel_stack; /* id in stacks, or a negative errno */
-	__u32 unused;
+	struct sonde_stack_key at;
 	char comm[16];
 };
 

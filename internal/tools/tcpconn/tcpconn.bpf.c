@@ -19,6 +19,7 @@
 #include "sonde_tp.h"
 #include "sonde_sock.h"
 #include "sonde_syscalls.h"
+#include "sonde_fd.h"
 #include "tcpconn.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -47,11 +48,9 @@ RINGBUF(events, 1 << 20);
 
 static __always_inline void emit(struct sock *sk, struct pending *p, __u64 now, int err)
 {
-	struct tcpconn_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&counts, TCPCONN_LOST_RING);
+	struct tcpconn_event *e = ring_reserve(&events, sizeof(*e), &counts, TCPCONN_LOST_RING);
+	if (!e)
 		return;
-	}
 	e->time_ns = now;
 	e->latency_ns = p->start_ns ? now - p->start_ns : 0;
 	e->pid = p->pid;
@@ -131,29 +130,10 @@ struct file {
 	void *private_data; /* a socket's struct socket */
 } __attribute__((preserve_access_index));
 
-struct fdtable {
-	unsigned int max_fds;
-	struct file **fd;
-} __attribute__((preserve_access_index));
-
-struct files_struct {
-	struct fdtable *fdt;
-} __attribute__((preserve_access_index));
-
-struct task_struct {
-	struct files_struct *files;
-} __attribute__((preserve_access_index));
-
 /* The socket behind fd in the current task's file table; NULL when none. */
 static __always_inline struct sock *fd_sock(long fd)
 {
-	struct task_struct *t = (void *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	if (!fdt || fd < 0 || (unsigned long)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
-	bpf_probe_read_kernel(&f, sizeof(f), fds + fd);
+	struct file *f = fd_file(fd);
 	if (!f)
 		return NULL;
 	struct socket *s = BPF_CORE_READ(f, private_data);

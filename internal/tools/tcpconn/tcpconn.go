@@ -67,10 +67,7 @@ type Counts struct {
 }
 
 // Result of a run: the connections read and shown, and the counts.
-type Result struct {
-	bpfskel.Tally
-	Counts Counts
-}
+type Result bpfskel.Streamed[Counts]
 
 // Connects reports each connection a process makes when it is established
 // or fails, until the duration passes or ctx ends.
@@ -103,19 +100,14 @@ func run(ctx context.Context, o Options, accepts bool, out func(Conn)) (*Result,
 		Name: name, Spec: loadTcpconn, Maps: &maps, Hooks: hooks,
 		Consts: map[string]any{tcpconnVarTargetPid: uint32(o.Pid), tcpconnVarAccepts: accepts},
 	}
-	res := &Result{}
-	st := bpfskel.Stream[tcpconnTcpconnEvent, Conn]{Ring: &maps.Events, Counters: &maps.Counts, Into: &res.Counts, Duration: o.Duration}
+	st := bpfskel.Stream[tcpconnTcpconnEvent, Conn, Counts]{Ring: &maps.Events, Counters: &maps.Counts, Duration: o.Duration}
 	conn := func(e *tcpconnTcpconnEvent) Conn { return connOf(e, accepts) }
-	var err error
-	if res.Tally, err = st.Run(ctx, tool, conn, o.keep, out); err != nil {
-		return nil, err
-	}
-	return res, nil
+	res, err := st.Run(ctx, tool, conn, o.keep, out)
+	return (*Result)(res), err
 }
 
 func connOf(e *tcpconnTcpconnEvent, accept bool) Conn {
-	l, fam := bpfmaps.IP(e.Conn.Family, e.Conn.Laddr)
-	r, _ := bpfmaps.IP(e.Conn.Family, e.Conn.Raddr)
+	l, r, fam := e.Conn.Ends()
 	x := Conn{TimeNS: e.TimeNs, Pid: e.Pid, Tid: e.Tid, UID: e.Uid, Comm: bpfmaps.CString(e.Comm[:]), Family: fam,
 		LAddr: l.String(), LPort: e.Conn.Lport, RAddr: r.String(), RPort: e.Conn.Rport, accept: accept}
 	if accept {
@@ -168,9 +160,7 @@ func AcceptHeader(w io.Writer, c Columns) {
 }
 
 func head(w io.Writer, c Columns) {
-	if c.Time {
-		fmt.Fprintf(w, "%-14s ", "TIME(s)")
-	}
+	bpfskel.TimeHeader(w, c.Time)
 	if c.UID {
 		fmt.Fprintf(w, "%-6s ", "UID")
 	}
@@ -179,9 +169,7 @@ func head(w io.Writer, c Columns) {
 
 // WriteText prints the connection as one line under its header.
 func (x Conn) WriteText(w io.Writer, c Columns) {
-	if c.Time {
-		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
-	}
+	bpfskel.TimeColumn(w, c.Time, x.TimeNS)
 	if c.UID {
 		fmt.Fprintf(w, "%-6d ", x.UID)
 	}

@@ -50,11 +50,9 @@ static __always_inline bool in_owner(int newstate)
 
 static __always_inline void emit(struct sock *sk, struct session *s, __u64 now)
 {
-	struct tcplife_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&counts, TCPLIFE_LOST_RING);
+	struct tcplife_event *e = ring_reserve(&events, sizeof(*e), &counts, TCPLIFE_LOST_RING);
+	if (!e)
 		return;
-	}
 	e->time_ns = now;
 	e->duration_ns = now - s->start_ns;
 	/* The counters count sequence numbers: data bytes are what is left

@@ -57,32 +57,24 @@ type Counts struct {
 }
 
 // Result of a run: the sessions read and shown, and the counts.
-type Result struct {
-	bpfskel.Tally
-	Counts Counts
-}
+type Result bpfskel.Streamed[Counts]
 
 // Run reports each session to out as it closes, until the duration
 // passes or ctx ends.
 func Run(ctx context.Context, o Options, out func(Session)) (*Result, error) {
 	var maps tcplifeMaps
-	res := &Result{}
 	tool := bpfskel.Tool{
 		Name: "TCP session tracer", Spec: loadTcplife, Maps: &maps,
 		Consts: map[string]any{tcplifeVarTargetPid: uint32(o.Pid)},
 		Hooks:  []bpfskel.Hook{bpfskel.BTFTracepoint("inet_sock_set_state", tcplifeProgTpBtfSetState, tcplifeProgRawSetState)},
 	}
-	st := bpfskel.Stream[tcplifeTcplifeEvent, Session]{Ring: &maps.Events, Counters: &maps.Counts, Into: &res.Counts, Duration: o.Duration}
-	var err error
-	if res.Tally, err = st.Run(ctx, tool, sessionOf, o.keep, out); err != nil {
-		return nil, err
-	}
-	return res, nil
+	st := bpfskel.Stream[tcplifeTcplifeEvent, Session, Counts]{Ring: &maps.Events, Counters: &maps.Counts, Duration: o.Duration}
+	res, err := st.Run(ctx, tool, sessionOf, o.keep, out)
+	return (*Result)(res), err
 }
 
 func sessionOf(e *tcplifeTcplifeEvent) Session {
-	l, fam := bpfmaps.IP(e.Conn.Family, e.Conn.Laddr)
-	r, _ := bpfmaps.IP(e.Conn.Family, e.Conn.Raddr)
+	l, r, fam := e.Conn.Ends()
 	return Session{TimeNS: e.TimeNs, Pid: e.Pid, Comm: bpfmaps.CString(e.Comm[:]), Family: fam,
 		LAddr: l.String(), LPort: e.Conn.Lport, RAddr: r.String(), RPort: e.Conn.Rport,
 		TxBytes: e.TxBytes, RxBytes: e.RxBytes, DurationNS: e.DurationNs}
@@ -101,18 +93,14 @@ func (o Options) keep(x Session) bool {
 
 // Header is the text view's first line, as bcc's tcplife prints it.
 func Header(w io.Writer, timestamps bool) {
-	if timestamps {
-		fmt.Fprintf(w, "%-14s ", "TIME(s)")
-	}
+	bpfskel.TimeHeader(w, timestamps)
 	fmt.Fprintf(w, "%-7s %-12s %-15s %-5s %-15s %-5s %5s %5s %s\n", "PID", "COMM", "LADDR", "LPORT", "RADDR", "RPORT", "TX_KB", "RX_KB", "MS")
 }
 
 // WriteText prints the session as one line under Header (a pid of 0 and
 // comm "-": no process was seen acting on the socket).
 func (x Session) WriteText(w io.Writer, timestamps bool) {
-	if timestamps {
-		fmt.Fprintf(w, "%-14.6f ", float64(x.TimeNS)/1e9)
-	}
+	bpfskel.TimeColumn(w, timestamps, x.TimeNS)
 	comm := x.Comm
 	if comm == "" {
 		comm = "-"

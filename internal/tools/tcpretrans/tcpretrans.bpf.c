@@ -26,11 +26,9 @@ TP_BTF_OR_RAW(tcp_retransmit_skb, retransmit)
 	struct sock *sk = (struct sock *)ctx[0];
 	if (!sk)
 		return 0;
-	struct tcpretrans_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter_inc(&lost, TCPRETRANS_LOST_RING);
+	struct tcpretrans_event *e = ring_reserve(&events, sizeof(*e), &lost, TCPRETRANS_LOST_RING);
+	if (!e)
 		return 0;
-	}
 	e->time_ns = bpf_ktime_get_ns();
 	e->pid = bpf_get_current_pid_tgid() >> 32;
 	e->state = BPF_CORE_READ(sk, __sk_common.skc_state);

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
@@ -49,10 +48,7 @@ type Lost struct {
 }
 
 // Result of a run: the retransmits read and shown, and what was lost.
-type Result struct {
-	bpfskel.Tally
-	Lost Lost
-}
+type Result bpfskel.Streamed[Lost]
 
 // states names the TCP states (include/net/tcp_states.h).
 var states = []string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT",
@@ -69,23 +65,18 @@ func StateName(s uint32) string {
 // Run reports each retransmit to out, until the duration passes or ctx ends.
 func Run(ctx context.Context, o Options, out func(Retransmit)) (*Result, error) {
 	var maps tcpretransMaps
-	res := &Result{}
 	tool := bpfskel.Tool{
 		Name: "TCP retransmit tracer", Spec: loadTcpretrans, Maps: &maps,
 		Hooks: []bpfskel.Hook{bpfskel.BTFTracepoint("tcp_retransmit_skb", tcpretransProgTpBtfRetransmit, tcpretransProgRawRetransmit)},
 	}
-	st := bpfskel.Stream[tcpretransTcpretransEvent, Retransmit]{Ring: &maps.Events, Counters: &maps.Lost, Into: &res.Lost, Duration: o.Duration}
+	st := bpfskel.Stream[tcpretransTcpretransEvent, Retransmit, Lost]{Ring: &maps.Events, Counters: &maps.Lost, Duration: o.Duration}
 	keep := func(r Retransmit) bool { return o.Family == 0 || r.Family == o.Family }
-	var err error
-	if res.Tally, err = st.Run(ctx, tool, retransmitOf, keep, out); err != nil {
-		return nil, err
-	}
-	return res, nil
+	res, err := st.Run(ctx, tool, retransmitOf, keep, out)
+	return (*Result)(res), err
 }
 
 func retransmitOf(e *tcpretransTcpretransEvent) Retransmit {
-	l, fam := bpfmaps.IP(e.Conn.Family, e.Conn.Laddr)
-	r, _ := bpfmaps.IP(e.Conn.Family, e.Conn.Raddr)
+	l, r, fam := e.Conn.Ends()
 	return Retransmit{TimeNS: e.TimeNs, Family: fam, LAddr: l.String(), LPort: e.Conn.Lport,
 		RAddr: r.String(), RPort: e.Conn.Rport, State: StateName(e.State)}
 }
@@ -120,9 +111,7 @@ func (c *Counter) Flows() []Retransmit {
 // (the time in seconds since boot first when asked; RETRANSMITS instead of
 // STATE when counting).
 func Header(w io.Writer, timestamps, counting bool) {
-	if timestamps && !counting {
-		fmt.Fprintf(w, "%-14s ", "TIME(s)")
-	}
+	bpfskel.TimeHeader(w, timestamps && !counting)
 	last := "STATE"
 	if counting {
 		last = "RETRANSMITS"
@@ -132,9 +121,7 @@ func Header(w io.Writer, timestamps, counting bool) {
 
 // WriteText prints the retransmit (or count) as one line under Header.
 func (r Retransmit) WriteText(w io.Writer, timestamps bool) {
-	if timestamps && r.Count == 0 {
-		fmt.Fprintf(w, "%-14.6f ", float64(r.TimeNS)/1e9)
-	}
+	bpfskel.TimeColumn(w, timestamps && r.Count == 0, r.TimeNS)
 	last := r.State
 	if r.Count != 0 {
 		last = fmt.Sprint(r.Count)
@@ -149,5 +136,5 @@ func (r Retransmit) WriteJSON(w io.Writer) error { return jsonout.Line(w, r) }
 
 // WriteFooter ends the text view: how many retransmits, and what was lost.
 func (r *Result) WriteFooter(w io.Writer) {
-	fmt.Fprintf(w, "# %s, %d lost (ring full)\n", r.Summary("retransmits"), r.Lost.Ring)
+	fmt.Fprintf(w, "# %s, %d lost (ring full)\n", r.Summary("retransmits"), r.Counts.Ring)
 }

@@ -6,4 +6,4 @@ package why
 //
 // bpfgen (internal/collect/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type why_key -type why_wait -type why_thread -type why_cpu_key why why.bpf.c
+//go:generate go tool bpfgen -type why_key -type why_wait -type why_thread why why.bpf.c

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
+	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/perf"
 	"github.com/sonde-dev/sonde/internal/collect/syscalls"
 	"github.com/sonde-dev/sonde/internal/collect/unwind"
@@ -108,20 +109,12 @@ func (r *reader) read(d *Data) error {
 	if err := bpfmaps.Each(r.maps.Threads, func(tid uint32, t whyWhyThread) { threads[tid] = t }); err != nil {
 		return fmt.Errorf("reading threads: %w", err)
 	}
-	type rawWait struct {
-		k whyWhyKey
-		v whyWhyWait
-	}
-	var waits []rawWait
-	if err := bpfmaps.Each(r.maps.Waits, func(k whyWhyKey, v whyWhyWait) { waits = append(waits, rawWait{k, v}) }); err != nil {
+	waits, err := bpfmaps.All[whyWhyKey, whyWhyWait](r.maps.Waits)
+	if err != nil {
 		return fmt.Errorf("reading blocked time: %w", err)
 	}
-	type rawCPU struct {
-		k  whyWhyCpuKey
-		ns uint64
-	}
-	var cpus []rawCPU
-	if err := bpfmaps.Each(r.maps.Cpu, func(k whyWhyCpuKey, ns uint64) { cpus = append(cpus, rawCPU{k, ns}) }); err != nil {
+	cpus, err := bpfmaps.All[bpfskel.StackKey, uint64](r.maps.Cpu)
+	if err != nil {
 		return fmt.Errorf("reading CPU time: %w", err)
 	}
 	r.n = newNamer(r.maps, r.ld, r.user)
@@ -132,7 +125,7 @@ func (r *reader) read(d *Data) error {
 	}
 	var pend []pending
 	for _, e := range waits {
-		w, p := r.wait(e.k, e.v)
+		w, p := r.wait(e.Key, e.Value)
 		pend = append(pend, pending{w, p[0], p[1], p[2]})
 	}
 	for tid, t := range threads {
@@ -158,7 +151,7 @@ func (r *reader) read(d *Data) error {
 	}
 	cpuRefs := make([]ref, len(cpus))
 	for i, c := range cpus {
-		cpuRefs[i] = r.n.want(c.k.Pid, c.k.UserStack, c.k.KernelStack)
+		cpuRefs[i] = r.n.want(c.Key.Pid, c.Key.UserStack, c.Key.KernelStack)
 	}
 	r.n.finish()
 	for _, p := range pend {
@@ -178,7 +171,7 @@ func (r *reader) read(d *Data) error {
 		comms[t.TID] = t.Comm
 	}
 	for i, c := range cpus {
-		d.CPU = append(d.CPU, CPU{Pid: int(c.k.Pid), Tid: int(c.k.Tid), Comm: comms[int(c.k.Tid)], Frames: r.n.frames(cpuRefs[i]), NS: c.ns})
+		d.CPU = append(d.CPU, CPU{Pid: int(c.Key.Pid), Tid: int(c.Key.Tid), Comm: comms[int(c.Key.Tid)], Frames: r.n.frames(cpuRefs[i]), NS: c.Value})
 	}
 	return nil
 }

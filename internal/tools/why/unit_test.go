@@ -144,21 +144,6 @@ func TestCgroupFiles(t *testing.T) {
 	if v1 != (cpuStat{50, 40, 3200000000}) || v2 != v1 {
 		t.Errorf("cpu.stat: v1 %+v, v2 %+v", v1, v2)
 	}
-	p, v2b := parseProcCgroup(strings.NewReader("4:memory:/m\n2:cpuacct,cpu:/sonde/x\n0::/\n"))
-	if p != "/sonde/x" || v2b {
-		t.Errorf("v1 path %q %v", p, v2b)
-	}
-	p, v2b = parseProcCgroup(strings.NewReader("0::/user.slice/app\n"))
-	if p != "/user.slice/app" || !v2b {
-		t.Errorf("v2 path %q %v", p, v2b)
-	}
-	mi := "30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu\n40 25 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
-	if m := cgroupMount(strings.NewReader(mi), false); m != "/sys/fs/cgroup/cpu" {
-		t.Errorf("v1 mount %q", m)
-	}
-	if m := cgroupMount(strings.NewReader(mi), true); m != "/sys/fs/cgroup/unified" {
-		t.Errorf("v2 mount %q", m)
-	}
 }
 
 // The JSON has what scripts read: findings by share, each with kind,

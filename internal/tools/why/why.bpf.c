@@ -39,8 +39,9 @@ HASH_MAP(threads, __u32, struct why_thread, 32768);
  * histogram in µs). Keys follow stacks met: allocated on insert. */
 SONDE_MAP_FLAGS(waits, BPF_MAP_TYPE_HASH, struct why_key, struct why_wait, 65536, BPF_F_NO_PREALLOC);
 
-/* key: struct why_cpu_key; value: ns on CPU in slices that ended at those stacks (u64). */
-SONDE_MAP_FLAGS(cpu, BPF_MAP_TYPE_HASH, struct why_cpu_key, __u64, 65536, BPF_F_NO_PREALLOC);
+/* key: struct sonde_stack_key (a slice on the CPU, by the stacks it ended
+ * at: sampled at each switch-out); value: ns on CPU in such slices (u64). */
+SONDE_MAP_FLAGS(cpu, BPF_MAP_TYPE_HASH, struct sonde_stack_key, __u64, 65536, BPF_F_NO_PREALLOC);
 
 /* key: enum why_ctl; value: CLOCK_MONOTONIC ns written by user space. */
 SONDE_MAP(ctl, BPF_MAP_TYPE_ARRAY, __u32, __u64, WHY_CTL_MAX);
@@ -146,22 +147,17 @@ static __always_inline struct why_thread *thread_of(__u32 tid, __u32 pid, struct
  * walk's many ways out, made the verifier walk this 64 times per way. */
 static __always_inline __u32 log2_flat(__u64 v)
 {
-	__u64 r, s;
-	r = (((v >> 32) + 0xffffffffULL) >> 32) << 5;
-	v >>= r;
-	s = (((v >> 16) + 0xffffULL) >> 16) << 4;
-	v >>= s;
-	r |= s;
-	s = (((v >> 8) + 0xffULL) >> 8) << 3;
-	v >>= s;
-	r |= s;
-	s = (((v >> 4) + 0xfULL) >> 4) << 2;
-	v >>= s;
-	r |= s;
-	s = (((v >> 2) + 0x3ULL) >> 2) << 1;
-	v >>= s;
-	r |= s;
-	r |= ((v >> 1) + 0x1ULL) >> 1;
+	__u64 r = 0;
+	/* Steps of k = 32, 16, 8, 4, 2 and 1 bits: s is k when v has a bit
+	 * at position k or above (v then drops k bits), else 0; r sums the
+	 * steps. Unrolled: the program keeps no loop. */
+#pragma unroll
+	for (int i = 5; i >= 0; i--) {
+		__u32 k = 1u << i;
+		__u64 s = (((v >> k) + ((1ULL << k) - 1)) >> k) << i;
+		v >>= s;
+		r |= s;
+	}
 	return (__u32)r;
 }
 
@@ -214,7 +210,7 @@ static __always_inline void end_block(struct why_thread *th, __u64 now, __u32 wa
 /* A switch-out being accounted: settled before the stack walk, in map
  * memory, as a wake is (see struct wake). */
 struct out {
-	struct why_cpu_key ck; /* the leaving thread, and its stacks once walked */
+	struct sonde_stack_key ck; /* the leaving thread, and its stacks once walked */
 	__u64 slice;           /* ns it was on the CPU */
 	__u32 cpu;             /* add the slice to cpu (a target thread) */
 	__u32 block;           /* it blocked: the stacks are its block's */
@@ -535,7 +531,7 @@ TP_BTF_OR_RAW(sched_wakeup_new, sched_wakeup_new)
 #define WHY_TICK_NS 10000000ULL
 
 /* key: 0; value: the stacks being sampled on this CPU (on_runtime). */
-PERCPU_ARRAY(ticks, struct why_cpu_key, 1);
+PERCPU_ARRAY(ticks, struct sonde_stack_key, 1);
 
 /* The scheduler accounted runtime ns to t (every tick, and as it
  * switches): a target thread on a CPU that has run WHY_TICK_NS since its
@@ -554,7 +550,7 @@ static __always_inline void on_runtime(void *ctx, struct task_struct *t, __u64 r
 	 * own (a remote wakeup accounts the other CPU's task). */
 	if (th->tick_pend < WHY_TICK_NS || (__u32)bpf_get_current_pid_tgid() != tid)
 		return;
-	struct why_cpu_key *k = bpf_map_lookup_elem(&ticks, &zero);
+	struct sonde_stack_key *k = bpf_map_lookup_elem(&ticks, &zero);
 	if (!k)
 		return;
 	__u64 ns = th->tick_pend;

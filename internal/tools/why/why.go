@@ -98,13 +98,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Wakers are often other processes: their tables load on demand.
 	ld := unwind.Wire(&t, o.Pid, nil)
 	ld.Only = 0
-	ld.KeepStacks() // keys are read at the end: the stacks map must not fill meanwhile
-	s, err := ld.Open(t)
+	s, done, err := ld.OpenKept(t)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	defer ld.Stop()
+	defer done()
 	if s.Pid() != 0 {
 		o.Pid = s.Pid()
 	}
@@ -113,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	before := snapshot(o.Pid, o.Tid, system)
 	cg := ""
 	if o.Pid != 0 {
-		cg = cgroupDir(o.Pid)
+		cg = cgroup.ControllerDir(o.Pid, "cpu")
 	}
 	cs0, cgOK := readCPUStat(cg)
 	start := now()

@@ -87,16 +87,6 @@ struct why_wait {
 	__u64 slots[WHY_SLOTS];
 };
 
-/* A slice on the CPU, by the stacks it ended at (sampled at each
- * switch-out, weighted by the slice's length). */
-struct why_cpu_key {
-	__u32 pid;
-	__u32 tid;
-	__u64 user_stack;
-	__s32 kernel_stack;
-	__u32 unused;
-};
-
 /* Control words user space writes (key: enum why_ctl; value: u64 ns,
  * CLOCK_MONOTONIC): nothing before start or after stop is counted. */
 enum why_ctl {

@@ -13,7 +13,12 @@
 // bpf2go's compile step (cilium/ebpf/cmd/bpf2go/gen) and accepts its
 // command line, so a package moves over by changing its go:generate line:
 //
-//	//go:generate go tool bpfgen -type runqlat_key runqlat runqlat.bpf.c
+//	//go:generate go tool bpfgen -type cpudist_total cpudist cpudist.bpf.c
+//
+// A field whose C type comes from a shared header and has a Go declaration
+// of its own (shared: struct sonde_conn is bpfmaps.Conn) is written as that
+// Go type, after its layout is checked against the object's, rather than
+// as the same anonymous struct in every tool.
 //
 // Defaults are sonde's: clang, -O2 -g -Wall -Werror, -I<module>/bpf/include,
 // and one little-endian object for every architecture (-target bpfel);
@@ -28,6 +33,7 @@ import (
 	"go/format"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,8 +42,30 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/cmd/bpf2go/gen"
 
+	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 )
+
+// sharedType is the Go declaration of a C type of bpf/include.
+type sharedType struct {
+	pkg   string // its package's import path
+	name  string // as the generated code spells it
+	value any    // a struct's zero value, whose layout must be the C type's
+	// members are an enum's values in Go, by C name: the object's must
+	// be the same.
+	members map[string]uint64
+}
+
+// shared are the C types of bpf/include that the tools send inside their
+// events, or set as options, and read with a shared Go type, by C name.
+var shared = map[string]sharedType{
+	"sonde_conn":      {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfmaps", name: "bpfmaps.Conn", value: bpfmaps.Conn{}},
+	"sonde_stack_key": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.StackKey", value: bpfskel.StackKey{}},
+	"sonde_slot":      {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.SlotKey", value: bpfskel.SlotKey{}},
+	"sonde_split": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.Split", members: map[string]uint64{
+		"SONDE_SPLIT_NONE": uint64(bpfskel.SplitNone), "SONDE_SPLIT_PID": uint64(bpfskel.SplitPid), "SONDE_SPLIT_TID": uint64(bpfskel.SplitTid),
+	}},
+}
 
 type typeNames []string
 
@@ -161,11 +189,17 @@ func write(pkg, stem, out, constraint, hash string, names []string) error {
 	if constraint != "" {
 		fmt.Fprintf(&b, "//go:build %s\n", constraint)
 	}
-	fmt.Fprintf(&b, "\npackage %s\n\nimport (\n\t_ \"embed\"\n\t\"structs\"\n\n\t\"github.com/cilium/ebpf\"\n\n\t\"github.com/sonde-dev/sonde/internal/collect/bpfskel\"\n)\n\n", pkg)
-	decls, err := declarations(stem, types)
+	decls, imports, err := declarations(stem, spec.Types, types)
 	if err != nil {
 		return err
 	}
+	imports = append(imports, "github.com/sonde-dev/sonde/internal/collect/bpfskel")
+	slices.Sort(imports)
+	fmt.Fprintf(&b, "\npackage %s\n\nimport (\n\t_ \"embed\"\n\t\"structs\"\n\n\t\"github.com/cilium/ebpf\"\n\n", pkg)
+	for _, imp := range slices.Compact(imports) {
+		fmt.Fprintf(&b, "\t%q\n", imp)
+	}
+	b.WriteString(")\n\n")
 	b.WriteString(decls)
 
 	var maps, progs, vars []string
@@ -235,9 +269,22 @@ func write(pkg, stem, out, constraint, hash string, names []string) error {
 }
 
 // declarations writes a Go declaration per C type, named <stem><Type> and
-// sorted by name so the output is stable.
-func declarations(stem string, types []btf.Type) (string, error) {
+// sorted by name so the output is stable, and returns the packages of the
+// shared types they use.
+func declarations(stem string, all *btf.Spec, types []btf.Type) (string, []string, error) {
 	names := map[btf.Type]string{}
+	var imports []string
+	for c, g := range shared {
+		t, err := all.AnyTypeByName(c)
+		if err != nil {
+			continue // the object does not use it
+		}
+		if err := g.matches(t); err != nil {
+			return "", nil, fmt.Errorf("%s is no longer %s: %w", g.name, c, err)
+		}
+		names[t] = g.name
+		imports = append(imports, g.pkg)
+	}
 	var order []btf.Type
 	for _, t := range types {
 		if _, ok := names[t]; ok {
@@ -251,15 +298,67 @@ func declarations(stem string, types []btf.Type) (string, error) {
 	var b strings.Builder
 	for i, t := range order {
 		if i > 0 && names[t] == names[order[i-1]] {
-			return "", fmt.Errorf("two types are named %s", names[t])
+			return "", nil, fmt.Errorf("two types are named %s", names[t])
 		}
 		d, err := gf.TypeDeclaration(names[t], t)
 		if err != nil {
-			return "", fmt.Errorf("declaring %s: %w", names[t], err)
+			return "", nil, fmt.Errorf("declaring %s: %w", names[t], err)
 		}
 		b.WriteString(d + "\n\n")
 	}
-	return b.String(), nil
+	// Only the shared types the declarations name are imported.
+	imports = slices.DeleteFunc(imports, func(pkg string) bool {
+		return !strings.Contains(b.String(), " "+pkg[strings.LastIndex(pkg, "/")+1:]+".")
+	})
+	return b.String(), imports, nil
+}
+
+// matches checks the C type t against g: an enum's values, or a struct's
+// layout.
+func (g sharedType) matches(t btf.Type) error {
+	if g.members == nil {
+		return sameLayout(t, reflect.TypeOf(g.value))
+	}
+	e, ok := btf.UnderlyingType(t).(*btf.Enum)
+	if !ok {
+		return fmt.Errorf("not an enum")
+	}
+	if len(e.Values) != len(g.members) {
+		return fmt.Errorf("%d values, not %d", len(e.Values), len(g.members))
+	}
+	for _, v := range e.Values {
+		if want, ok := g.members[v.Name]; !ok || want != v.Value {
+			return fmt.Errorf("%s is %d", v.Name, v.Value)
+		}
+	}
+	return nil
+}
+
+// sameLayout checks that the Go struct g lays out the C struct t: the same
+// size, and each member at the same offset with the same size, as the
+// field bpfskel.GoName names.
+func sameLayout(t btf.Type, g reflect.Type) error {
+	st, ok := btf.UnderlyingType(t).(*btf.Struct)
+	if !ok {
+		return fmt.Errorf("not a struct")
+	}
+	if uintptr(st.Size) != g.Size() {
+		return fmt.Errorf("%d bytes, not %d", st.Size, g.Size())
+	}
+	for _, m := range st.Members {
+		f, ok := g.FieldByName(bpfskel.GoName(m.Name))
+		if !ok {
+			return fmt.Errorf("no field for member %s", m.Name)
+		}
+		size, err := btf.Sizeof(m.Type)
+		if err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+		if f.Offset != uintptr(m.Offset.Bytes()) || f.Type.Size() != uintptr(size) {
+			return fmt.Errorf("member %s at byte %d (%d bytes), field at %d (%d bytes)", m.Name, m.Offset.Bytes(), size, f.Offset, f.Type.Size())
+		}
+	}
+	return nil
 }
 
 func upperFirst(s string) string {
