@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* files: reads and writes of files per process (filetop) and each slow one
  * (fileslower), from the syscall tracepoints, so no kprobe is needed. The
- * entry of read, write, pread64, ... (raw_syscalls:sys_enter, told apart
- * by number) remembers the thread's fd(s) and the time; the exit resolves each fd to its file through the task's file
+ * entry of read, write, pread64, ... (the raw sys_enter tracepoint, told
+ * apart by number) remembers the thread's fd(s) and the time; the exit resolves each fd to its file through the task's file
  * table (CO-RE) and counts the bytes the call returned, or reports the
  * call when it took at least min_ns. A file's path is walked in the kernel
  * once per file (dev, ino) and sent on the ring buffer, so user space can
@@ -16,7 +16,7 @@
 #include "sonde_target.h"
 #include "sonde_task.h"
 #include "sonde_tp.h"
-#include "sonde_syscalls.h"
+#include "sonde_regs.h"
 #include "files.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -169,24 +169,43 @@ static __always_inline __u8 kind_of(long nr)
 	return io_kind[nr];
 }
 
-/* Every syscall's entry: one tracepoint for all of them (two links in
- * all, where a pair per syscall made 26 for the kernel to remove at exit),
- * the number checked first so other calls cost a load and a compare. */
-SEC("tracepoint/raw_syscalls/sys_enter")
-int sys_enter(struct sys_enter_args *ctx)
+/* Every syscall's entry, sys_enter(struct pt_regs *regs, long nr): one
+ * raw tracepoint for all of them, where a syscalls:sys_enter_NAME event
+ * per syscall made 26 perf events the kernel took 30-80 ms each to remove
+ * at exit (a raw tracepoint's link goes at once). The number is checked
+ * first, so other calls cost a load and a compare; the arguments are read
+ * from the registers (the C convention's first three, as syscalls pass
+ * them on amd64 and arm64). */
+TP_BTF_OR_RAW(sys_enter, sys_enter)
 {
-	long nr = ctx->id;
+	void *regs = (void *)ctx[0];
+	long nr = (long)ctx[1];
 	switch (kind_of(nr)) {
 	case FILES_IO_READ:
-		return enter(nr, (int)ctx->args[0], -1);
+		return enter(nr, (int)reg_arg(regs, 0), -1);
 	case FILES_IO_WRITE:
-		return enter(nr, -1, (int)ctx->args[0]);
+		return enter(nr, -1, (int)reg_arg(regs, 0));
 	case FILES_IO_SENDFILE:
-		return enter(nr, (int)ctx->args[1], (int)ctx->args[0]);
+		return enter(nr, (int)reg_arg(regs, 1), (int)reg_arg(regs, 0));
 	case FILES_IO_SPLICE:
-		return enter(nr, (int)ctx->args[0], (int)ctx->args[2]);
+		return enter(nr, (int)reg_arg(regs, 0), (int)reg_arg(regs, 2));
 	}
 	return 0;
+}
+
+/* Offsets in the kernel's struct pt_regs (bytes): x86-64's orig_ax, and
+ * arm64's syscallno (an s32 after regs[31], sp, pc, pstate, orig_x0). */
+#define X86_ORIG_AX 120
+#define ARM64_SYSCALLNO 280
+
+/* The syscall number at its exit, -1 where unknown. */
+static __always_inline long exit_nr(void *regs)
+{
+	if (REGS_X86)
+		return (long)reg_at(regs, X86_ORIG_AX);
+	if (REGS_ARM64)
+		return (__s32)reg_at(regs, ARM64_SYSCALLNO);
+	return -1;
 }
 
 /* The open file behind fd in the current task's table; NULL when none. */
@@ -369,12 +388,13 @@ static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, 
 	ring_submit(&events, e);
 }
 
-/* The exit of every syscall; those traced are resolved. Calls that
- * failed are not counted. */
-SEC("tracepoint/raw_syscalls/sys_exit")
-int exit_io(struct sys_exit_args *ctx)
+/* Every syscall's exit, sys_exit(struct pt_regs *regs, long ret); those
+ * traced are resolved (elsewhere the in-flight map says whether the
+ * thread's call was one). Calls that failed are not counted. */
+TP_BTF_OR_RAW(sys_exit, exit_io)
 {
-	if (kind_of(ctx->id) == FILES_IO_NONE)
+	long nr = exit_nr((void *)ctx[0]);
+	if (nr >= 0 && kind_of(nr) == FILES_IO_NONE)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -383,7 +403,7 @@ int exit_io(struct sys_exit_args *ctx)
 		return 0;
 	struct inflight in = *p;
 	bpf_map_delete_elem(&inflight, &tid);
-	long ret = ctx->ret;
+	long ret = (long)ctx[1];
 	if (ret < 0)
 		return 0;
 	if (slow_mode) {

@@ -17,7 +17,6 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/syscalls"
-	"github.com/sonde-dev/sonde/internal/collect/tracefs"
 )
 
 // Mode is how the calls are traced: there is one, the syscall
@@ -25,7 +24,8 @@ import (
 const Mode = "syscall tracepoints"
 
 // syscallKinds are the traced syscalls and where their fds are. The
-// programs see every syscall (raw_syscalls) and keep these by number.
+// programs see every syscall (the raw sys_enter and sys_exit tracepoints)
+// and keep these by number.
 var syscallKinds = []struct {
 	name string
 	kind filesFilesIo
@@ -53,26 +53,21 @@ func ioKinds(arch string) [filesNrMax]uint8 {
 // filesNrMax is FILES_NR_MAX in files.h: io_kind's length.
 const filesNrMax = 512
 
-// hooks are the two raw syscall tracepoints, exit before entry, so no
-// entry waits for an exit that is never seen. One tracepoint per syscall
-// (sys_enter_read, ...) made two links each, 26 on amd64, which the kernel
-// took 0.85 s to remove at exit.
-func hooks() ([]bpfskel.Hook, error) {
-	if _, err := tracefs.Root(); err != nil {
-		return nil, fmt.Errorf("finding the syscall tracepoints: %w", err)
-	}
+// hooks are the raw sys_enter and sys_exit tracepoints, exit before
+// entry, so no entry waits for an exit that is never seen. A
+// syscalls:sys_enter_NAME/sys_exit_NAME pair per syscall made 26 perf
+// events on amd64, which the kernel took 0.85 s to remove at exit (a
+// grace period each); a raw tracepoint's link goes at once.
+func hooks() []bpfskel.Hook {
 	return []bpfskel.Hook{
-		bpfskel.TracepointHook("raw_syscalls", "sys_exit", filesProgExitIo),
-		bpfskel.TracepointHook("raw_syscalls", "sys_enter", filesProgSysEnter),
-	}, nil
+		bpfskel.BTFTracepoint("sys_exit", filesProgTpBtfExitIo, filesProgRawExitIo),
+		bpfskel.BTFTracepoint("sys_enter", filesProgTpBtfSysEnter, filesProgRawSysEnter),
+	}
 }
 
 // session opens the object with the options both tools share.
 func session(maps *filesMaps, pid int, cg *cgroup.Target, command []string, consts map[string]any) (*bpfskel.Session, error) {
-	hs, err := hooks()
-	if err != nil {
-		return nil, err
-	}
+	hs := hooks()
 	consts[filesVarTargetPid] = uint32(pid)
 	consts[filesVarIoKind] = ioKinds(runtime.GOARCH)
 	if len(command) > 0 {
