@@ -301,12 +301,10 @@ static __always_inline void release(__u64 id, __u64 addr)
  * all (a link per function took the kernel 80-95 ms each to remove). */
 static __always_inline int lock_entry(void *ctx)
 {
-	__u64 id;
+	__u64 cookie = bpf_get_attach_cookie(ctx), id;
+	__u32 mode = cookie & ((1 << DL_KIND_SHIFT) - 1);
 	if (!current_traced(&id))
 		return 0;
-	__u32 tid = (__u32)id;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 mode = cookie & ((1 << DL_KIND_SHIFT) - 1);
 	switch (cookie >> DL_KIND_SHIFT) {
 	case DL_LOCK:
 		/* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock */
@@ -314,6 +312,7 @@ static __always_inline int lock_entry(void *ctx)
 		break;
 	case DL_TRYLOCK: {
 		/* Remember what it tries until it returns. */
+		__u32 tid = (__u32)id;
 		struct pending p = {.addr = reg_arg(ctx, 0), .mode = mode};
 		bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
 		break;
