@@ -148,7 +148,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	hasSymtab := f.Section(".symtab") != nil
 	var d *dwarf.Data
 	if !o.NoLines {
-		d, _ = f.DWARF()
+		d, _ = lineDWARF(f)
 	}
 	if !hasSymtab || (d == nil && !o.NoLines) {
 		dbg := findDebugFile(f, path, e.BuildID, o)
@@ -162,7 +162,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 					hasSymtab = df.Section(".symtab") != nil
 				}
 				if d == nil && !o.NoLines {
-					d, _ = df.DWARF()
+					d, _ = lineDWARF(df)
 				}
 				df.Close()
 			}

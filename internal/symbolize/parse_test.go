@@ -1,6 +1,9 @@
 package symbolize
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,5 +81,39 @@ func TestDemangle(t *testing.T) {
 		if got := Demangle(in); got != want {
 			t.Errorf("Demangle(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// kallsymsLine reads every line of this kernel's /proc/kallsyms as
+// splitting it into fields does (the kernel's own text is the ground
+// truth; unprivileged, its addresses read 0 and are compared as such).
+func TestKallsymsLineAgainstFields(t *testing.T) {
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Skipf("no /proc/kallsyms: %v", err)
+	}
+	n := 0
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		addr, name, mod, ok := kallsymsLine(line)
+		f := bytes.Fields(line)
+		text := len(f) >= 3 && len(f[1]) == 1 && strings.ContainsAny(string(f[1]), "tTwW")
+		if ok != text {
+			t.Fatalf("%q: text symbol %v, want %v", line, ok, text)
+		}
+		if !ok {
+			continue
+		}
+		n++
+		want, _ := strconv.ParseUint(string(f[0]), 16, 64)
+		wantMod := ""
+		if len(f) >= 4 && bytes.HasPrefix(f[3], []byte("[")) {
+			wantMod = string(bytes.Trim(f[3], "[]"))
+		}
+		if addr != want || string(name) != string(f[2]) || string(mod) != wantMod {
+			t.Fatalf("%q: %#x %q %q, want %#x %q %q", line, addr, name, mod, want, f[2], wantMod)
+		}
+	}
+	if n == 0 {
+		t.Error("no text symbol read")
 	}
 }

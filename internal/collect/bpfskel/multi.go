@@ -82,3 +82,16 @@ func (s *Session) attachMulti(p *ebpf.Program, c Choice) error {
 	}
 	return nil
 }
+
+// MultiFallback says why multi-place hooks got a uprobe per place (""
+// when every one has its uprobe_multi link), for the tool to say so: a
+// link per place attaches and, above all, detaches slower (the kernel
+// removes each uprobe on its own, tens of ms apiece).
+func (s *Session) MultiFallback() string {
+	for _, c := range s.Choices {
+		if c.Hook.kind == kindUprobeMulti && c.Mode != UprobeMulti {
+			return c.Why
+		}
+	}
+	return ""
+}

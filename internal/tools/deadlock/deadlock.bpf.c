@@ -23,6 +23,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(enum dl_mode, dl_mode);
+KEEP_TYPE(enum dl_kind, dl_kind);
 KEEP_TYPE(enum dl_limit, dl_limit);
 
 
@@ -295,25 +296,42 @@ static __always_inline void release(__u64 id, __u64 addr)
 	hs->n = n - 1;
 }
 
-/* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock; the
- * cookie is the mode. */
-TRACED_PROG("uprobe", uprobe_lock, void)
+/* Every lock function's entry, told apart by the attach cookie (kind <<
+ * DL_KIND_SHIFT | mode): one program, so one uprobe_multi link holds them
+ * all (a link per function took the kernel 80-95 ms each to remove). */
+static __always_inline int lock_entry(void *ctx)
 {
-	acquire(ctx, id, reg_arg(ctx, 0), (__u32)bpf_get_attach_cookie(ctx), false);
-	return 0;
-}
-
-/* Entry of a try-lock: remember what it tries until it returns. */
-TRACED_PROG("uprobe", uprobe_trylock, void)
-{
-	struct pending p = {.addr = reg_arg(ctx, 0), .mode = (__u32)bpf_get_attach_cookie(ctx)};
-	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+	__u64 cookie = bpf_get_attach_cookie(ctx), id;
+	__u32 mode = cookie & ((1 << DL_KIND_SHIFT) - 1);
+	if (!current_traced(&id))
+		return 0;
+	switch (cookie >> DL_KIND_SHIFT) {
+	case DL_LOCK:
+		/* pthread_mutex_lock, pthread_rwlock_rdlock, pthread_rwlock_wrlock */
+		acquire(ctx, id, reg_arg(ctx, 0), mode, false);
+		break;
+	case DL_TRYLOCK: {
+		/* Remember what it tries until it returns. */
+		__u32 tid = (__u32)id;
+		struct pending p = {.addr = reg_arg(ctx, 0), .mode = mode};
+		bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+		break;
+	}
+	case DL_UNLOCK:
+		/* pthread_mutex_unlock, pthread_rwlock_unlock */
+		release(id, reg_arg(ctx, 0));
+		break;
+	}
 	return 0;
 }
 
 /* Return of a try-lock: 0 means it took the lock. */
-TRACED_PROG("uretprobe", uretprobe_trylock, void)
+static __always_inline int trylock_return(void *ctx)
 {
+	__u64 id;
+	if (!current_traced(&id))
+		return 0;
+	__u32 tid = (__u32)id;
 	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return 0;
@@ -327,12 +345,10 @@ TRACED_PROG("uretprobe", uretprobe_trylock, void)
 	return 0;
 }
 
-/* pthread_mutex_unlock, pthread_rwlock_unlock. */
-TRACED_PROG("uprobe", uprobe_unlock, void)
-{
-	release(id, reg_arg(ctx, 0));
-	return 0;
-}
+/* Each as a uprobe.multi program (one link for every function) and a
+ * plain uprobe one (a link each, kernels before 6.6); the loader keeps one. */
+UPROBE_OR_MULTI("uprobe", lock_entry, lock_entry(ctx))
+UPROBE_OR_MULTI("uretprobe", trylock_return, trylock_return(ctx))
 
 /* A thread's end: its held set and any try-lock in flight go. */
 TP_BTF_OR_RAW(sched_process_exit, deadlock_exit)

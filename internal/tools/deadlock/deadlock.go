@@ -71,6 +71,7 @@ type Result struct {
 	Stacks   map[uint64][]Frame // by stack key
 	Names    map[LockID]string  // global or static variables, by lock
 	Lib      string             // where the probes are
+	Fallback string             // why each function has its own uprobe, not one uprobe_multi link ("": it has)
 	Elapsed  time.Duration
 	ExitCode int      // the command's, when one ran
 	Command  []string // the command run, if any
@@ -78,26 +79,55 @@ type Result struct {
 
 // probe is one hooked function.
 type probe struct {
-	sym, prog string
-	ret       bool
-	mode      Mode
+	sym  string
+	kind deadlockDlKind // which program branch serves it
+	mode Mode
+}
+
+// cookie tells the entry program the function's kind and mode.
+func (p probe) cookie() uint64 {
+	return uint64(p.kind)<<deadlockDlKindDL_KIND_SHIFT | uint64(p.mode)
 }
 
 // probes are glibc's lock functions. Blocking calls are taken at entry;
 // try-locks at entry and return (the return value says whether they took
-// the lock).
+// the lock). Unlocks come first: the kernel places a link's probes in
+// order, so no lock is seen taken whose release would be missed.
 var probes = []probe{
-	{"pthread_mutex_unlock", deadlockProgUprobeUnlock, false, Mutex},
-	{"pthread_rwlock_unlock", deadlockProgUprobeUnlock, false, Mutex},
-	{"pthread_mutex_trylock", deadlockProgUretprobeTrylock, true, Mutex},
-	{"pthread_rwlock_tryrdlock", deadlockProgUretprobeTrylock, true, Read},
-	{"pthread_rwlock_trywrlock", deadlockProgUretprobeTrylock, true, Write},
-	{"pthread_mutex_trylock", deadlockProgUprobeTrylock, false, Mutex},
-	{"pthread_rwlock_tryrdlock", deadlockProgUprobeTrylock, false, Read},
-	{"pthread_rwlock_trywrlock", deadlockProgUprobeTrylock, false, Write},
-	{"pthread_mutex_lock", deadlockProgUprobeLock, false, Mutex},
-	{"pthread_rwlock_rdlock", deadlockProgUprobeLock, false, Read},
-	{"pthread_rwlock_wrlock", deadlockProgUprobeLock, false, Write},
+	{"pthread_mutex_unlock", deadlockDlKindDL_UNLOCK, Mutex},
+	{"pthread_rwlock_unlock", deadlockDlKindDL_UNLOCK, Mutex},
+	{"pthread_mutex_trylock", deadlockDlKindDL_TRYLOCK, Mutex},
+	{"pthread_rwlock_tryrdlock", deadlockDlKindDL_TRYLOCK, Read},
+	{"pthread_rwlock_trywrlock", deadlockDlKindDL_TRYLOCK, Write},
+	{"pthread_mutex_lock", deadlockDlKindDL_LOCK, Mutex},
+	{"pthread_rwlock_rdlock", deadlockDlKindDL_LOCK, Read},
+	{"pthread_rwlock_wrlock", deadlockDlKindDL_LOCK, Write},
+}
+
+// hooks are two links: one program on every entry and one on the
+// try-locks' returns (attached first, so no try-lock is entered without
+// its return probed), the cookie telling the functions apart. A link per
+// function took the kernel 80-95 ms each to remove at exit; kernels
+// without uprobe_multi still get a uprobe per place (bpfskel).
+func hooks(lib string, have map[string]bool, pid int) []bpfskel.Hook {
+	var syms, rets []string
+	var cookies, retCookies []uint64
+	for _, p := range probes {
+		if !have[p.sym] {
+			continue
+		}
+		syms, cookies = append(syms, p.sym), append(cookies, p.cookie())
+		if p.kind == deadlockDlKindDL_TRYLOCK {
+			rets, retCookies = append(rets, p.sym), append(retCookies, p.cookie())
+		}
+	}
+	hs := []bpfskel.Hook{bpfskel.BTFTracepoint("sched_process_exit", deadlockProgTpBtfDeadlockExit, deadlockProgRawDeadlockExit)}
+	if len(rets) > 0 {
+		hs = append(hs, bpfskel.UprobeMultiHook(lib, rets, make([]uint64, len(rets)), retCookies,
+			deadlockProgMultiTrylockReturn, deadlockProgUprobeTrylockReturn, true, pid))
+	}
+	return append(hs, bpfskel.UprobeMultiHook(lib, syms, make([]uint64, len(syms)), cookies,
+		deadlockProgMultiLockEntry, deadlockProgUprobeLockEntry, false, pid))
 }
 
 // required are the functions without which there is nothing to trace.
@@ -138,15 +168,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("%s has no %s: give the library or binary that has the pthread functions with --lib", lib, r)
 		}
 	}
-	hooks := []bpfskel.Hook{bpfskel.BTFTracepoint("sched_process_exit", deadlockProgTpBtfDeadlockExit, deadlockProgRawDeadlockExit)}
-	for _, p := range probes {
-		if have[p.sym] {
-			hooks = append(hooks, bpfskel.UprobeHook(lib, p.sym, p.prog, p.ret, pid, uint64(p.mode)))
-		}
-	}
 	var maps deadlockMaps
 	t := bpfskel.Tool{
-		Name: "lock-order tracing", Spec: loadDeadlock, Maps: &maps, Hooks: hooks,
+		Name: "lock-order tracing", Spec: loadDeadlock, Maps: &maps, Hooks: hooks(lib, have, pid),
 		Consts: map[string]any{deadlockVarTargetPid: uint32(pid)},
 	}
 	// A held command is still sonde's image: its tables are preloaded
@@ -183,7 +207,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Lib: lib, Elapsed: run.Elapsed, ExitCode: run.ExitCode, Command: o.Command}
+	res := &Result{Lib: lib, Elapsed: run.Elapsed, ExitCode: run.ExitCode, Command: o.Command, Fallback: s.MultiFallback()}
 	if res.Edges, err = readEdges(maps.Edges); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,16 @@ enum dl_mode {
 	DL_READ = 2,
 };
 
+/* Which kind of function a probe is on. One program serves every entry
+ * (one uprobe_multi link for all): the attach cookie is
+ * kind << DL_KIND_SHIFT | mode. */
+enum dl_kind {
+	DL_LOCK = 0,    /* a blocking lock: taken at its entry */
+	DL_TRYLOCK = 1, /* a try-lock: remembered at its entry, taken at its return if it succeeded */
+	DL_UNLOCK = 2,  /* an unlock: released at its entry */
+	DL_KIND_SHIFT = 8,
+};
+
 /* One ordered pair: a lock held (from) while another was acquired (to),
  * in one process, with the modes of both. */
 struct dl_edge_key {

@@ -90,6 +90,9 @@ func NewReport(res *Result, target string) *Report {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("the graph misses some orders: %d new pairs lost to a full map, %d acquisitions past %d held locks, %d with the thread map full",
 			c.EdgesFull, c.HeldFull, maxHeld, c.ThreadsFull))
 	}
+	if res.Fallback != "" {
+		r.Warnings = append(r.Warnings, "a uprobe per lock function, slower to attach and detach ("+res.Fallback+")")
+	}
 	return r
 }
 

@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* files: reads and writes of files per process (filetop) and each slow one
  * (fileslower), from the syscall tracepoints, so no kprobe is needed. The
- * entry of read, write, pread64, ... remembers the thread's fd(s) and the
- * time; the exit resolves each fd to its file through the task's file
+ * entry of read, write, pread64, ... (the raw sys_enter tracepoint, told
+ * apart by number) remembers the thread's fd(s) and the time; the exit resolves each fd to its file through the task's file
  * table (CO-RE) and counts the bytes the call returned, or reports the
  * call when it took at least min_ns. A file's path is walked in the kernel
  * once per file (dev, ino) and sent on the ring buffer, so user space can
@@ -17,17 +17,21 @@
 #include "sonde_task.h"
 #include "sonde_tp.h"
 #include "sonde_fd.h"
+#include "sonde_regs.h"
 #include "files.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 KEEP_TYPE(struct files_slow, files_slow);
 KEEP_TYPE(enum files_rec_type, files_rec_type);
+KEEP_TYPE(enum files_io, files_io);
 
 const volatile bool follow_children = false; /* also target_pid's descendants */
 const volatile bool all_files = false; /* false: regular files only */
 const volatile bool slow_mode = false; /* false: count (filetop); true: report slow calls */
 const volatile __u64 min_ns = 10000000; /* slow_mode: report calls at least this long */
+/* By syscall number on this architecture: enum files_io (set before load). */
+const volatile __u8 io_kind[FILES_NR_MAX] = {};
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -73,22 +77,6 @@ struct file {
 	struct path f_path;
 } __attribute__((preserve_access_index));
 
-/* The syscalls tracepoints' records (stable layout: 8 bytes of common
- * fields, the syscall number, then each argument or the return value in 8
- * bytes). */
-struct sys_enter_rec {
-	__u64 common;
-	int nr;
-	int pad;
-	unsigned long args[6];
-};
-
-struct sys_exit_rec {
-	__u64 common;
-	int nr;
-	int pad;
-	long ret;
-};
 
 /* A call between its entry and exit. */
 struct inflight {
@@ -150,33 +138,64 @@ TP_BTF_OR_RAW(sched_process_exit, exit)
 	return 0;
 }
 
-static __always_inline int enter(struct sys_enter_rec *ctx, int fd_in, int fd_out)
+static __always_inline int enter(__u32 nr, int fd_in, int fd_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	if (!traced(id >> 32) || !task_cgroup_traced((void *)bpf_get_current_task()))
 		return 0;
 	__u32 tid = (__u32)id;
-	struct inflight f = {.ts = bpf_ktime_get_ns(), .fd_in = fd_in, .fd_out = fd_out, .nr = ctx->nr};
+	struct inflight f = {.ts = bpf_ktime_get_ns(), .fd_in = fd_in, .fd_out = fd_out, .nr = nr};
 	if (bpf_map_update_elem(&inflight, &tid, &f, BPF_ANY))
 		counter_inc(&counters, FILES_LOST_INFLIGHT);
 	return 0;
 }
 
-/* read, pread64, readv, preadv, preadv2: fd is the first argument. */
-SEC("tracepoint/syscalls/sys_enter_read")
-int enter_read(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[0], -1); }
+/* The kind of syscall nr (enum files_io), FILES_IO_NONE for most. */
+static __always_inline __u8 kind_of(long nr)
+{
+	if ((unsigned long)nr >= FILES_NR_MAX)
+		return FILES_IO_NONE;
+	return io_kind[nr];
+}
 
-/* write, pwrite64, writev, pwritev, pwritev2. */
-SEC("tracepoint/syscalls/sys_enter_write")
-int enter_write(struct sys_enter_rec *ctx) { return enter(ctx, -1, (int)ctx->args[0]); }
+/* Every syscall's entry, sys_enter(struct pt_regs *regs, long nr): one
+ * raw tracepoint for all of them, where a syscalls:sys_enter_NAME event
+ * per syscall made 26 perf events the kernel took 30-80 ms each to remove
+ * at exit (a raw tracepoint's link goes at once). The number is checked
+ * first, so other calls cost a load and a compare; the arguments are read
+ * from the registers (the C convention's first three, as syscalls pass
+ * them on amd64 and arm64). */
+TP_BTF_OR_RAW(sys_enter, sys_enter)
+{
+	void *regs = (void *)ctx[0];
+	long nr = (long)ctx[1];
+	switch (kind_of(nr)) {
+	case FILES_IO_READ:
+		return enter(nr, (int)reg_arg(regs, 0), -1);
+	case FILES_IO_WRITE:
+		return enter(nr, -1, (int)reg_arg(regs, 0));
+	case FILES_IO_SENDFILE:
+		return enter(nr, (int)reg_arg(regs, 1), (int)reg_arg(regs, 0));
+	case FILES_IO_SPLICE:
+		return enter(nr, (int)reg_arg(regs, 0), (int)reg_arg(regs, 2));
+	}
+	return 0;
+}
 
-/* sendfile(out_fd, in_fd, ...). */
-SEC("tracepoint/syscalls/sys_enter_sendfile64")
-int enter_sendfile(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[1], (int)ctx->args[0]); }
+/* Offsets in the kernel's struct pt_regs (bytes): x86-64's orig_ax, and
+ * arm64's syscallno (an s32 after regs[31], sp, pc, pstate, orig_x0). */
+#define X86_ORIG_AX 120
+#define ARM64_SYSCALLNO 280
 
-/* splice and copy_file_range(fd_in, off_in, fd_out, ...). */
-SEC("tracepoint/syscalls/sys_enter_splice")
-int enter_splice(struct sys_enter_rec *ctx) { return enter(ctx, (int)ctx->args[0], (int)ctx->args[2]); }
+/* The syscall number at its exit, -1 where unknown. */
+static __always_inline long exit_nr(void *regs)
+{
+	if (REGS_X86)
+		return (long)reg_at(regs, X86_ORIG_AX);
+	if (REGS_ARM64)
+		return (__s32)reg_at(regs, ARM64_SYSCALLNO);
+	return -1;
+}
 
 struct ident {
 	struct inode *inode;
@@ -343,10 +362,14 @@ static __always_inline void report(__u64 pidtgid, int fd, bool write, long ret, 
 	ring_submit(&events, e);
 }
 
-/* The exit of every traced syscall. Calls that failed are not counted. */
-SEC("tracepoint/syscalls/sys_exit_read")
-int exit_io(struct sys_exit_rec *ctx)
+/* Every syscall's exit, sys_exit(struct pt_regs *regs, long ret); those
+ * traced are resolved (elsewhere the in-flight map says whether the
+ * thread's call was one). Calls that failed are not counted. */
+TP_BTF_OR_RAW(sys_exit, exit_io)
 {
+	long nr = exit_nr((void *)ctx[0]);
+	if (nr >= 0 && kind_of(nr) == FILES_IO_NONE)
+		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
@@ -354,7 +377,7 @@ int exit_io(struct sys_exit_rec *ctx)
 		return 0;
 	struct inflight in = *p;
 	bpf_map_delete_elem(&inflight, &tid);
-	long ret = ctx->ret;
+	long ret = (long)ctx[1];
 	if (ret < 0)
 		return 0;
 	if (slow_mode) {

@@ -10,61 +10,66 @@ package fileio
 import (
 	"fmt"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
-	"os"
-	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
-	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+	"github.com/sonde-dev/sonde/internal/collect/syscalls"
 )
 
 // Mode is how the calls are traced: there is one, the syscall
 // tracepoints; a VFS-level mode would need kprobes.
 const Mode = "syscall tracepoints"
 
-// syscallProgs maps each traced syscall to the entry program that knows
-// where its fds are; every exit goes to exit_io.
-var syscallProgs = []struct{ name, prog string }{
-	{"read", filesProgEnterRead}, {"pread64", filesProgEnterRead}, {"readv", filesProgEnterRead},
-	{"preadv", filesProgEnterRead}, {"preadv2", filesProgEnterRead},
-	{"write", filesProgEnterWrite}, {"pwrite64", filesProgEnterWrite}, {"writev", filesProgEnterWrite},
-	{"pwritev", filesProgEnterWrite}, {"pwritev2", filesProgEnterWrite},
-	{"sendfile64", filesProgEnterSendfile}, {"sendfile", filesProgEnterSendfile},
-	{"splice", filesProgEnterSplice}, {"copy_file_range", filesProgEnterSplice},
+// syscallKinds are the traced syscalls and where their fds are. The
+// programs see every syscall (the raw sys_enter and sys_exit tracepoints)
+// and keep these by number.
+var syscallKinds = []struct {
+	name string
+	kind filesFilesIo
+}{
+	{"read", filesFilesIoFILES_IO_READ}, {"pread64", filesFilesIoFILES_IO_READ}, {"readv", filesFilesIoFILES_IO_READ},
+	{"preadv", filesFilesIoFILES_IO_READ}, {"preadv2", filesFilesIoFILES_IO_READ},
+	{"write", filesFilesIoFILES_IO_WRITE}, {"pwrite64", filesFilesIoFILES_IO_WRITE}, {"writev", filesFilesIoFILES_IO_WRITE},
+	{"pwritev", filesFilesIoFILES_IO_WRITE}, {"pwritev2", filesFilesIoFILES_IO_WRITE},
+	{"sendfile", filesFilesIoFILES_IO_SENDFILE},
+	{"splice", filesFilesIoFILES_IO_SPLICE}, {"copy_file_range", filesFilesIoFILES_IO_SPLICE},
 }
 
-// hooks are the tracepoints of the syscalls this kernel has (sendfile is
-// sendfile64 on 64-bit kernels; some are missing where the architecture
-// lacks the call); exits are attached before entries, so no entry waits
-// for an exit that is never seen.
-func hooks() ([]bpfskel.Hook, error) {
-	root, err := tracefs.Root()
-	if err != nil {
-		return nil, fmt.Errorf("finding the syscall tracepoints: %w", err)
-	}
-	var exits, enters []bpfskel.Hook
-	for _, s := range syscallProgs {
-		if _, err := os.Stat(filepath.Join(root, "events", "syscalls", "sys_enter_"+s.name)); err != nil {
-			continue
+// ioKinds is the programs' io_kind: each traced syscall's kind by its
+// number on arch (a syscall the architecture lacks is left out).
+func ioKinds(arch string) [filesNrMax]uint8 {
+	var k [filesNrMax]uint8
+	for _, s := range syscallKinds {
+		if nr := syscalls.Number(arch, s.name); nr >= 0 && nr < filesNrMax {
+			k[nr] = uint8(s.kind)
 		}
-		exits = append(exits, bpfskel.TracepointHook("syscalls", "sys_exit_"+s.name, filesProgExitIo))
-		enters = append(enters, bpfskel.TracepointHook("syscalls", "sys_enter_"+s.name, s.prog))
 	}
-	if len(enters) == 0 {
-		return nil, fmt.Errorf("this kernel has no syscalls:sys_enter_read tracepoint: it needs CONFIG_FTRACE_SYSCALLS")
+	return k
+}
+
+// filesNrMax is FILES_NR_MAX in files.h: io_kind's length.
+const filesNrMax = 512
+
+// hooks are the raw sys_enter and sys_exit tracepoints, exit before
+// entry, so no entry waits for an exit that is never seen. A
+// syscalls:sys_enter_NAME/sys_exit_NAME pair per syscall made 26 perf
+// events on amd64, which the kernel took 0.85 s to remove at exit (a
+// grace period each); a raw tracepoint's link goes at once.
+func hooks() []bpfskel.Hook {
+	return []bpfskel.Hook{
+		bpfskel.BTFTracepoint("sys_exit", filesProgTpBtfExitIo, filesProgRawExitIo),
+		bpfskel.BTFTracepoint("sys_enter", filesProgTpBtfSysEnter, filesProgRawSysEnter),
 	}
-	return append(exits, enters...), nil
 }
 
 // session opens the object with the options both tools share.
 func session(maps *filesMaps, pid int, cg *cgroup.Target, command []string, consts map[string]any) (*bpfskel.Session, error) {
-	hs, err := hooks()
-	if err != nil {
-		return nil, err
-	}
+	hs := hooks()
 	consts[filesVarTargetPid] = uint32(pid)
+	consts[filesVarIoKind] = ioKinds(runtime.GOARCH)
 	if len(command) > 0 {
 		consts[filesVarFollowChildren] = true
 		hs = append([]bpfskel.Hook{

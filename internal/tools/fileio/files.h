@@ -62,6 +62,18 @@ struct files_slow {
 	char comm[16];
 };
 
+/* Syscall numbers the programs look up (the highest in use is near 470). */
+#define FILES_NR_MAX 512
+
+/* What a syscall number is to the programs (io_kind): where its fds are. */
+enum files_io {
+	FILES_IO_NONE = 0,     /* not traced */
+	FILES_IO_READ = 1,     /* read, pread64, readv, preadv, preadv2: fd is the first argument */
+	FILES_IO_WRITE = 2,    /* write, pwrite64, writev, pwritev, pwritev2 */
+	FILES_IO_SENDFILE = 3, /* sendfile(out_fd, in_fd, ...) */
+	FILES_IO_SPLICE = 4,   /* splice, copy_file_range(fd_in, off_in, fd_out, ...) */
+};
+
 /* Indexes of the counters map. */
 enum files_counter {
 	FILES_LOST_INFLIGHT = 0, /* calls not timed: the in-flight map was full */

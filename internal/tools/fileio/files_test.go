@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/collect/syscalls"
 )
 
 // pathRec builds a path record the way the kernel fills it: the file's
@@ -115,5 +116,34 @@ func TestTopText(t *testing.T) {
 func TestCounterTags(t *testing.T) {
 	if err := bpfskel.CheckCounters(loadFiles, filesMapCounters, &Lost{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every traced syscall has a number on each architecture, below
+// FILES_NR_MAX, and io_kind in the object is as long as the Go array set
+// into it (no root: the object's BTF).
+func TestIoKinds(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		k := ioKinds(arch)
+		n := 0
+		for _, v := range k {
+			if v != 0 {
+				n++
+			}
+		}
+		if n != len(syscallKinds) {
+			t.Errorf("%s: %d of %d syscalls have a number", arch, n, len(syscallKinds))
+		}
+		if k[syscalls.Number(arch, "write")] != uint8(filesFilesIoFILES_IO_WRITE) {
+			t.Errorf("%s: write is not a write", arch)
+		}
+	}
+	spec, err := loadFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := spec.Variables[filesVarIoKind]
+	if v == nil || v.Size() != filesNrMax {
+		t.Fatalf("io_kind in the object: %v, want %d bytes", v, filesNrMax)
 	}
 }

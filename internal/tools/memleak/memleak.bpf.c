@@ -23,6 +23,7 @@
 #include "sonde_regs.h"
 #define SONDE_UNWIND
 #include "sonde_stack.h"
+#include "sonde_tp.h"
 #include "memleak.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -160,8 +161,31 @@ __noinline __u64 memleak_user_stack(void)
 	return unwind_user_stack();
 }
 
-TRACED_PROG("uprobe", alloc_entry, void)
+/* free(ptr) and munmap(addr, len), at their entry (nothing to learn from
+ * the return). A free inside an allocator call is the allocator's own. */
+static __always_inline void free_entry(void *ctx, __u32 tid, __u32 fn)
 {
+	if (bpf_map_lookup_elem(&inflight, &tid))
+		return;
+	/* munmap of an address never tracked is usual (thread stacks,
+	 * files): only free() counts as missed. */
+	forget(reg_arg(ctx, 0), fn == FN_FREE);
+}
+
+/* Every entry point, told apart by the attach cookie: one program serves
+ * them all, so one uprobe_multi link holds every entry (a link per
+ * function took the kernel 80-95 ms each to remove at exit). */
+static __always_inline int alloc_entry(void *ctx)
+{
+	__u64 id;
+	if (!current_traced(&id))
+		return 0;
+	__u32 tid = (__u32)id;
+	__u32 fn = bpf_get_attach_cookie(ctx);
+	if (fn == FN_FREE || fn == FN_MUNMAP) {
+		free_entry(ctx, tid, fn);
+		return 0;
+	}
 	struct inflight *open = bpf_map_lookup_elem(&inflight, &tid);
 	if (open) {
 		/* calloc calling malloc, malloc calling mmap: the outer call
@@ -169,7 +193,6 @@ TRACED_PROG("uprobe", alloc_entry, void)
 		open->depth++;
 		return 0;
 	}
-	__u32 fn = bpf_get_attach_cookie(ctx);
 	struct inflight f = {.depth = 1};
 	switch (fn) {
 	case FN_MALLOC:
@@ -210,8 +233,8 @@ TRACED_PROG("uprobe", alloc_entry, void)
 	return 0;
 }
 
-SEC("uretprobe")
-int alloc_return(void *ctx)
+/* The return of an allocating function (the cookie says which). */
+static __always_inline int alloc_return(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -240,17 +263,10 @@ int alloc_return(void *ctx)
 	return 0;
 }
 
-/* free(ptr) and munmap(addr, len), at their entry (nothing to learn from
- * the return). A free inside an allocator call is the allocator's own. */
-TRACED_PROG("uprobe", free_entry, void)
-{
-	if (bpf_map_lookup_elem(&inflight, &tid))
-		return 0;
-	/* munmap of an address never tracked is usual (thread stacks,
-	 * files): only free() counts as missed. */
-	forget(reg_arg(ctx, 0), bpf_get_attach_cookie(ctx) == FN_FREE);
-	return 0;
-}
+/* Each as a uprobe.multi program (one link for every function) and a
+ * plain uprobe one (a link each, kernels before 6.6); the loader keeps one. */
+UPROBE_OR_MULTI("uprobe", alloc_entry, alloc_entry(ctx))
+UPROBE_OR_MULTI("uretprobe", alloc_return, alloc_return(ctx))
 
 /* Kernel mode: the kmem tracepoints' records, by CO-RE (their layouts
  * moved between kernels). */

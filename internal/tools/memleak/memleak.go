@@ -154,6 +154,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if ld != nil {
 		defer ld.Stop()
 	}
+	if why := s.MultiFallback(); why != "" {
+		source += " (a uprobe per function, slower to detach: " + why + ")"
+	}
 	c := &collector{m: &maps, ld: ld, o: o, source: source, clock: s, comms: map[uint32]string{}}
 	if s.Pid() != 0 {
 		c.o.Pid = s.Pid()
