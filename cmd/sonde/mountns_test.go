@@ -39,3 +39,26 @@ func TestRecordNamesAProgramOfAnotherMountNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordNamesADeletedTemporaryProgram: a program run from a temporary
+// directory and deleted before the recording ends (as go run and go test
+// do with theirs) is named in a system-wide recording.
+func TestRecordNamesADeletedTemporaryProgram(t *testing.T) {
+	dir, bin := testutil.Workload(t, "work", []string{"work.c"})
+	tmp := mkdir(t, dir, "gone")
+	script := fmt.Sprintf("cp %[2]s %[1]s/tmphot && %[1]s/tmphot 1s; rm %[1]s/tmphot", tmp, bin)
+	for _, g := range []string{"-g", "--call-graph=no"} {
+		data := "tmp" + g + ".data"
+		testutil.MustRun(t, dir, "record", "-q", "-a", g, "-o", data, "--", "sh", "-c", script)
+		rep := reportJSON(t, dir, "-i", data, "--no-children", "--comm", "tmphot", "--sort", "dso,sym")
+		unnamed := 0.0
+		for _, e := range rep.Entries {
+			if strings.HasSuffix(e.Keys["dso"], "/tmphot") && strings.Contains(e.Keys["sym"], "+0x") {
+				unnamed += e.SelfPct
+			}
+		}
+		if a, b := selfPct(rep, "spin_a"), selfPct(rep, "spin_b"); a+b < 80 || unnamed > 1 {
+			t.Fatalf("record %s: tmphot's samples: spin_a %.1f%% spin_b %.1f%%, unnamed %.1f%%:\n%+v", g, a, b, unnamed, rep.Entries)
+		}
+	}
+}

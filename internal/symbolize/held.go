@@ -3,31 +3,42 @@ package symbolize
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 )
 
-// Binaries of processes in another mount namespace (a container's) are
-// reachable only through /proc/PID/root while the process lives. Recordings
-// hold them open from when they are first mapped, so the symbolize pass at
-// the end names them even after the process exited and its namespace went
-// away (an open file keeps its file system).
+// Some binaries are gone by the time a recording names its frames:
+//   - those of processes in another mount namespace (a container's),
+//     reachable only through /proc/PID/root while the process lives;
+//   - those in a temporary directory, where build and test tools (go run,
+//     go test, compilers' helpers) run a program and delete it.
+// Recordings hold them open from when they are first mapped, so the
+// symbolize pass at the end names them even after the process exited and
+// the file or its namespace went away (an open file keeps its data).
 
-// maxHeld bounds the files held at once (one descriptor each).
-const maxHeld = 512
+// maxHeld bounds the files held at once (one descriptor each), and
+// maxHeldBytes their size: a deleted file held open keeps its disk space
+// until the recording ends.
+const (
+	maxHeld      = 512
+	maxHeldBytes = 2 << 30
+)
 
 type heldKey struct{ path, buildID string }
 
 var held = struct {
 	sync.Mutex
 	files map[heldKey]*os.File
+	sizes map[heldKey]int64
 	order []heldKey
+	bytes int64
 	myNS  string
-}{files: map[heldKey]*os.File{}}
+}{files: map[heldKey]*os.File{}, sizes: map[heldKey]int64{}}
 
-// HoldForeign opens path as pid maps it when pid lives in another mount
-// namespace than sonde, and keeps it for ELFFiles; it does nothing for a
-// process of sonde's own namespace or one already gone.
-func HoldForeign(pid uint32, path, buildID string) {
+// Hold opens path as pid maps it and keeps it for ELFFiles when it may be
+// gone by the end (see above); it does nothing for other files or for a
+// process already gone.
+func Hold(pid uint32, path, buildID string) {
 	if pid == 0 || path == "" || path[0] != '/' {
 		return
 	}
@@ -41,21 +52,38 @@ func HoldForeign(pid uint32, path, buildID string) {
 		held.myNS, _ = os.Readlink("/proc/self/ns/mnt")
 	}
 	k := heldKey{path, buildID}
-	if ns == held.myNS || held.files[k] != nil {
+	if (ns == held.myNS && !inTempDir(path)) || held.files[k] != nil {
 		return
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/root%s", pid, path))
 	if err != nil {
 		return
 	}
-	if len(held.order) >= maxHeld {
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	for len(held.order) > 0 && (len(held.order) >= maxHeld || held.bytes+size > maxHeldBytes) {
 		old := held.order[0]
 		held.order = held.order[1:]
 		held.files[old].Close()
+		held.bytes -= held.sizes[old]
 		delete(held.files, old)
+		delete(held.sizes, old)
 	}
-	held.files[k] = f
+	held.files[k], held.sizes[k] = f, size
+	held.bytes += size
 	held.order = append(held.order, k)
+}
+
+// inTempDir says whether path lies in a temporary directory.
+func inTempDir(path string) bool {
+	for _, d := range []string{os.TempDir(), "/tmp", "/var/tmp", "/dev/shm"} {
+		if d = strings.TrimSuffix(d, "/"); d != "" && strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // heldPath is a path that opens the file held for (path, buildID), "" when
@@ -77,5 +105,5 @@ func ReleaseHeld() {
 	for _, f := range held.files {
 		f.Close()
 	}
-	held.files, held.order = map[heldKey]*os.File{}, nil
+	held.files, held.sizes, held.order, held.bytes = map[heldKey]*os.File{}, map[heldKey]int64{}, nil, 0
 }

@@ -53,10 +53,10 @@ type Builder struct {
 	tids     func(pid int) ([]int, error)
 	comm     func(pid, tid int) string
 	cgroupOf func(pid int) string // nil: threads carry no cgroup
-	// holdForeign: files mapped by processes of other mount namespaces are
-	// held open when first seen (symbolize.HoldForeign).
-	holdForeign bool
-	cgroups     map[uint32]string // pid → its cgroup path, read once
+	// hold: files that may be gone when frames are named are held open
+	// when first seen (symbolize.Hold).
+	hold    bool
+	cgroups map[uint32]string // pid → its cgroup path, read once
 }
 
 type rawLoc struct {
@@ -156,8 +156,8 @@ func (b *Builder) dsoFor(pid uint32, path string, buildID []byte) int32 {
 }
 
 func (b *Builder) addDSO(key, obj symbolize.Object) int32 {
-	if b.holdForeign && obj.Kind == model.DSOUser {
-		symbolize.HoldForeign(obj.Pid, obj.Path, obj.BuildID)
+	if b.hold && obj.Kind == model.DSOUser {
+		symbolize.Hold(obj.Pid, obj.Path, obj.BuildID)
 	}
 	id := int32(len(b.prof.DSOs))
 	b.dsos[key] = id
@@ -240,10 +240,11 @@ func (b *Builder) thread(pid, tid uint32) int32 {
 	return b.threads.ID(&b.prof, model.Thread{Pid: int32(pid), Tid: int32(tid), Comm: comm, Cgroup: b.cgroup(pid)})
 }
 
-// HoldForeignFiles makes the builder hold, from their first mapping, the
-// files of processes in other mount namespaces (containers), so they are
-// named after those processes exit. Live recordings only.
-func (b *Builder) HoldForeignFiles() { b.holdForeign = true }
+// HoldFiles makes the builder hold, from their first mapping, the files
+// that may be gone when frames are named (symbolize.Hold: containers'
+// binaries, programs in temporary directories), so they are named after
+// those processes exit. Live recordings only.
+func (b *Builder) HoldFiles() { b.hold = true }
 
 // CgroupsFrom makes each thread carry its process's cgroup, read with
 // of once per process when its first sample arrives (a process gone by

@@ -168,7 +168,7 @@ func newSession(o Options) *session {
 		o.Events = []events.Spec{{Event: ev}}
 	}
 	b := builder.New()
-	b.HoldForeignFiles()                 // containers' binaries, named after they exit
+	b.HoldFiles()                        // containers' and temporary binaries, named after they exit
 	b.CgroupsFrom(func(pid int) string { // report --sort cgroup
 		p, _ := cgroup.PathOf(pid)
 		return p
