@@ -39,6 +39,9 @@ enum bpf_map_type {
 #endif
 #define BPF_F_MMAPABLE (1U << 10)
 
+/* bpf_ringbuf_output flags: wake the reader now (else when it has caught up) */
+#define BPF_RB_FORCE_WAKEUP (1ULL << 1)
+
 /* bpf_task_storage_get flags */
 #define BPF_LOCAL_STORAGE_GET_F_CREATE 1
 

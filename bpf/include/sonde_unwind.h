@@ -146,6 +146,23 @@ static __always_inline void unwind_notice(__u32 pid, __u32 kind, __u64 pc, bool 
 		counter_inc(&unwind_counters, UNWIND_C_NOTICES);
 }
 
+/* Walks machine-wide (one shared counter, added to atomically). Every
+ * quarter of unwind_stacks' size of them wakes user space to drain the
+ * map (UNWIND_NOTICE_FULL), so its timer need not run while nothing is
+ * walked and a burst cannot fill the map between two of its ticks. */
+__u64 unwind_walks;
+
+static __always_inline void unwind_count_walk(void)
+{
+	if ((__sync_fetch_and_add(&unwind_walks, 1) + 1) % (UNWIND_STACKS_ENTRIES / 4))
+		return;
+	struct unwind_notice n = {.kind = UNWIND_NOTICE_FULL};
+	if (bpf_ringbuf_output(&unwind_notices, &n, sizeof(n), BPF_RB_FORCE_WAKEUP))
+		counter_inc(&unwind_counters, UNWIND_C_NOTICES_LOST);
+	else
+		counter_inc(&unwind_counters, UNWIND_C_NOTICES);
+}
+
 /* A mapping found in the kernel, for user space to name the process's
  * frames by even if it ends before its /proc entry is read. */
 static __always_inline void unwind_notice_map(__u32 pid, struct unwind_vma *c)
@@ -713,6 +730,7 @@ static __always_inline __u64 unwind_user_stack(void)
 #endif
 
 	counter_inc(&unwind_counters, UNWIND_C_WALKS);
+	unwind_count_walk();
 	switch (st->out.end) {
 	case UNWIND_END_STOP:
 	case UNWIND_END_ZERO:

@@ -188,6 +188,7 @@ enum unwind_notice_kind {
 	UNWIND_NOTICE_EXEC = 2, /* a new image: mappings dropped */
 	UNWIND_NOTICE_EXIT = 3, /* the process exited: mappings dropped */
 	UNWIND_NOTICE_MAP = 4,  /* a mapping the walker found in the kernel */
+	UNWIND_NOTICE_FULL = 5, /* a quarter of unwind_stacks' size walked since the last: drain it */
 };
 
 /* A record of unwind_notices. */

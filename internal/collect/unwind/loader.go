@@ -69,6 +69,7 @@ type Loader struct {
 	keep                    bool
 	kept                    keptStacks
 	drainStop, drainStopped chan struct{}
+	drainNow                chan struct{} // the walker's UNWIND_NOTICE_FULL
 
 	// Only, when set, is the one process the tool traces: notices about
 	// others (exec and exit are seen system-wide) are ignored.
@@ -159,7 +160,7 @@ func (l *Loader) Start() error {
 	go l.work(l.pending)
 	go l.work(l.execs)
 	if l.keep {
-		l.drainStop, l.drainStopped = make(chan struct{}), make(chan struct{})
+		l.drainStop, l.drainStopped, l.drainNow = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		go l.drainLoop(l.drainStop, l.drainStopped)
 	}
 	return nil
@@ -189,6 +190,13 @@ func (l *Loader) notice(raw []byte) {
 		return
 	}
 	tracef("notice kind=%d pid=%d pc=%#x end=%#x off=%#x file=%d/%d", n.Kind, n.Pid, n.Pc, n.End, n.Off, n.File.Dev, n.File.Ino)
+	if n.Kind == uint32(walkerUnwindNoticeKindUNWIND_NOTICE_FULL) {
+		select {
+		case l.drainNow <- struct{}{}: // nil without KeepStacks: never ready
+		default: // a drain is due already
+		}
+		return
+	}
 	if l.Only != 0 && int(n.Pid) != l.Only {
 		return
 	}

@@ -84,9 +84,16 @@ func (l *Loader) ForgetKeptStacks() {
 }
 
 // DrainEvery is how often KeepStacks moves the walked stacks to user
-// space. unwind_stacks then holds what the walker stored in one period:
-// 16,384 stacks are 160,000 samples a second.
-const DrainEvery = 100 * time.Millisecond
+// space while CPython processes are walked (their code objects are named
+// as their stacks are drained, while the processes live); DrainIdle
+// otherwise, when the walker's UNWIND_NOTICE_FULL (every quarter of
+// unwind_stacks' size of walks) does the work: a tick that finds nothing
+// to do still wakes the process and the Go runtime's monitor, about 3 ms
+// of CPU a second here at 100 ms.
+const (
+	DrainEvery = 100 * time.Millisecond
+	DrainIdle  = time.Second
+)
 
 // drainBatch is how many stacks one batch lookup reads (1 KB each).
 const drainBatch = 256
@@ -162,10 +169,13 @@ func (l *Loader) DrainStacks() error {
 	return nil
 }
 
-// drainLoop runs DrainStacks every DrainEvery until done closes.
+// drainLoop runs DrainStacks when the walker says a quarter of the map's
+// size was walked, and on a tick (DrainEvery while CPython processes are
+// walked, else DrainIdle) once a quarter may have filled, until done
+// closes.
 func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 	defer close(finished)
-	tk := time.NewTicker(DrainEvery)
+	tk := time.NewTimer(DrainEvery)
 	defer tk.Stop()
 	var lastWalks uint64
 	var walks bpfmaps.PerCPUSum
@@ -173,25 +183,36 @@ func (l *Loader) drainLoop(done <-chan struct{}, finished chan<- struct{}) {
 		select {
 		case <-done:
 			return
+		case <-l.drainNow:
+			tk.Stop()
 		case <-tk.C:
-		}
-		// Drain once a quarter of the map may have been stored since the
-		// last drain (each walk stores at most one stack): an idle system
-		// costs one counter read per tick, not a walk of the map.
-		// With CPython processes walked, every tick that walked a stack:
-		// their stacks' code objects are named as they are drained, and
-		// a process that exits takes its memory with it.
-		if l.m.Counters != nil && l.m.Counters.Map != nil {
-			n := walks.Read(l.m.Counters.Map, 0) // UNWIND_C_WALKS
-			if n == lastWalks || (n-lastWalks < UnwindStacksEntries/4 && !l.walksPython()) {
-				continue
+			// With CPython processes walked, every tick that walked a
+			// stack drains: their code objects are named as they are
+			// drained, and a process that exits takes its memory with it.
+			if l.m.Counters != nil && l.m.Counters.Map != nil {
+				n := walks.Read(l.m.Counters.Map, 0) // UNWIND_C_WALKS
+				if n == lastWalks || (n-lastWalks < UnwindStacksEntries/4 && !l.walksPython()) {
+					tk.Reset(l.drainTick())
+					continue
+				}
 			}
-			lastWalks = n
 		}
 		if err := l.DrainStacks(); err != nil {
 			l.loadError(err)
 		}
+		if l.m.Counters != nil && l.m.Counters.Map != nil {
+			lastWalks = walks.Read(l.m.Counters.Map, 0)
+		}
+		tk.Reset(l.drainTick())
 	}
+}
+
+// drainTick is the drain loop's next tick.
+func (l *Loader) drainTick() time.Duration {
+	if l.walksPython() {
+		return DrainEvery
+	}
+	return DrainIdle
 }
 
 // UnwindStacksEntries is the capacity of unwind_stacks (UNWIND_STACKS_ENTRIES).
