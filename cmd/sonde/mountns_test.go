@@ -27,16 +27,24 @@ func TestRecordNamesAProgramOfAnotherMountNamespace(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, "innerhot")); err == nil {
 			t.Fatal("the program is visible outside its mount namespace: the test proves nothing")
 		}
-		rep := reportJSON(t, dir, "-i", data, "--no-children", "--comm", "innerhot", "--sort", "dso,sym")
-		unnamed := 0.0
-		for _, e := range rep.Entries {
-			if strings.HasSuffix(e.Keys["dso"], "/innerhot") && strings.Contains(e.Keys["sym"], "+0x") {
-				unnamed += e.SelfPct
-			}
+		checkWorkNamed(t, dir, data, "innerhot")
+	}
+}
+
+// checkWorkNamed checks that testdata/work.c, run as comm, is named in
+// recording data: spin_a and spin_b hold its samples, and at most 1% of
+// them are unnamed offsets in its binary.
+func checkWorkNamed(t *testing.T, dir, data, comm string) {
+	t.Helper()
+	rep := reportJSON(t, dir, "-i", data, "--no-children", "--comm", comm, "--sort", "dso,sym")
+	unnamed := 0.0
+	for _, e := range rep.Entries {
+		if strings.HasSuffix(e.Keys["dso"], "/"+comm) && strings.Contains(e.Keys["sym"], "+0x") {
+			unnamed += e.SelfPct
 		}
-		if a, b := selfPct(rep, "spin_a"), selfPct(rep, "spin_b"); a+b < 80 || unnamed > 1 {
-			t.Fatalf("record %s: innerhot's samples: spin_a %.1f%% spin_b %.1f%%, unnamed %.1f%%:\n%+v", g, a, b, unnamed, rep.Entries)
-		}
+	}
+	if a, b := selfPct(rep, "spin_a"), selfPct(rep, "spin_b"); a+b < 80 || unnamed > 1 {
+		t.Fatalf("%s: %s's samples: spin_a %.1f%% spin_b %.1f%%, unnamed %.1f%%:\n%+v", data, comm, a, b, unnamed, rep.Entries)
 	}
 }
 
@@ -50,15 +58,6 @@ func TestRecordNamesADeletedTemporaryProgram(t *testing.T) {
 	for _, g := range []string{"-g", "--call-graph=no"} {
 		data := "tmp" + g + ".data"
 		testutil.MustRun(t, dir, "record", "-q", "-a", g, "-o", data, "--", "sh", "-c", script)
-		rep := reportJSON(t, dir, "-i", data, "--no-children", "--comm", "tmphot", "--sort", "dso,sym")
-		unnamed := 0.0
-		for _, e := range rep.Entries {
-			if strings.HasSuffix(e.Keys["dso"], "/tmphot") && strings.Contains(e.Keys["sym"], "+0x") {
-				unnamed += e.SelfPct
-			}
-		}
-		if a, b := selfPct(rep, "spin_a"), selfPct(rep, "spin_b"); a+b < 80 || unnamed > 1 {
-			t.Fatalf("record %s: tmphot's samples: spin_a %.1f%% spin_b %.1f%%, unnamed %.1f%%:\n%+v", g, a, b, unnamed, rep.Entries)
-		}
+		checkWorkNamed(t, dir, data, "tmphot")
 	}
 }
