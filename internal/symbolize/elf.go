@@ -114,7 +114,11 @@ type ELF struct {
 
 // Options tune where OpenELF looks for debug information.
 type Options struct {
-	Root     string // prefix for paths of processes in other mount namespaces (/proc/PID/root)
+	Root string // prefix for paths of processes in other mount namespaces (/proc/PID/root)
+	// Via opens the file when its own path no longer does (a descriptor
+	// held open, a deleted file's mapping); the path still names it, for
+	// its debug files and what is said about it.
+	Via      string
 	DebugDir string // default /usr/lib/debug
 	// NoLines skips DWARF: function names only. Reading a line table
 	// inflates compressed .debug_* sections and keeps a row per
@@ -131,6 +135,9 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	full := path
 	if o.Root != "" {
 		full = filepath.Join(o.Root, path)
+	}
+	if o.Via != "" {
+		full = o.Via
 	}
 	f, err := elf.Open(full)
 	if err != nil {

@@ -335,9 +335,9 @@ func (r ELFFiles) Open(obj Object) (*Opened, error) {
 func (r ELFFiles) open(obj Object) (*ELF, error) {
 	path, deleted := strings.CutSuffix(obj.Path, " (deleted)")
 	if via := heldPath(obj.Path, obj.BuildID); via != "" {
-		// Held while its process lived in another mount namespace.
-		if e, err := OpenELF(via, r.options("")); err == nil {
-			e.Path = path
+		// Held from its first mapping (another mount namespace, or a
+		// temporary directory).
+		if e, err := OpenELF(path, r.via(via)); err == nil {
 			return e, nil
 		}
 	}
@@ -345,8 +345,7 @@ func (r ELFFiles) open(obj Object) (*ELF, error) {
 		// Unlinked (its directory may be gone too), but the process still
 		// maps the file: the kernel opens it through the mapping.
 		if via := deletedFile(int(obj.Pid), obj.Path); via != "" {
-			if e, err := OpenELF(via, r.options("")); err == nil {
-				e.Path = path
+			if e, err := OpenELF(path, r.via(via)); err == nil {
 				return e, nil
 			}
 		}
@@ -364,6 +363,14 @@ func (r ELFFiles) open(obj Object) (*ELF, error) {
 
 func (r ELFFiles) options(root string) Options {
 	return Options{Root: root, DebugDir: r.DebugDir, NoLines: r.NoLines}
+}
+
+// via is options for a file opened through another path (a held
+// descriptor, a deleted file's mapping) that keeps its own name.
+func (r ELFFiles) via(path string) Options {
+	o := r.options("")
+	o.Via = path
+	return o
 }
 
 // deletedFile returns a path that opens the file pid maps as mapped (its
