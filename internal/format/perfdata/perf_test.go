@@ -429,13 +429,10 @@ func TestCutRecordingsAgainstPerf(t *testing.T) {
 		}
 		// perf writes its ring as it goes: kill it once a good part of a
 		// second of samples is on disk.
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if st, err := os.Stat(file); err == nil && st.Size() > 64<<10 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.WaitFor(t, 20*time.Second, "perf's file to reach 64 KiB", func() bool {
+			st, err := os.Stat(file)
+			return err == nil && st.Size() > 64<<10
+		})
 		cmd.Process.Kill()
 		cmd.Wait()
 		data := readFile(t, file)
