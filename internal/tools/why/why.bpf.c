@@ -458,6 +458,7 @@ static __noinline bool settle_wake(struct task_struct *p, __u64 now, const bool 
 	end_block(th, now, wtid);
 	th->state = WHY_RUNQ;
 	th->throttled = 0;
+	th->exec_out = TASK_FIELD(btf, p, se.sum_exec_runtime); /* for came_in_unseen */
 	struct why_thread *w = wtid ? bpf_map_lookup_elem(&threads, &wtid) : 0;
 	if (w) {
 		if (w->last_end) {
@@ -533,6 +534,38 @@ TP_BTF_OR_RAW(sched_wakeup_new, sched_wakeup_new)
 /* key: 0; value: the stacks being sampled on this CPU (on_runtime). */
 PERCPU_ARRAY(ticks, struct sonde_stack_key, 1);
 
+/* A thread runs while its state says runnable: its switch-in was never
+ * handed to the program (on this VM the switches out of the hypervisor
+ * agent's threads are never traced, by BPF or ftrace, so the task that
+ * comes back in after one arrives unseen). Of the time since it went
+ * runnable, the runtime counter says what it ran; it is on CPU from now.
+ * Found at the thread's next scheduler tick: without it, a thread that
+ * never switched out again was counted runnable to the stop (376 ms of a
+ * CPU hog's 3 s in one run). */
+static __always_inline void came_in_unseen(struct why_thread *th, struct task_struct *t, const bool btf)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 sum = TASK_FIELD(btf, t, se.sum_exec_runtime);
+	__u64 d = now > th->ts ? now - th->ts : 0;
+	/* exec_out is its runtime as it went runnable: at its switch-out, at
+	 * its wake, or 0 for a new task. */
+	__u64 ran = sum > th->exec_out ? sum - th->exec_out : 0;
+	if (ran > d)
+		ran = d;
+	th->on_cpu_ns += ran;
+	if (th->throttled)
+		th->throttled_ns += d - ran;
+	else
+		th->runq_ns += d - ran;
+	th->state = WHY_ON;
+	th->ts = now;
+	th->exec_base = sum;
+	th->last_runq = 0;
+	th->tick_pend = 0;
+	th->tick_charged = 0;
+	counter_inc(&errors, WHY_ERR_UNSEEN);
+}
+
 /* The scheduler accounted runtime ns to t (every tick, and as it
  * switches): a target thread on a CPU that has run WHY_TICK_NS since its
  * stacks were last taken gets them taken now, weighted by that runtime,
@@ -543,12 +576,17 @@ static __always_inline void on_runtime(void *ctx, struct task_struct *t, __u64 r
 	__u32 zero = 0;
 	__u32 tid = TASK_FIELD(btf, t, pid);
 	struct why_thread *th = bpf_map_lookup_elem(&threads, &tid);
-	if (!th || th->depth != 0 || th->state != WHY_ON)
+	if (!th)
 		return;
-	th->tick_pend += runtime;
 	/* The stacks walked are the current task's: the runtime must be its
 	 * own (a remote wakeup accounts the other CPU's task). */
-	if (th->tick_pend < WHY_TICK_NS || (__u32)bpf_get_current_pid_tgid() != tid)
+	bool own = (__u32)bpf_get_current_pid_tgid() == tid;
+	if (own && th->state == WHY_RUNQ)
+		came_in_unseen(th, t, btf);
+	if (th->depth != 0 || th->state != WHY_ON)
+		return;
+	th->tick_pend += runtime;
+	if (th->tick_pend < WHY_TICK_NS || !own)
 		return;
 	struct sonde_stack_key *k = bpf_map_lookup_elem(&ticks, &zero);
 	if (!k)

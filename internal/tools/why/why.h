@@ -33,7 +33,7 @@ struct why_thread {
 	__u64 blocked_ns;
 	__u64 irq_ns;       /* on a CPU but not the task's by the kernel: interrupts, softirqs, steal */
 	__u64 exec_base;    /* se.sum_exec_runtime at its switch-in (0: not seen) */
-	__u64 exec_out;     /* se.sum_exec_runtime at its last switch-out (0: not seen) */
+	__u64 exec_out;     /* se.sum_exec_runtime as it last went off CPU: its switch-out or its wake (0: not seen) */
 	__u64 last_runq;    /* the runnable interval that ended at that switch-in, ns */
 	__u32 last_runq_throttled; /* that interval was counted as throttled */
 	__u32 pad;
@@ -99,7 +99,7 @@ enum why_error {
 	WHY_ERR_STACK = 0,   /* a stack walk failed */
 	WHY_ERR_FULL = 1,    /* a map was full: time lost */
 	WHY_ERR_THREADS = 2, /* the thread table was full: a thread not followed */
-	WHY_ERR_UNSEEN = 3,  /* a switch-out with no switch-in seen before it: the slice is clocked */
+	WHY_ERR_UNSEEN = 3,  /* a switch not seen (found at the next switch or tick): the gap is split by the runtime counter */
 	WHY_ERR_TICK = 4,    /* not an error: stacks sampled inside a slice (on_runtime) */
 	WHY_ERR_MAX = 5,
 };
