@@ -21,10 +21,13 @@ func (f Tasks) Empty() bool { return len(f.Comms) == 0 && len(f.Pids) == 0 && le
 // Keep says whether a sample of thread t passes: each list given must
 // hold t's comm, pid or tid.
 func (f Tasks) Keep(t Thread) bool {
-	return (len(f.Comms) == 0 || slices.Contains(f.Comms, t.Comm)) &&
-		(len(f.Pids) == 0 || slices.Contains(f.Pids, int(t.Pid))) &&
-		(len(f.Tids) == 0 || slices.Contains(f.Tids, int(t.Tid)))
+	return Allows(f.Comms, t.Comm) && Allows(f.Pids, int(t.Pid)) && Allows(f.Tids, int(t.Tid))
 }
+
+// Allows says whether v passes a filter option that lists the values
+// wanted (--comm, --port, ...): an empty list is no filter, so it allows
+// every value.
+func Allows[T comparable](only []T, v T) bool { return len(only) == 0 || slices.Contains(only, v) }
 
 // String names the filter as the options gave it: "comm a,b pid 7" ("" when empty).
 func (f Tasks) String() string {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -91,7 +91,7 @@ func execOf(e *execsnoopExecsnoopEvent) Exec {
 }
 
 func (o Options) keep(x Exec) bool {
-	return (o.Fails || x.Ret == 0) && (len(o.Comms) == 0 || slices.Contains(o.Comms, x.Comm))
+	return (o.Fails || x.Ret == 0) && model.Allows(o.Comms, x.Comm)
 }
 
 // Header is the text view's first line, as bcc's execsnoop prints it

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -93,7 +93,7 @@ func exitOf(e *exitsnoopExitsnoopEvent) Exit {
 	return x
 }
 
-func (o Options) keep(x Exit) bool { return len(o.Comms) == 0 || slices.Contains(o.Comms, x.Comm) }
+func (o Options) keep(x Exit) bool { return model.Allows(o.Comms, x.Comm) }
 
 // Header is the text view's first line, as bcc's exitsnoop prints it
 // (with the time in seconds since boot first when asked).

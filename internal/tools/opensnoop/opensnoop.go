@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -116,7 +116,7 @@ func openOf(e *opensnoopOpensnoopEvent) Open {
 	return x
 }
 
-func (o Options) keep(x Open) bool { return len(o.Comms) == 0 || slices.Contains(o.Comms, x.Comm) }
+func (o Options) keep(x Open) bool { return model.Allows(o.Comms, x.Comm) }
 
 // Columns are the text view's optional columns (bcc's -T, -U, -e).
 type Columns struct {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +17,7 @@ import (
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/collect/tracefs"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -128,9 +128,9 @@ func (o Options) keep(x Conn) bool {
 	}
 	switch {
 	case o.Family != 0 && x.Family != o.Family,
-		len(o.Ports) > 0 && !slices.Contains(o.Ports, port),
+		!model.Allows(o.Ports, port),
 		o.Failed && x.Errno == "",
-		len(o.Comms) > 0 && !slices.Contains(o.Comms, x.Comm):
+		!model.Allows(o.Comms, x.Comm):
 		return false
 	}
 	return true

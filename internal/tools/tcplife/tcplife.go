@@ -8,11 +8,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 )
 
@@ -83,9 +83,9 @@ func sessionOf(e *tcplifeTcplifeEvent) Session {
 func (o Options) keep(x Session) bool {
 	switch {
 	case o.Family != 0 && x.Family != o.Family,
-		len(o.LocalPorts) > 0 && !slices.Contains(o.LocalPorts, x.LPort),
-		len(o.RemotePorts) > 0 && !slices.Contains(o.RemotePorts, x.RPort),
-		len(o.Comms) > 0 && !slices.Contains(o.Comms, x.Comm):
+		!model.Allows(o.LocalPorts, x.LPort),
+		!model.Allows(o.RemotePorts, x.RPort),
+		!model.Allows(o.Comms, x.Comm):
 		return false
 	}
 	return true

@@ -7,11 +7,11 @@ package cpuusage
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/sonde-dev/sonde/internal/model"
 	"github.com/sonde-dev/sonde/internal/model/jsonout"
 	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
@@ -75,7 +75,7 @@ func New(host string, at time.Time, iv cputime.Interval, c Counters, samples map
 		r.SamplePeriodNS = period
 	}
 	for _, u := range iv.Tasks {
-		if (len(o.Pids) > 0 && !slices.Contains(o.Pids, int(u.Pid))) || (o.Comm != "" && u.Comm != o.Comm) {
+		if !model.Allows(o.Pids, int(u.Pid)) || (o.Comm != "" && u.Comm != o.Comm) {
 			continue
 		}
 		t := Task{Pid: u.Pid, Tid: u.Tid, Comm: u.Comm, CPUNS: u.NS, PerCPUNS: u.PerCPU}
