@@ -116,4 +116,18 @@ enum inflight_lost {
 	LOST_COUNTERS,
 };
 
+/* Take key's entry out of a hash map: copied to *out and deleted, so the
+ * slot is free again before the caller goes on (a thread's in-flight call
+ * at its exit); false when there is none. A macro so the copy is of out's
+ * own type (aligned word loads, not a byte-wise memcpy of a void *). */
+#define map_take(map, key, out)                                 \
+	({                                                          \
+		typeof(out) map_take_v = bpf_map_lookup_elem(map, key); \
+		if (map_take_v) {                                       \
+			*(out) = *map_take_v;                               \
+			bpf_map_delete_elem(map, key);                      \
+		}                                                       \
+		map_take_v != NULL;                                     \
+	})
+
 #endif

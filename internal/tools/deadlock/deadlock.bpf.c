@@ -332,11 +332,9 @@ static __always_inline int trylock_return(void *ctx)
 	if (!current_traced(&id))
 		return 0;
 	__u32 tid = (__u32)id;
-	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
-	if (!p)
+	struct pending v;
+	if (!map_take(&pending, &tid, &v))
 		return 0;
-	struct pending v = *p;
-	bpf_map_delete_elem(&pending, &tid);
 	if ((long)reg_ret(ctx) != 0) {
 		counter_inc(&counters, DL_C_TRY_FAILED);
 		return 0;

@@ -372,11 +372,9 @@ TP_BTF_OR_RAW(sys_exit, exit_io)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
-	if (!p)
+	struct inflight in;
+	if (!map_take(&inflight, &tid, &in))
 		return 0;
-	struct inflight in = *p;
-	bpf_map_delete_elem(&inflight, &tid);
 	long ret = (long)ctx[1];
 	if (ret < 0)
 		return 0;
