@@ -74,7 +74,7 @@ func pyShares(st map[string]uint64, fns ...string) (in map[string]uint64, native
 		frames := strings.Split(s, ";")
 		hit := false
 		for _, fn := range fns {
-			if contains(frames, fn) {
+			if slices.Contains(frames, fn) {
 				in[fn] += n
 				hit = true
 			}
@@ -83,7 +83,7 @@ func pyShares(st map[string]uint64, fns ...string) (in map[string]uint64, native
 			continue
 		}
 		any += n
-		if contains(frames, "_PyEval_EvalFrameDefault") && (contains(frames, "main") || contains(frames, "Py_BytesMain")) {
+		if slices.Contains(frames, "_PyEval_EvalFrameDefault") && (slices.Contains(frames, "main") || slices.Contains(frames, "Py_BytesMain")) {
 			native += n
 		}
 	}
@@ -246,11 +246,11 @@ func TestRecordPythonThreads(t *testing.T) {
 		var a, b, both, work uint64
 		for s, n := range st {
 			frames := strings.Split(s, ";")
-			if !contains(frames, "work") {
+			if !slices.Contains(frames, "work") {
 				continue
 			}
 			work += n
-			inA, inB := contains(frames, "thread_a_py"), contains(frames, "main_b_py")
+			inA, inB := slices.Contains(frames, "thread_a_py"), slices.Contains(frames, "main_b_py")
 			switch {
 			case inA && inB:
 				both += n
@@ -308,7 +308,7 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 			for s, n := range st {
 				total += n
 				frames := strings.Split(s, ";")[1:]
-				if contains(frames, "[python]") {
+				if slices.Contains(frames, "[python]") {
 					unnamed += n
 				}
 				for _, f := range frames {

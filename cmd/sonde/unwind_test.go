@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,22 +44,13 @@ func reaching(stacks map[string]uint64, frames ...string) (hit, total uint64) {
 	for s, n := range stacks {
 		total += n
 		for _, f := range strings.Split(s, ";")[1:] {
-			if contains(frames, f) {
+			if slices.Contains(frames, f) {
 				hit += n
 				break
 			}
 		}
 	}
 	return hit, total
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // unwindBuilds skips without privileges, then builds testdata/unwind.c
@@ -151,7 +143,7 @@ func perfScriptReaching(t *testing.T, out string, frames ...string) (hit, total 
 			total++
 			continue
 		}
-		if m := re.FindStringSubmatch(line); m != nil && contains(frames, m[1]) {
+		if m := re.FindStringSubmatch(line); m != nil && slices.Contains(frames, m[1]) {
 			found = true
 		}
 	}

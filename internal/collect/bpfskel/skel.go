@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -349,20 +350,11 @@ func (s *Session) Mode() string {
 	var ms []string
 	for _, c := range s.Choices {
 		m := string(c.Mode)
-		if !contains(ms, m) {
+		if !slices.Contains(ms, m) {
 			ms = append(ms, m)
 		}
 	}
 	return strings.Join(ms, "+")
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Pid is the held command's pid (0 without one).

@@ -160,22 +160,13 @@ func ordered(hs []Hierarchy) []Hierarchy {
 	for _, h := range hs {
 		switch {
 		case h.V2:
-		case contains(h.Controllers, "perf_event"):
+		case slices.Contains(h.Controllers, "perf_event"):
 			out = append(out, h)
 		default:
 			rest = append(rest, h)
 		}
 	}
 	return append(out, rest...)
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func target(name, rel string, h Hierarchy) (Target, error) {
@@ -221,7 +212,7 @@ func ParseProcCgroup(r io.Reader) (string, error) {
 			v2 = parts[2]
 		case parts[1] == "name=systemd":
 			systemd = parts[2]
-		case contains(strings.Split(parts[1], ","), "cpu") && cpu == "":
+		case slices.Contains(strings.Split(parts[1], ","), "cpu") && cpu == "":
 			cpu = parts[2]
 		}
 		if first == "" {
@@ -263,7 +254,7 @@ func ControllerDir(pid int, controller string) string {
 // unified one, is mounted ("" when none is).
 func controllerMount(hs []Hierarchy, controller string, v2 bool) string {
 	for _, h := range hs {
-		if (v2 && h.V2) || (!v2 && !h.V2 && contains(h.Controllers, controller)) {
+		if (v2 && h.V2) || (!v2 && !h.V2 && slices.Contains(h.Controllers, controller)) {
 			return h.Mount
 		}
 	}
@@ -285,7 +276,7 @@ func ParseControllerPath(r io.Reader, controller string) (path string, v2 bool) 
 			unified, found = parts[2], true
 			continue
 		}
-		if contains(strings.Split(parts[1], ","), controller) {
+		if slices.Contains(strings.Split(parts[1], ","), controller) {
 			return parts[2], false
 		}
 	}
@@ -366,7 +357,7 @@ func subsysID(r io.Reader, t Target) (int, error) {
 			continue
 		}
 		name := strings.Fields(line + " ")[0]
-		if contains(t.H.Controllers, name) {
+		if slices.Contains(t.H.Controllers, name) {
 			return id, nil
 		}
 		id++
