@@ -185,7 +185,11 @@ func TestAttachPid(t *testing.T) {
 	// recorded lies inside the workload's life even on a loaded machine.
 	testutil.Sonde(t)
 	w := testutil.Start(t, bin, "400") // 400 rounds of ~26 ms, killed when done
-	time.Sleep(200 * time.Millisecond)
+	// -p reads the process's executable: wait for its exec, not a time.
+	testutil.WaitFor(t, 5*time.Second, "the workload's exec", func() bool {
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(w.Process.Pid) + "/exe")
+		return exe == bin
+	})
 	data := filepath.Join(dir, "p.data")
 	testutil.MustRun(t, dir, "ftrace", "record", "-p", strconv.Itoa(w.Process.Pid), "-d", "0.5", "-o", data)
 	counts, _ := sondeReport(t, dir, data)
