@@ -29,7 +29,17 @@ func NewMapsKeeperWith(read func(pid int) ([]Mapping, error)) *MapsKeeper {
 // read (the process is gone, or a zombie).
 func (k *MapsKeeper) Keep(pid int) bool {
 	ms, err := k.read(pid)
-	if err != nil || len(ms) == 0 {
+	if err != nil {
+		return false
+	}
+	return k.Put(pid, ms)
+}
+
+// Put keeps ms, read by someone else, as pid's mappings (the unwinder's
+// loader reads them as it meets each process); false when there are none.
+// The keeper holds ms as given: the caller must not change it.
+func (k *MapsKeeper) Put(pid int, ms []Mapping) bool {
+	if len(ms) == 0 {
 		return false
 	}
 	k.mu.Lock()

@@ -78,9 +78,22 @@ type Loader struct {
 
 	// NoInterp turns off interpreter frames (CPython): set before Start.
 	NoInterp bool
+	// onMaps gets every process's mappings as Load reads them (WatchMaps).
+	onMaps func(pid int, ms []procfs.Mapping)
 	py       pyMaps
 	pyNames  *python.Reader // names Python frames as stacks arrive
 	pyKnown  map[uint32]bool
+}
+
+// WatchMaps hands fn the mappings of each process as the loader reads
+// them: when the walker first meets it, at its exec, and again when a
+// stack leaves what was read (a library mapped later). A tool whose
+// stacks are named at the end keeps them there for processes that exit
+// before it (profile): the kernel's notices say when, so nothing polls
+// /proc or the tool's maps. fn must not modify ms, and may be called
+// from several goroutines at once. Call it before the tool is opened.
+func (l *Loader) WatchMaps(fn func(pid int, ms []procfs.Mapping)) {
+	l.onMaps = fn
 }
 
 // FollowTree ignores exec notices of processes that do not descend from
@@ -274,6 +287,11 @@ func (l *Loader) Load(pid int) error {
 		// mappings its stacks are named by (Exited).
 		tracef("load pid=%d execs=%d skipped: no address space", pid, execs)
 		return nil
+	}
+	if l.onMaps != nil {
+		// Before the checks below: a process that exits or execs
+		// while it is loaded was sampled in this image all the same.
+		l.onMaps(pid, ms)
 	}
 	var val procValue
 	p := &proc{}

@@ -117,7 +117,7 @@ func (p *Profiler) Run(ctx context.Context) error {
 	periodNS := int64(time.Second) / int64(p.o.Freq)
 	cgroups := newCgroupCache()
 	_, err := profile.Run(ctx, profile.Options{Freq: p.o.Freq, User: true, Kernel: true, Interval: p.o.Every,
-		Symbolizer: newSymbolizer(p.o.Lines), WatchEvery: watchEvery,
+		Symbolizer: newSymbolizer(p.o.Lines),
 		OnInterval: func(r *profile.Result) {
 			prof := Convert(r.Profile, p.o.Host, periodNS, cgroups.of)
 			cgroups.forgetUnused()
@@ -146,12 +146,6 @@ const (
 	symbolIdle   = 3
 	symbolMemo   = 4096
 )
-
-// watchEvery is how often the sampler's counts are scanned for new
-// processes whose mappings to keep: every scan reads the whole map, and
-// the user-stack walker's loader keeps the mappings of the processes it
-// met after they exit anyway.
-const watchEvery = time.Second
 
 // newSymbolizer names every period's frames with the same resolvers as
 // recordings, keeping objects open between periods.

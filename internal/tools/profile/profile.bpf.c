@@ -51,14 +51,7 @@ HASH_MAP(counts, struct profile_key, __u64, 65536);
 /* key: enum profile_error; value: occurrences (u64), per CPU. */
 ENUM_COUNTERS(errors, enum profile_error, ERR_MAX);
 
-/* key: 0 (u32); value: keys created in counts (u64), per CPU. User space
- * looks through counts for processes it has not seen only when this
- * moved: on an idle machine a tick costs this read, not a walk of the
- * 65,536 buckets of counts. */
-PERCPU_COUNTERS(new_keys, 1);
-
-/* Add one sample to key in counts, counting the keys it creates; false
- * when counts is full. */
+/* Add one sample to key in counts; false when counts is full. */
 static __always_inline bool count_sample(struct profile_key *key)
 {
 	__u64 *v = bpf_map_lookup_elem(&counts, key);
@@ -68,10 +61,8 @@ static __always_inline bool count_sample(struct profile_key *key)
 	}
 	__u64 one = 1;
 	long err = bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST);
-	if (err == 0) {
-		counter_inc(&new_keys, 0);
+	if (err == 0)
 		return true;
-	}
 	/* -EEXIST: another CPU created it first. */
 	return map_add(&counts, key, 1);
 }

@@ -53,10 +53,6 @@ type Options struct {
 	// counts are read, so the profile, every output formed from it and
 	// the completeness of its stacks count the same samples.
 	Only model.Tasks
-	// WatchEvery is how often the counts are scanned for processes to
-	// keep the mappings of (default 100 ms; each scan reads the whole map,
-	// into buffers kept for the run).
-	WatchEvery time.Duration
 }
 
 // Errors the BPF program counted; non-zero values mean incomplete data
@@ -96,7 +92,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Freq = 49
 	}
 	var maps profileMaps
-	s, ld, err := open(&maps, sampler{hz: o.Freq, cpus: o.CPUs, pid: o.Pid, command: o.Command, cgroup: o.Cgroup}, map[string]any{
+	// Stacks are read at the end, when a process may be gone: the
+	// mappings of each process the walker meets are kept as its loader
+	// reads them (sampler.keep).
+	keeper := procfs.NewMapsKeeper()
+	s, ld, err := open(&maps, sampler{hz: o.Freq, cpus: o.CPUs, pid: o.Pid, command: o.Command, cgroup: o.Cgroup, keep: keeper}, map[string]any{
 		profileVarTargetPid: uint32(o.Pid), profileVarPerThread: o.PerThread,
 		profileVarUserStacks: o.User, profileVarKernelStacks: o.Kernel, profileVarIncludeIdle: o.Idle,
 		unwind.PythonOff: o.NoInterp,
@@ -106,14 +106,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	defer ld.Stop()
-	keeper := procfs.NewMapsKeeper()
 	if s.Pid() != 0 {
 		o.Pid = s.Pid() // the command's
 	}
 	if o.Pid != 0 {
 		keeper.Keep(o.Pid)
 	}
-	stopWatch := watchPids(&maps, keeper, o.Pid, o.WatchEvery)
 	// Stack ids may still be in use by later samples: only counts are reset.
 	// The interval's stacks are read by then: processes that exited are
 	// forgotten, so memory stays flat however long the run.
@@ -127,7 +125,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return clearCounts()
 	}, o.OnInterval).Follow(s)
 	run, err := s.Run(ctx, runctl.Options{Duration: o.Duration, Interval: o.Interval, OnInterval: iv.Tick})
-	stopWatch()
 	if err != nil {
 		return nil, err
 	}
@@ -138,54 +135,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, err
 }
 
-// watchPids keeps the mappings of every process the program sampled, on
-// first sight in the counts map (checked every "every"), and those of
-// target (0: none) again each time, for what it maps later: stacks are
-// read at the end, when a process may be gone. A tick in which the
-// program made no new key (a new process, or a new stack of one already
-// seen, as a new mapping brings) reads one per-CPU counter and nothing
-// else. It returns a stop function.
-func watchPids(maps *profileMaps, keeper *procfs.MapsKeeper, target int, every time.Duration) (stop func()) {
-	if every <= 0 {
-		every = 100 * time.Millisecond
-	}
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tk := time.NewTicker(every)
-		defer tk.Stop()
-		var counts bpfmaps.Reader[profileProfileKey, uint64]
-		var newKeys bpfmaps.PerCPUSum
-		seen := ^uint64(0)
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-			if n := newKeys.Read(maps.NewKeys, 0); n == seen {
-				continue
-			} else {
-				seen = n
-			}
-			if target != 0 {
-				keeper.Keep(target)
-			}
-			counts.Each(maps.Counts, func(key profileProfileKey, _ uint64) {
-				if p := int(key.Pid); p != 0 && p != target && !keeper.Kept(p) {
-					keeper.Keep(p)
-				}
-			})
-		}
-	}()
-	return func() { close(done); <-finished }
-}
-
 // sampler is what open attaches: a cpu-clock event at hz on each of cpus
 // (nil: every online CPU), with the user-stack walker's tables loaded for
 // pid (0: for each process as the walker meets it), or command started
 // held and sampled alone; only cgroup's tasks when set. leaf: only each
-// user stack's leaf, no tables (top's).
+// user stack's leaf, no tables (top's). keep, when set, gets the mappings
+// of every process the walker's loader reads (unwind.Loader.WatchMaps).
 type sampler struct {
 	hz      uint64
 	cpus    []int
@@ -193,6 +148,7 @@ type sampler struct {
 	command []string
 	cgroup  *cgroup.Target
 	leaf    bool
+	keep    *procfs.MapsKeeper
 }
 
 func open(maps *profileMaps, sm sampler, consts map[string]any) (*bpfskel.Session, *unwind.Loader, error) {
@@ -235,6 +191,13 @@ func open(maps *profileMaps, sm sampler, consts map[string]any) (*bpfskel.Sessio
 		ld = unwind.Wire(&t, sm.pid, nil)
 		// Keys are read at the end: the stacks map must not fill meanwhile.
 		ld.KeepStacks()
+		if sm.keep != nil {
+			// Every process with a user stack is loaded when the walker
+			// first meets it (a notice, not a poll), and reloaded when
+			// it maps code later: its mappings are kept then. Without
+			// the walker (-K) no user address is named.
+			ld.WatchMaps(func(pid int, ms []procfs.Mapping) { sm.keep.Put(pid, ms) })
+		}
 	}
 	s, err := ld.Open(t)
 	if err != nil {
