@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -132,6 +133,21 @@ func Default() *Symbolizer { return DefaultWith(true) }
 // file) need not read DWARF nor inflate compressed sections.
 func DefaultWith(lines bool) *Symbolizer {
 	return New(Kallsyms(), PerfMaps{}, VDSOImage(), ELFFiles{NoLines: !lines})
+}
+
+// Warm starts loading, each on a goroutine, the objects of objs that every
+// process shares (the running kernel's symbols, the vDSO), so a pass that
+// comes later finds them loaded: a recording warms them as its events
+// stop, and kallsyms (tens of milliseconds to parse) is read while its
+// rings drain instead of after.
+func (s *Symbolizer) Warm(objs []Object) {
+	for _, r := range s.resolvers {
+		sh, ok := r.(*Shared)
+		if !ok || !slices.ContainsFunc(objs, func(o Object) bool { return o.Kind == sh.kind }) {
+			continue
+		}
+		go sh.Open(Object{Kind: sh.kind})
+	}
 }
 
 // Open returns obj's symbols from the first resolver that has them. When

@@ -79,10 +79,10 @@ type Loader struct {
 	// NoInterp turns off interpreter frames (CPython): set before Start.
 	NoInterp bool
 	// onMaps gets every process's mappings as Load reads them (WatchMaps).
-	onMaps func(pid int, ms []procfs.Mapping)
-	py       pyMaps
-	pyNames  *python.Reader // names Python frames as stacks arrive
-	pyKnown  map[uint32]bool
+	onMaps  func(pid int, ms []procfs.Mapping)
+	py      pyMaps
+	pyNames *python.Reader // names Python frames as stacks arrive
+	pyKnown map[uint32]bool
 }
 
 // WatchMaps hands fn the mappings of each process as the loader reads

@@ -478,6 +478,17 @@ func (b *Builder) Finish(meta model.Meta) *model.Profile {
 	return b.FinishWith(s, meta)
 }
 
+// Warm starts loading what every process shares (the kernel's symbols,
+// the vDSO) for the frames seen so far, with the symbolizer Finish will
+// use (symbolize.Default when none is set): a recording calls it as its
+// events stop, so the loads overlap its last drain.
+func (b *Builder) Warm() {
+	if b.Symbolizer == nil {
+		b.Symbolizer = symbolize.Default()
+	}
+	b.Symbolizer.Warm(b.objs)
+}
+
 // FinishLive finishes the profile of a live BPF tool (profile, offcpu,
 // memleak): it names the target (pid 0: the whole system) and the host,
 // adds the tool's warnings, then one when user stacks were taken (user)
