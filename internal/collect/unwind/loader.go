@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,6 +65,9 @@ type Loader struct {
 	// first (a large library's take hundreds of milliseconds to build).
 	execs chan uint32
 	done  chan struct{}
+	// settled: no stack will be walked any more (Settle); what is still
+	// queued is not loaded.
+	settled atomic.Bool
 
 	// keep: walked stacks move to user space every DrainEvery (KeepStacks).
 	keep                    bool
@@ -179,6 +183,13 @@ func (l *Loader) Start() error {
 	return nil
 }
 
+// Settle says no stack will be walked any more (a recording's events are
+// off): processes still queued are not loaded, since a table loaded now
+// serves no walk and only delays the end (the new processes a
+// system-wide recording met in its last moments). A tool that names
+// exited processes from what the loader read (Exited) does not settle.
+func (l *Loader) Settle() { l.settled.Store(true) }
+
 // Stop ends the notice reader; call it after the programs are detached.
 func (l *Loader) Stop() {
 	if l.ring == nil {
@@ -258,6 +269,9 @@ func (l *Loader) notice(raw []byte) {
 func (l *Loader) work(q <-chan uint32) {
 	defer func() { l.done <- struct{}{} }()
 	for pid := range q {
+		if l.settled.Load() {
+			continue
+		}
 		if err := l.Load(int(pid)); err != nil {
 			l.loadError(err)
 		}

@@ -170,8 +170,12 @@ func (s *session) stop() {
 		perf.Disable(fd)
 	}
 	// No sample comes now: the kernel's symbols are read while the rings
-	// drain and the command ends.
+	// drain and the command ends, and the walker's loader stops loading
+	// (its tables serve walks, and none will come).
 	s.b.Warm()
+	if s.w != nil {
+		s.w.ld.Settle()
+	}
 	// The recording's span ends here: no event counts after this, however
 	// long the command takes to go and the rings to drain; of a command
 	// that exited, when it exited (seen up to a round before).
