@@ -1,8 +1,10 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"debug/elf"
+	"os"
 	"testing"
 
 	"github.com/sonde-dev/sonde/internal/testutil"
@@ -25,10 +27,11 @@ func TestLineDWARFMatchesDebugELF(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", bin, err)
 		}
-		some, err := lineDWARF(f)
+		some, err := lineDWARF(f, bin)
 		if err != nil {
 			t.Fatalf("%s: %v", bin, err)
 		}
+		sameSections(t, bin, f)
 		a, b := unitLines(t, whole), unitLines(t, some)
 		if len(a) == 0 || len(a) != len(b) {
 			t.Fatalf("%s: %d units by debug/elf, %d by lineDWARF", bin, len(a), len(b))
@@ -38,6 +41,35 @@ func TestLineDWARFMatchesDebugELF(t *testing.T) {
 				t.Fatalf("%s: unit %d: %+v by debug/elf, %+v by lineDWARF", bin, i, a[i], b[i])
 			}
 		}
+	}
+}
+
+// sameSections checks that sectionData reads every compressed section of
+// f (the file at path) as debug/elf does, and that some were compressed.
+func sameSections(t *testing.T, path string, f *elf.File) {
+	t.Helper()
+	raw, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	compressed := 0
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_COMPRESSED == 0 {
+			continue
+		}
+		compressed++
+		want, err := s.Data()
+		if err != nil {
+			t.Fatalf("%s %s: %v", path, s.Name, err)
+		}
+		got, err := sectionData(s, raw, f.Class)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s %s: %d bytes (%v), debug/elf reads %d", path, s.Name, len(got), err, len(want))
+		}
+	}
+	if compressed == 0 {
+		t.Fatalf("%s: no compressed section", path)
 	}
 }
 

@@ -155,7 +155,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	hasSymtab := f.Section(".symtab") != nil
 	var d *dwarf.Data
 	if !o.NoLines {
-		d, _ = lineDWARF(f)
+		d, _ = lineDWARF(f, full)
 	}
 	if !hasSymtab || (d == nil && !o.NoLines) {
 		dbg := findDebugFile(f, path, e.BuildID, o)
@@ -169,7 +169,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 					hasSymtab = df.Section(".symtab") != nil
 				}
 				if d == nil && !o.NoLines {
-					d, _ = lineDWARF(df)
+					d, _ = lineDWARF(df, dbg)
 				}
 				df.Close()
 			}
