@@ -97,14 +97,18 @@ volatile __u32 ring_reader_idle;
 #define SONDE_RB_FORCE_WAKEUP (1ULL << 1)
 #define SONDE_RB_AVAIL_DATA 0
 #define RING_WAKE_BYTES (256 << 10)
+/* The flags for a record about to go into ring (submit or output). */
+static __always_inline __u64 ring_flags(void *ring)
+{
+	if (!ring_reader_idle && bpf_ringbuf_query(ring, SONDE_RB_AVAIL_DATA) < RING_WAKE_BYTES)
+		return SONDE_RB_NO_WAKEUP;
+	ring_reader_idle = 0;
+	return SONDE_RB_FORCE_WAKEUP;
+}
+
 static __always_inline void ring_submit(void *ring, void *rec)
 {
-	__u64 flags = SONDE_RB_NO_WAKEUP;
-	if (ring_reader_idle || bpf_ringbuf_query(ring, SONDE_RB_AVAIL_DATA) >= RING_WAKE_BYTES) {
-		flags = SONDE_RB_FORCE_WAKEUP;
-		ring_reader_idle = 0;
-	}
-	bpf_ringbuf_submit(rec, flags);
+	bpf_ringbuf_submit(rec, ring_flags(ring));
 }
 
 /* A record of size bytes reserved in ring, or NULL when the ring is full:
