@@ -81,20 +81,34 @@ static __always_inline void counter_inc(void *map, __u32 which)
 		__uint(max_entries, size);                \
 	} name SEC(".maps")
 
+/* Set by user space when its ring reader has found its ring empty for a
+ * while and slowed its polling down (bpfskel's readParked); the next
+ * record wakes the reader and clears it. One per object, for every ring in
+ * it. */
+volatile __u32 ring_reader_idle;
+
 /* Submit a reserved ring record, waking user space only once a batch is
- * waiting. A wakeup per record costs an irq_work per event (a self-IPI,
- * several microseconds under virtualization) and a reader wakeup; the
- * reader (bpfskel.ReadRing) also polls every 50 ms, so a quiet ring is
- * never stale for longer than that. */
+ * waiting, or when the reader is idle. A wakeup per record costs an
+ * irq_work per event (a self-IPI, several microseconds under
+ * virtualization) and a reader wakeup; the reader (bpfskel.ReadRing)
+ * polls every 50 ms while records come, so a busy ring is never stale for
+ * longer than that, and sleeps when they stop, to be woken here. */
 #define SONDE_RB_NO_WAKEUP (1ULL << 0)
 #define SONDE_RB_FORCE_WAKEUP (1ULL << 1)
 #define SONDE_RB_AVAIL_DATA 0
 #define RING_WAKE_BYTES (256 << 10)
+/* The flags for a record about to go into ring (submit or output). */
+static __always_inline __u64 ring_flags(void *ring)
+{
+	if (!ring_reader_idle && bpf_ringbuf_query(ring, SONDE_RB_AVAIL_DATA) < RING_WAKE_BYTES)
+		return SONDE_RB_NO_WAKEUP;
+	ring_reader_idle = 0;
+	return SONDE_RB_FORCE_WAKEUP;
+}
+
 static __always_inline void ring_submit(void *ring, void *rec)
 {
-	__u64 flags = bpf_ringbuf_query(ring, SONDE_RB_AVAIL_DATA) >= RING_WAKE_BYTES ?
-			      SONDE_RB_FORCE_WAKEUP : SONDE_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
+	bpf_ringbuf_submit(rec, ring_flags(ring));
 }
 
 /* A record of size bytes reserved in ring, or NULL when the ring is full:

@@ -419,7 +419,7 @@ func (s *Session) Stopped() time.Time { return s.disabled }
 // reader's goroutine, until Run (or Close) has detached the programs and
 // fn has seen every record they wrote.
 func (s *Session) ReadRing(m *ebpf.Map, fn func([]byte)) error {
-	r, err := ReadRing(m, fn)
+	r, err := ReadRing(m, s.Variable("ring_reader_idle"), fn)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,8 @@ static __always_inline int leave(long ret)
 	/* Only the argument slots in use: most execs have a few arguments,
 	 * and the copy is most of this program's cost. User space zero-fills
 	 * the rest. No wakeup per exec (a self-IPI each under virtualization):
-	 * the reader polls every 50 ms, or is woken once a batch waits. */
+	 * the reader polls every 50 ms, or is woken once a batch waits or when
+	 * it sleeps (ring_flags). */
 	__u64 size = __builtin_offsetof(struct execsnoop_event, argv) + (__u64)e->args * EXECSNOOP_ARG_SIZE;
 	/* The bound on the very register passed (clang may otherwise clamp a
 	 * copy the verifier does not connect to it). */
@@ -94,9 +95,7 @@ static __always_inline int leave(long ret)
 	if (size > sizeof(*e))
 		size = sizeof(*e);
 	asm volatile("" : [size] "+r"(size));
-	__u64 flags = bpf_ringbuf_query(&events, SONDE_RB_AVAIL_DATA) >= RING_WAKE_BYTES ?
-			      SONDE_RB_FORCE_WAKEUP : SONDE_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, e, size, flags))
+	if (bpf_ringbuf_output(&events, e, size, ring_flags(&events)))
 		counter_inc(&lost, LOST_RING);
 	bpf_map_delete_elem(&inflight, &pid);
 	return 0;
