@@ -6,10 +6,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"time"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
 	"github.com/sonde-dev/sonde/internal/cmd/commands"
@@ -44,7 +46,20 @@ func selfProfile(dir string) (stop func()) {
 		cpu.Close()
 		cpu = nil
 	}
+	// The heap as the last collection left it, every 10 s of the run: what
+	// a long recording holds while it runs, not what is left at exit.
+	tick := time.NewTicker(10 * time.Second)
+	go func() {
+		for n := 1; ; n++ {
+			<-tick.C
+			if heap, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%03ds.pprof", 10*n))); err == nil {
+				pprof.WriteHeapProfile(heap)
+				heap.Close()
+			}
+		}
+	}()
 	return func() {
+		tick.Stop()
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			cpu.Close()

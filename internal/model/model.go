@@ -7,6 +7,8 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"math/bits"
 
 	"github.com/sonde-dev/sonde/internal/model/stackstat"
 )
@@ -125,30 +127,78 @@ func (ts Threads) ID(p *Profile, t Thread) int32 {
 }
 
 // Stacks interns stacks (location ids, leaf first) into a profile's Stacks
-// table. The key is the ids as varints, built in a buffer reused across
-// calls so a stack already seen costs no allocation.
+// table. A stack is known by a 128-bit keyed hash of its ids, not by the
+// ids themselves, so the index costs about 30 bytes a stack however deep
+// it is: a recording that writes its stacks as it goes can then forget
+// them (Forget) and stay flat. Two stacks sharing an id would need both
+// 64-bit hashes to collide at once: for a million stacks, odds below
+// 1 in 10^26.
 type Stacks struct {
-	ids map[string]int32
-	key []byte
+	ids    map[stackKey]int32
+	seeds  [2]maphash.Seed
+	key    []byte
+	leaves []uint64 // bit i: location i is the leaf of some stack
 }
+
+type stackKey [2]uint64
 
 // ID is locs' index in p.Stacks, appending a copy of locs the first time.
 func (s *Stacks) ID(p *Profile, locs []int32) int32 {
+	if s.ids == nil {
+		s.ids = map[stackKey]int32{}
+		s.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	}
 	s.key = s.key[:0]
 	for _, id := range locs {
-		s.key = binary.AppendUvarint(s.key, uint64(id))
+		s.key = binary.LittleEndian.AppendUint32(s.key, uint32(id))
 	}
-	if id, ok := s.ids[string(s.key)]; ok {
+	k := stackKey{maphash.Bytes(s.seeds[0], s.key), maphash.Bytes(s.seeds[1], s.key)}
+	if id, ok := s.ids[k]; ok {
 		return id
 	}
-	if s.ids == nil {
-		s.ids = map[string]int32{}
-	}
-	id := int32(len(p.Stacks))
-	s.ids[string(s.key)] = id
+	id := p.StackBase + int32(len(p.Stacks))
+	s.ids[k] = id
 	p.Stacks = append(p.Stacks, append([]int32(nil), locs...))
+	if len(locs) > 0 && locs[0] >= 0 {
+		w := int(locs[0]) / 64
+		for len(s.leaves) <= w {
+			s.leaves = append(s.leaves, 0)
+		}
+		s.leaves[w] |= 1 << (uint(locs[0]) % 64)
+	}
 	return id
 }
+
+// Leaves are the locations some stack stopped in: those of every stack
+// interned, forgotten ones too.
+func (s *Stacks) Leaves() map[int32]bool {
+	m := map[int32]bool{}
+	for w, word := range s.leaves {
+		for ; word != 0; word &= word - 1 {
+			m[int32(w*64+bits.TrailingZeros64(word))] = true
+		}
+	}
+	return m
+}
+
+// Forget drops every stack in p.Stacks so far (they are written out):
+// p.StackBase moves past them, and a stack seen again keeps its id, until
+// the index passes maxForgotten stacks: then it starts anew, and a stack
+// seen again is added again (readers sum samples by their locations, not
+// by stack id).
+func (s *Stacks) Forget(p *Profile) {
+	clear(p.Stacks)
+	p.StackBase += int32(len(p.Stacks))
+	p.Stacks = p.Stacks[:0]
+	if len(s.ids) > maxForgotten {
+		clear(s.ids)
+	}
+}
+
+// maxForgotten bounds the index of a recording's stacks, about 40 bytes
+// a stack: a system-wide recording beside builds met 5,000 new stacks a
+// second.
+const maxForgotten = 256 << 10
 
 // DSO is a loaded object.
 type DSO struct {
@@ -210,8 +260,11 @@ type Profile struct {
 	Files   []string
 	Locs    []Loc
 	Stacks  [][]int32 // location ids, leaf first
-	Samples []Sample
-	Code    []Code
+	// StackBase is the id of Stacks[0]: 0 but in a recording that drops
+	// the stacks it has written (Stacks.Forget); no reader sees one.
+	StackBase int32
+	Samples   []Sample
+	Code      []Code
 	// Groups, when set, stands in for Samples: readers that only aggregate
 	// (report, flame graph, pprof) load a file this way in a fraction of the
 	// memory. Never stored.

@@ -22,7 +22,14 @@ const (
 // Object.Offset); on return named objects' locations hold object addresses.
 // Objects that cannot be opened leave a warning in p.Meta.Warnings.
 func (s *Symbolizer) Profile(p *model.Profile, objs []Object) {
-	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}, leaves: LeafLocs(p)}
+	s.ProfileLeaves(p, objs, LeafLocs(p))
+}
+
+// ProfileLeaves is Profile for a profile whose samples are not all in
+// p.Samples (a recording drops them once written): leaves are the
+// locations its samples stopped in, whose functions' code is kept.
+func (s *Symbolizer) ProfileLeaves(p *model.Profile, objs []Object, leaves map[int32]bool) {
+	ps := pass{p: p, funcs: map[funcKey]int32{}, files: map[string]int32{}, modules: map[string]int32{}, sampled: map[int32]bool{}, leaves: leaves}
 	// Group locations by object so each object is opened once.
 	byDSO := map[int32][]int32{}
 	for i, l := range p.Locs {

@@ -88,11 +88,12 @@ type Writer struct {
 // NewWriter writes chunks to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// Rewrite makes the next chunk carry every table whole again: after the
-// symbolize pass named the locations (and objects) an earlier chunk wrote
-// with recorded addresses.
+// Rewrite makes the next chunk carry every table whole again, but for
+// stacks: after the symbolize pass named the locations (and objects) an
+// earlier chunk wrote with recorded addresses. Stacks are location ids,
+// which naming keeps, and a recording forgets the stacks it wrote.
 func (w *Writer) Rewrite() {
-	w.threads, w.dsos, w.funcs, w.files, w.locs, w.stacks, w.code = 0, 0, 0, 0, 0, 0, 0
+	w.threads, w.dsos, w.funcs, w.files, w.locs, w.code = 0, 0, 0, 0, 0, 0
 	w.comms = w.comms[:0]
 }
 
@@ -111,6 +112,9 @@ func (w *Writer) Finish(p *model.Profile) error { return w.chunk(p, true) }
 func Write(w io.Writer, p *model.Profile) error { return NewWriter(w).Finish(p) }
 
 func (w *Writer) chunk(p *model.Profile, final bool) error {
+	if int(p.StackBase) > w.stacks {
+		return fmt.Errorf("writing data file: stacks %d to %d were dropped before they were written", w.stacks, p.StackBase)
+	}
 	if err := w.writeHeader(); err != nil {
 		return err
 	}
@@ -152,7 +156,7 @@ func (w *Writer) chunk(p *model.Profile, final bool) error {
 		return fmt.Errorf("writing data file: %w", err)
 	}
 	w.threads, w.dsos, w.funcs, w.files = len(p.Threads), len(p.DSOs), len(p.Funcs), len(p.Files)
-	w.locs, w.stacks, w.code = len(p.Locs), len(p.Stacks), len(p.Code)
+	w.locs, w.stacks, w.code = len(p.Locs), int(p.StackBase)+len(p.Stacks), len(p.Code)
 	w.comms = w.comms[:min(tfrom, len(w.comms))]
 	for _, t := range p.Threads[len(w.comms):] {
 		w.comms = append(w.comms, t.Comm)
@@ -242,10 +246,15 @@ func (w *Writer) steps(p *model.Profile, tfrom int, final bool) []chunkStep {
 				e.varint(int64(l.Line))
 			})
 		}},
-		{tagStacks, w.stacks == len(p.Stacks), func(e *enc) {
-			table(e, w.stacks, p.Stacks, func(s []int32) {
+		{tagStacks, w.stacks == int(p.StackBase)+len(p.Stacks), func(e *enc) {
+			// Stacks before StackBase were written and dropped (chunk
+			// checks none was dropped unwritten).
+			from := w.stacks - int(p.StackBase)
+			e.uvarint(uint64(w.stacks))
+			e.uvarint(uint64(len(p.Stacks) - from))
+			for _, s := range p.Stacks[from:] {
 				list(e, s, func(id int32) { e.uvarint(uint64(id)) })
-			})
+			}
 		}},
 		{tagSamples, len(p.Samples) == 0, func(e *enc) { encodeSamples(e, p.Samples) }},
 		{tagCode, w.code == len(p.Code), func(e *enc) {

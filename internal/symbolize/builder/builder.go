@@ -460,12 +460,16 @@ func (b *Builder) Partial(meta model.Meta) *model.Profile {
 	return &b.prof
 }
 
-// DropSamples forgets the samples so far (they are on disk), so memory
-// stays flat however long a recording runs.
+// DropSamples forgets the samples and the stacks so far (they are on
+// disk), so memory stays flat however long a recording runs: a
+// system-wide recording beside builds meets thousands of new stacks a
+// second. A stack seen again keeps its id, and Finish names locations,
+// not stacks (the leaves it keeps code for are kept by the index).
 func (b *Builder) DropSamples() {
 	b.written += len(b.prof.Samples)
 	clear(b.prof.Samples) // drop raw payload references
 	b.prof.Samples = b.prof.Samples[:0]
+	b.stacks.Forget(&b.prof)
 }
 
 // Finish names every location and returns the profile. Objects are opened
@@ -512,6 +516,6 @@ func (b *Builder) FinishWith(s *symbolize.Symbolizer, meta model.Meta) *model.Pr
 	if w := b.py.warning(); w != "" {
 		b.prof.Meta.Warnings = append(slices.Clip(b.prof.Meta.Warnings), w) // not into the caller's array
 	}
-	s.Profile(&b.prof, b.objs)
+	s.ProfileLeaves(&b.prof, b.objs, b.stacks.Leaves())
 	return &b.prof
 }

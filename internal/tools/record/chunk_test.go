@@ -305,3 +305,46 @@ func TestPollTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestChunksForgetStacks: stacks are forgotten once a chunk holds them,
+// and the file still reads back every sample's stack, stacks seen again
+// in later chunks and after the final chunk's rewrite included.
+func TestChunksForgetStacks(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	file := &flakyFile{}
+	s := testSession()
+	s.began, s.chunks = t0, newChunker(datafile.NewWriter(file), 100*time.Millisecond, t0)
+	loc := func(name string) int32 { return s.b.SyntheticLoc(name) }
+	rounds := [][]string{{"a", "main"}, {"b", "main"}, {"a", "main"}, {"c", "b", "main"}}
+	var want []string
+	for i, names := range rounds {
+		var locs []int32
+		for _, n := range names {
+			locs = append(locs, loc(n))
+		}
+		s.b.SampleLocs(1, 1, locs, 1)
+		want = append(want, strings.Join(names, ";"))
+		s.chunk(t0.Add(time.Duration(i+1) * 100 * time.Millisecond))
+	}
+	if p := s.b.Partial(s.meta); len(p.Stacks) != 0 || p.StackBase != 3 {
+		t.Errorf("after the chunks: %d stacks kept from %d, want none from 3", len(p.Stacks), p.StackBase)
+	}
+	if err := s.chunks.finish(s.b.Finish(s.meta)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := datafile.Read(bytes.NewReader(file.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, smp := range p.Samples {
+		var names []string
+		for _, l := range p.Stacks[smp.Stack] {
+			names = append(names, p.Funcs[p.Locs[l].Func].Name)
+		}
+		got = append(got, strings.Join(names, ";"))
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(p.Stacks) != 3 {
+		t.Errorf("read back %v in %d stacks, want %v in 3", got, len(p.Stacks), want)
+	}
+}

@@ -230,6 +230,7 @@ func (s *session) finish() (*Result, error) {
 		res.Walk = s.w.finish()
 		s.meta.UserStacks = &res.Walk.Stacks // report says it too
 	}
+	s.closeEvents()
 	if res.CallGraphNote != "" {
 		s.meta.Warnings = append(s.meta.Warnings, "call graph: frame pointers, "+res.CallGraphNote)
 	}

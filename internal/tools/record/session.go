@@ -197,6 +197,13 @@ func (s *session) close() {
 		s.out.Abort()
 		s.out = nil
 	}
+	s.closeEvents()
+}
+
+// closeEvents closes the rings, the events and the walker: the naming at
+// the end needs none of them, and the walker's tables and caches are
+// better collected before it starts.
+func (s *session) closeEvents() {
 	for _, r := range s.rings {
 		r.Close()
 	}

@@ -38,7 +38,7 @@ type walker struct {
 	outIDs                     map[uint64]bool
 	attached                   map[uint64]bool // tracepoint ids whose program is attached
 	last                       map[int]walked  // cpu → the last output record read from its ring
-	stacks                     map[uint64]*stackstat.Stack
+	stacks                     stackCache
 	seen                       []uint64 // keys read this round: deleted from the map after it
 	buf                        [unwind.MaxFrames]uint64
 
@@ -74,8 +74,7 @@ func openWalker(pid int, evs []events.Spec, filter, noInterp bool) (*walker, err
 	if !unwind.Supported() {
 		return nil, fmt.Errorf("the BPF unwinder does not run on this architecture")
 	}
-	w := &walker{outIDs: map[uint64]bool{}, attached: map[uint64]bool{}, last: map[int]walked{},
-		stacks: map[uint64]*stackstat.Stack{}}
+	w := &walker{outIDs: map[uint64]bool{}, attached: map[uint64]bool{}, last: map[int]walked{}}
 	// record attaches the programs to its own events (attach): the hooks
 	// only keep them in the object.
 	none := func() ([]int, error) { return nil, nil }
@@ -283,7 +282,7 @@ func (w *walker) user(s *perf.Sample, key uint64, walked bool) {
 	if key == 0 || s.Pid == 0 {
 		return // no user context (kernel thread), or the stacks map was full: counted by the walker
 	}
-	st := w.stacks[key]
+	st := w.stacks.get(key)
 	if st == nil {
 		got, ok := w.ld.Stack(key, &w.buf)
 		if !ok {
@@ -293,11 +292,42 @@ func (w *walker) user(s *perf.Sample, key uint64, walked bool) {
 		}
 		got.PCs = append([]uint64(nil), got.PCs...)
 		st = &got
-		w.stacks[key] = st
+		w.stacks.put(key, st)
 	}
 	w.seen = append(w.seen, key)
 	s.Callchain = append(append(s.Callchain, perf.ContextUser), st.PCs...)
 	w.stats.Add(w.ld.FileOf, s.Pid, *st, 1)
+}
+
+// stackCache keeps walked stacks by key (a hash of their frames, so a key
+// names one stack for the whole recording), for samples that come back to
+// a stack without reading the kernel's map again. It holds two
+// generations of at most stackCacheSize stacks: a stack used in the
+// newer one stays, one not used since the generation before is dropped.
+// Kept whole, it grew by 30 MB in 40 s of a system-wide record beside
+// builds; each stack read again costs one map lookup.
+type stackCache struct {
+	cur, old map[uint64]*stackstat.Stack
+}
+
+const stackCacheSize = 16 << 10
+
+func (c *stackCache) get(key uint64) *stackstat.Stack {
+	if st := c.cur[key]; st != nil {
+		return st
+	}
+	st := c.old[key]
+	if st != nil {
+		c.put(key, st)
+	}
+	return st
+}
+
+func (c *stackCache) put(key uint64, st *stackstat.Stack) {
+	if len(c.cur) >= stackCacheSize || c.cur == nil {
+		c.old, c.cur = c.cur, make(map[uint64]*stackstat.Stack, stackCacheSize)
+	}
+	c.cur[key] = st
 }
 
 // round ends a drain round: the stacks read in it leave the kernel's map
