@@ -6,6 +6,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,9 +18,13 @@ import (
 // run drains the rings in rounds until the recording ends, writing a
 // chunk when one is due; a failed write ends it too.
 func (s *session) run(ctx context.Context) {
-	pfds := make([]unix.PollFd, len(s.ringList))
+	pfds := make([]unix.PollFd, len(s.ringList), len(s.ringList)+1)
 	for i, r := range s.ringList {
 		pfds[i] = unix.PollFd{Fd: int32(r.FD), Events: unix.POLLIN}
+	}
+	if wake, stop := s.wakeOnEnd(ctx); wake >= 0 {
+		defer stop()
+		pfds = append(pfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
 	}
 	lastProgress := time.Now()
 	lastAlive := time.Now()
@@ -37,6 +42,36 @@ func (s *session) run(ctx context.Context) {
 		if s.chunks.failed() {
 			break
 		}
+	}
+}
+
+// wakeOnEnd returns a descriptor that polls readable as soon as ctx is
+// cancelled or the command exits, so the round waiting on the rings ends
+// then and not up to 100 ms later (half of a short recording's finish),
+// and a function that stops watching; -1 when no eventfd can be had (the
+// rounds then notice at their timeout).
+func (s *session) wakeOnEnd(ctx context.Context) (int, func()) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return -1, nil
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-s.childDone: // nil without a command: never
+		case <-done:
+			return
+		}
+		var one [8]byte
+		one[0] = 1
+		unix.Write(fd, one[:])
+	})
+	return fd, func() {
+		close(done)
+		wg.Wait()
+		unix.Close(fd)
 	}
 }
 
