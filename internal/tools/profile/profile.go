@@ -164,6 +164,12 @@ func open(maps *profileMaps, sm sampler, consts map[string]any) (*bpfskel.Sessio
 		attr := perf.NewAttr(perf.AttrOptions{Event: ev, Freq: sm.hz, Disabled: true})
 		attr.Bits &^= unix.PerfBitWatermark // no ring: the program consumes samples
 		attr.Wakeup = 0
+		if consts[profileVarIncludeIdle] != true {
+			// The kernel skips the program on an idle CPU's ticks (the
+			// program would drop them): half the runs of a profile of
+			// one busy CPU in two.
+			attr.Bits |= unix.PerfBitExcludeIdle
+		}
 		var fds []int
 		for _, c := range cpus {
 			a := attr
