@@ -137,6 +137,7 @@ func costCases(dir, spin string) []costCase {
 		{tool: "syscount", sonde: []string{"syscount"}, peerName: "syscount", peer: []string{"syscount"}, work: w.syscalls},
 		{tool: "syscount -L", sonde: []string{"syscount", "-L"}, peerName: "syscount -L", peer: []string{"syscount", "-L"}, work: w.syscalls},
 		{tool: "biolat", sonde: []string{"biolat"}, peerName: "biolatency", peer: []string{"biolatency"}, work: w.io},
+		{tool: "biolat -Q", sonde: []string{"biolat", "-Q"}, peerName: "biolatency -Q", peer: []string{"biolatency", "-Q"}, work: w.io},
 		// libbpf-tools' biosnoop (and biosnoop.bt) need kprobes, which this
 		// kernel lacks: bpftrace does the same per-I/O work on the block
 		// tracepoints instead (issue, complete, one line printed per I/O).

@@ -580,7 +580,15 @@ func TestBiolatAgainstBiolatency(t *testing.T) {
 	b2, o2 := start(bio, "-Q", "5", "1")
 	s1, so1 := start(sonde, "biolat", "--stages", "-d", "4500ms", "--json")
 	s2, so2 := start(sonde, "biolat", "-Q", "-d", "4500ms", "--json")
-	time.Sleep(1500 * time.Millisecond)
+	// The I/O starts once all four trace: --stages and biolatency -Q
+	// attach insert, issue and complete; biolat -Q (insert to complete)
+	// and plain biolatency two of them.
+	for _, c := range []struct {
+		cmd   *exec.Cmd
+		links int
+	}{{s1, 3}, {s2, 2}, {b1, 2}, {b2, 3}} {
+		testutil.WaitBPFLinks(t, c.cmd.Process.Pid, c.links, 10*time.Second)
+	}
 	directIO(t, dir, 500)
 	for _, c := range []*exec.Cmd{s1, s2, b1, b2} {
 		c.Wait()

@@ -107,6 +107,9 @@ type Session struct {
 	// commandOnly: the programs count the held command only (its pid is
 	// their filter), so its exit ends what they can count.
 	commandOnly bool
+	// closing holds the links of a gated run still closing once Detach
+	// returned; Close waits for them.
+	closing sync.WaitGroup
 }
 
 // Open loads and attaches t. On error everything opened so far is closed
@@ -435,8 +438,12 @@ func (s *Session) stopRings() {
 }
 
 // Detach stops the programs (links and perf events); maps stay readable.
+// A gated run's programs stop at the gate: its links then close while the
+// tool reads its maps and names its stacks (Close waits for them), and
+// Detach returns once the first has closed.
 func (s *Session) Detach() {
-	if s.gate != nil {
+	gated := s.gate != nil
+	if gated {
 		// Closed first: no program starts anything once a hook is out.
 		s.gate.Set(uint32(0))
 		s.gate = nil
@@ -445,25 +452,37 @@ func (s *Session) Detach() {
 	if len(s.links) > 0 {
 		s.stopped() // the first link goes now
 	}
-	closeAll(s.links)
+	first := closeAll(s.links, &s.closing)
 	s.links = nil
+	if !gated {
+		s.closing.Wait()
+		return
+	}
+	// A link's close returns after an RCU grace period, and a program
+	// runs inside one: once the first has closed, no program that passed
+	// the gate before it shut is still running, and the rings hold all
+	// they will get.
+	<-first
 }
 
-// closeAll closes the links side by side and returns once all are
-// closed. Closing a tracepoint's link waits for an RCU grace period in
-// the kernel (15–45 ms each here): one after the other, six links were
-// 200 ms at the end of every syscount run; closed together they wait
-// for about one.
-func closeAll(links []io.Closer) {
-	var wg sync.WaitGroup
-	for _, l := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.Close()
-		}()
+// closeAll closes the links side by side on wg; first is closed once one
+// has (at once when there are none). Closing a tracepoint's link waits
+// for an RCU grace period in the kernel (15–45 ms each here), and the
+// kernel does them one after the other: six links were 200 ms at the end
+// of every syscount run, eight 260 ms at the end of memleak --kernel.
+func closeAll(links []io.Closer, wg *sync.WaitGroup) (first chan struct{}) {
+	first = make(chan struct{})
+	var once sync.Once
+	if len(links) == 0 {
+		close(first)
 	}
-	wg.Wait()
+	for _, l := range links {
+		wg.Go(func() {
+			l.Close()
+			once.Do(func() { close(first) })
+		})
+	}
+	return first
 }
 
 // stopped notes when the programs stopped counting: the first of the
@@ -477,6 +496,7 @@ func (s *Session) stopped() {
 // Close detaches and frees everything; a command never released is killed.
 func (s *Session) Close() {
 	s.Detach()
+	s.closing.Wait()
 	s.stopRings()
 	if s.child != nil {
 		s.child.Abort()
