@@ -303,27 +303,26 @@ func TestRunqlat(t *testing.T) {
 			} `json:"stats"`
 		} `json:"groups"`
 	}
-	// parse returns the count of every group, and the count and mean wait
-	// of the processes in only (all of them when only is empty).
-	parse := func(out string, only map[int]bool) (int, int, float64) {
+	// parse returns the count and mean wait of the processes in only (all
+	// of them when only is empty).
+	parse := func(out string, only map[int]bool) (int, float64) {
 		var v rq
 		if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Groups) == 0 {
 			t.Fatalf("runqlat JSON: %v\n%s", err, out)
 		}
-		count, n, sum := 0, 0, 0.0
+		n, sum := 0, 0.0
 		for _, g := range v.Groups {
-			count += g.Stats.Count
 			if len(only) == 0 || only[g.Pid] {
 				n += g.Stats.Count
 				sum += g.Stats.Mean * float64(g.Stats.Count)
 			}
 		}
 		if n == 0 {
-			return count, 0, 0
+			return 0, 0
 		}
-		return count, n, sum / float64(n)
+		return n, sum / float64(n)
 	}
-	_, _, idleMean := parse(testutil.MustRun(t, dir, "runqlat", "-d", "2s", "--json").Stdout, nil)
+	_, idleMean := parse(testutil.MustRun(t, dir, "runqlat", "-d", "2s", "--json").Stdout, nil)
 	// Two CPU hogs per CPU, each held on its CPU: a hog the balancer moves
 	// changes the pipe's share of CPU 0 below, and its rate by a quarter
 	// (CI saw 44k waits/s against 37k switches/s in two windows' medians).
@@ -366,8 +365,8 @@ func TestRunqlat(t *testing.T) {
 	if err := rl.Wait(); err != nil {
 		t.Fatalf("runqlat: %v", err)
 	}
-	_, hogWaits, busyMean := parse(out.String(), hogPids)
-	_, ddWaits, _ := parse(out.String(), ddPids)
+	hogWaits, busyMean := parse(out.String(), hogPids)
+	ddWaits, _ := parse(out.String(), ddPids)
 	t.Logf("idle mean %.0f ns, CPU hogs' mean %.0f ns over %d waits; dd pair: %d waits, %d switch-ins in schedstat",
 		idleMean, busyMean, hogWaits, ddWaits, switches)
 	if busyMean <= idleMean {

@@ -128,7 +128,7 @@ func (ts Threads) ID(p *Profile, t Thread) int32 {
 
 // Stacks interns stacks (location ids, leaf first) into a profile's Stacks
 // table. A stack is known by a 128-bit keyed hash of its ids, not by the
-// ids themselves, so the index costs about 30 bytes a stack however deep
+// ids themselves, so the index costs about 40 bytes a stack however deep
 // it is: a recording that writes its stacks as it goes can then forget
 // them (Forget) and stay flat. Two stacks sharing an id would need both
 // 64-bit hashes to collide at once: for a million stacks, odds below

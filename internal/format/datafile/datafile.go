@@ -249,12 +249,9 @@ func (w *Writer) steps(p *model.Profile, tfrom int, final bool) []chunkStep {
 		{tagStacks, w.stacks == int(p.StackBase)+len(p.Stacks), func(e *enc) {
 			// Stacks before StackBase were written and dropped (chunk
 			// checks none was dropped unwritten).
-			from := w.stacks - int(p.StackBase)
-			e.uvarint(uint64(w.stacks))
-			e.uvarint(uint64(len(p.Stacks) - from))
-			for _, s := range p.Stacks[from:] {
+			tableAt(e, w.stacks, p.Stacks[w.stacks-int(p.StackBase):], func(s []int32) {
 				list(e, s, func(id int32) { e.uvarint(uint64(id)) })
-			}
+			})
 		}},
 		{tagSamples, len(p.Samples) == 0, func(e *enc) { encodeSamples(e, p.Samples) }},
 		{tagCode, w.code == len(p.Code), func(e *enc) {
@@ -299,10 +296,13 @@ func encodeCode(e *enc, c model.Code) {
 }
 
 // table encodes the entries of a table from index from on.
-func table[T any](e *enc, from int, all []T, put func(T)) {
-	e.uvarint(uint64(from))
-	e.uvarint(uint64(len(all) - from))
-	for _, v := range all[from:] {
+func table[T any](e *enc, from int, all []T, put func(T)) { tableAt(e, from, all[from:], put) }
+
+// tableAt encodes entries as a table's entries from index at on.
+func tableAt[T any](e *enc, at int, entries []T, put func(T)) {
+	e.uvarint(uint64(at))
+	e.uvarint(uint64(len(entries)))
+	for _, v := range entries {
 		put(v)
 	}
 }

@@ -243,11 +243,11 @@ func (s *session) warnSharedTracepoints() {
 	}
 }
 
-// finish names the profile and finishes the data file, or says how a
-// failed write left it.
 // namingMemLimit is the heap's soft limit while the frames are named.
 const namingMemLimit = 64 << 20
 
+// finish names the profile and finishes the data file, or says how a
+// failed write left it.
 func (s *session) finish() (*Result, error) {
 	s.meta.DurationNS = uint64(s.end.Sub(s.began).Nanoseconds())
 	s.meta.Lost = s.lost
