@@ -74,7 +74,8 @@ func TestCputimeAgainstSchedstat(t *testing.T) {
 	for mode, pid := range pids {
 		series[mode] = schedstatSampler(pid, stop, &wg)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// No wait: the samplers read schedstat every 2 ms from now, long
+	// before cputime's first interval starts (after its programs load).
 	r := testutil.MustRun(t, dir, "cputime", "-i", "1s", "-n", "5", "--top", "50", "--json", "--compare-sampled", "-F", "100")
 	time.Sleep(50 * time.Millisecond)
 	close(stop)
@@ -148,31 +149,21 @@ func TestCputimeStream(t *testing.T) {
 	port := freePort(t, "udp")
 	// sonde listen receives and tags by sender.
 	lc := exec.Command(testutil.Sonde(t), "listen", fmt.Sprintf("udp://127.0.0.1:%d", port))
-	var lout strings.Builder
-	var mu sync.Mutex
-	pr, pw, _ := os.Pipe()
-	lc.Stdout = pw
+	var lout testutil.SyncBuffer
+	lc.Stdout = &lout
+	ready := testutil.NotifyReady(t, lc)
 	if err := lc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			mu.Lock()
-			lout.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-		}
-	}()
-	time.Sleep(300 * time.Millisecond)
+	ready.Wait(t)
 	testutil.MustRun(t, dir, "cputime", "-i", "300ms", "-n", "2", "--stream", fmt.Sprintf("udp://127.0.0.1:%d", port))
-	time.Sleep(300 * time.Millisecond)
+	// Datagrams sent are on the loopback already; listen prints them soon.
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(lout.String(), "sonde cputime") < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	lc.Process.Signal(os.Interrupt)
 	lc.Wait()
-	pw.Close()
-	mu.Lock()
-	got := lout.String()
-	mu.Unlock()
-	if strings.Count(got, "sonde cputime") < 2 || !strings.Contains(got, "[127.0.0.1:") {
+	if got := lout.String(); strings.Count(got, "sonde cputime") < 2 || !strings.Contains(got, "[127.0.0.1:") {
 		t.Errorf("listen got:\n%s", got)
 	}
 	// Plain nc reads the text stream too.
@@ -185,14 +176,21 @@ func TestCputimeStream(t *testing.T) {
 	}
 	port2 := freePort(t, "udp")
 	ncCmd := exec.Command(nc, "-lu", "127.0.0.1", strconv.Itoa(port2))
-	var nout strings.Builder
+	var nout testutil.SyncBuffer
 	ncCmd.Stdout = &nout
 	if err := ncCmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// nc's ready signal: its socket is bound (the kernel's UDP table).
+	bound := fmt.Sprintf("0100007F:%04X ", port2)
+	testutil.WaitFor(t, 10*time.Second, "nc -lu to bind", func() bool {
+		b, _ := os.ReadFile("/proc/net/udp")
+		return strings.Contains(string(b), bound)
+	})
 	testutil.MustRun(t, dir, "cputime", "-i", "300ms", "-n", "2", "--stream", fmt.Sprintf("udp://127.0.0.1:%d", port2))
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(nout.String(), "COMM") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	ncCmd.Process.Kill()
 	ncCmd.Wait()
 	if !strings.Contains(nout.String(), "sonde cputime") || !strings.Contains(nout.String(), "COMM") {

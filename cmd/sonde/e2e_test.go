@@ -511,10 +511,12 @@ func TestRecordInterrupt(t *testing.T) {
 	testutil.Sonde(t)
 	cmd := exec.Command(testutil.Sonde(t), "record", "-q", "-a", "-o", "i.data")
 	cmd.Dir = dir
+	ready := testutil.NotifyReady(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	ready.Wait(t)
+	time.Sleep(200 * time.Millisecond) // the case: Ctrl-C 0.2 s into the recording
 	cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("record after SIGINT: %v", err)
@@ -540,18 +542,13 @@ func TestRecordSurvivesSIGKILL(t *testing.T) {
 
 	cmd := exec.Command(testutil.Sonde(t), "record", "-q", "-a", "-g", "--duration", "30s", "-o", "cut.data")
 	cmd.Dir = dir
+	ready := testutil.NotifyReady(t, cmd)
+	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The file appears when sampling starts (after the events are open and
-	// the running processes were read): kill 5 s of recording later.
-	t0 := time.Now()
-	for time.Since(t0) < 20*time.Second {
-		if _, err := os.Stat(filepath.Join(dir, "cut.data")); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Kill it 5 s into the recording.
+	ready.Wait(t)
 	t.Logf("recording started %s after launch", time.Since(t0).Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
 	cmd.Process.Kill()
@@ -604,10 +601,12 @@ func TestRecordInterruptDuration(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(testutil.Sonde(t), "record", "-q", "-o", "s.data", "--", "sh", "-c", "trap '' TERM INT; sleep 4")
 	cmd.Dir = dir
+	ready := testutil.NotifyReady(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	ready.Wait(t)
+	time.Sleep(time.Second) // the case: Ctrl-C 1 s into the recording
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	txt := testutil.MustRun(t, dir, "report", "-i", "s.data").Stdout
@@ -618,7 +617,7 @@ func TestRecordInterruptDuration(t *testing.T) {
 		}
 	}
 	t.Logf("SIGINT after 1 s of a 4 s command: duration %s, exit %s", d, strconv.Itoa(cmd.ProcessState.ExitCode()))
-	if d < 800*time.Millisecond || d > 2*time.Second {
+	if d < 900*time.Millisecond || d > 1500*time.Millisecond {
 		t.Errorf("duration %s after SIGINT at 1 s, want about 1 s", d)
 	}
 }

@@ -127,13 +127,16 @@ func TestStatAgainstPerf(t *testing.T) {
 	pc.Stderr = &pout
 	statOut := filepath.Join(dir, "stat-p.json")
 	sc := exec.Command(testutil.Sonde(t), "stat", "--json", "-o", statOut, "-e", evs, "-p", pid)
+	enable := testutil.PerfControl(t, pc)
+	ready := testutil.NotifyReady(t, sc)
 	if err := pc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(800 * time.Millisecond)
+	enable()
+	ready.Wait(t)
 	stdin.Write([]byte{1})
 	w.Wait()
 	done := make(chan struct{})
@@ -211,18 +214,20 @@ func TestStatTracepointsAgainstPerf(t *testing.T) {
 		"-e", "block:block_rq_complete", "--filter", only64K, "--", "sleep", "5")
 	var pout strings.Builder
 	pc.Stderr = &pout
+	enable := testutil.PerfControl(t, pc)
 	if err := pc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	statOut := filepath.Join(dir, "stat.json")
 	sc := exec.Command(testutil.Sonde(t), "stat", "-e", "block:block_rq_i*,block:block_rq_complete", "--filter", only64K, "-a", "--json", "-o", statOut, "--", "sleep", "5")
+	ready := testutil.NotifyReady(t, sc)
 	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// sonde opens ~40 block events per CPU first, so its window starts up
-	// to a second after perf's: the writes and the journal commit they
-	// cause (ext4 commits every 5 s) are kept well inside both windows.
-	time.Sleep(2 * time.Second)
+	// The writes start once both count; both windows last 5 s from
+	// there, well past the writes and the sync after them.
+	enable()
+	ready.Wait(t)
 	directIO(t, dir, 400)
 	exec.Command("sync").Run()
 	if err := pc.Wait(); err != nil {
@@ -355,14 +360,15 @@ func TestLatencyAgainstBiolatency(t *testing.T) {
 	sc := exec.Command(sonde, "latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "--key", "dev,sector", "--duration", "4500ms", "--json")
 	var sout strings.Builder
 	sc.Stdout = &sout
+	ready := testutil.NotifyReady(t, sc)
 	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Writes only once both tools' programs are attached (a fixed sleep
-	// lost the first writes on a loaded machine).
-	testutil.WaitBPFLinks(t, sc.Process.Pid, 2, 10*time.Second)
+	// lost the first writes on a loaded machine): sonde's ready signal,
+	// biolatency's links (its banner sits in a pipe's buffer).
+	ready.Wait(t)
 	testutil.WaitBPFLinks(t, bc.Process.Pid, 2, 10*time.Second)
-	time.Sleep(200 * time.Millisecond)
 	directIO(t, dir, 500)
 	if err := sc.Wait(); err != nil {
 		t.Fatalf("sonde latency: %v", err)
@@ -487,10 +493,11 @@ func TestProbeCleanupAfterSIGKILL(t *testing.T) {
 	// funclat's own uprobes are perf_event links that close with the
 	// process: a SIGKILLed funclat leaves no probe behind.
 	fl := exec.Command(testutil.Sonde(t), "funclat", "-d", "30", bin+":compute")
+	ready := testutil.NotifyReady(t, fl)
 	if err := fl.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	ready.Wait(t)
 	fl.Process.Signal(syscall.SIGKILL)
 	fl.Wait()
 	if after, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events"); string(after) != string(b) {

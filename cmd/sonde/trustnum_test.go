@@ -6,6 +6,7 @@ package main
 // symbols of binaries that are gone from disk or gone from the system.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -134,6 +135,7 @@ END { clear(@ins); }`
 	}
 	s := exec.Command(testutil.Sonde(t), "biosnoop", "--json")
 	s.Stdout = snoopOut
+	ready := testutil.NotifyReady(t, s)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,28 +148,8 @@ END { clear(@ins); }`
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// biosnoop is attached once it prints a request: make some with a copy
-	// of dd under another name (neither side counts them as dd's).
-	ddPath, err := exec.LookPath("dd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm := filepath.Join(dir, "ddwarm")
-	if b, err := os.ReadFile(ddPath); err != nil || os.WriteFile(warm, b, 0o755) != nil {
-		t.Fatalf("copying dd: %v", err)
-	}
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		if fi, err := os.Stat(snoopOut.Name()); err == nil && fi.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("biosnoop printed no request in 15 s")
-		}
-		exec.Command(warm, "if=/dev/zero", "of="+filepath.Join(dir, "warm"), "bs=4k", "count=1", "oflag=direct").Run()
-		time.Sleep(100 * time.Millisecond)
-	}
+	ready.Wait(t)
 	directIO(t, dir, 100)
-	time.Sleep(300 * time.Millisecond)
 
 	type ioLine struct {
 		Comm     string  `json:"comm"`
@@ -181,7 +163,8 @@ END { clear(@ins); }`
 			t.Fatal(err)
 		}
 		var out []ioLine
-		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		// Whole lines only: the last may be half written while it runs.
+		for _, l := range strings.Split(string(raw[:bytes.LastIndexByte(raw, '\n')+1]), "\n") {
 			var x ioLine
 			if l == "" {
 				continue
@@ -193,7 +176,20 @@ END { clear(@ins); }`
 		}
 		return out
 	}
+	ddWrites := func(ls []ioLine) int {
+		n := 0
+		for _, x := range ls {
+			if x.Comm == "dd" && strings.Contains(x.RWBS, "W") {
+				n++
+			}
+		}
+		return n
+	}
+	// Lines stream: dd's writes are printed while biosnoop still runs.
 	streamed := read()
+	for deadline := time.Now().Add(10 * time.Second); ddWrites(streamed) < 100 && time.Now().Before(deadline); streamed = read() {
+		time.Sleep(20 * time.Millisecond)
+	}
 	s.Process.Signal(os.Interrupt)
 	if err := s.Wait(); err != nil {
 		t.Fatalf("biosnoop: %v", err)
@@ -201,13 +197,7 @@ END { clear(@ins); }`
 	b.Process.Signal(os.Interrupt)
 	b.Wait()
 	ios := read()
-	writes := 0
-	for _, x := range streamed {
-		if x.Comm == "dd" && strings.Contains(x.RWBS, "W") {
-			writes++
-		}
-	}
-	if writes < 100 {
+	if writes := ddWrites(streamed); writes < 100 {
 		t.Errorf("%d of dd's 100 writes printed while biosnoop ran: lines must stream", writes)
 	}
 

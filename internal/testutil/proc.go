@@ -88,6 +88,25 @@ type Background struct {
 func StartSonde(t testing.TB, dir string, args ...string) *Background {
 	t.Helper()
 	b := &Background{Cmd: exec.Command(Sonde(t), args...), done: make(chan struct{})}
+	b.start(t, dir)
+	return b
+}
+
+// StartSondeReady is StartSonde that returns once sonde's measurement has
+// begun (its ready signal, NotifyReady).
+func StartSondeReady(t testing.TB, dir string, args ...string) *Background {
+	t.Helper()
+	b := &Background{Cmd: exec.Command(Sonde(t), args...), done: make(chan struct{})}
+	ready := NotifyReady(t, b.Cmd)
+	b.start(t, dir)
+	if err := ready.wait(ReadyTimeout); err != nil {
+		t.Fatalf("sonde %s: %v\n%s", strings.Join(args, " "), err, b.Stderr.String())
+	}
+	return b
+}
+
+func (b *Background) start(t testing.TB, dir string) {
+	t.Helper()
 	b.Cmd.Dir = dir
 	b.Cmd.Stdout, b.Cmd.Stderr = &b.Stdout, &b.Stderr
 	if err := b.Cmd.Start(); err != nil {
@@ -98,7 +117,6 @@ func StartSonde(t testing.TB, dir string, args ...string) *Background {
 		b.Cmd.Process.Kill()
 		<-b.done
 	})
-	return b
 }
 
 // Done is closed once the run has ended.
@@ -127,4 +145,17 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// EventFDs counts the BPF links and perf events process pid holds open.
+func EventFDs(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && (l == "anon_inode:bpf_link" || l == "anon_inode:[perf_event]") {
+			n++
+		}
+	}
+	return n
 }

@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
 	"github.com/sonde-dev/sonde/internal/cmd/cli"
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/service/continuous"
 	"github.com/sonde-dev/sonde/internal/service/metrics"
 
@@ -311,6 +312,7 @@ func (a *Agent) Serve(ctx context.Context, ready func(net.Addr)) error {
 	if ready != nil {
 		ready(ln.Addr())
 	}
+	runctl.Ready()
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), stopGrace+time.Second)

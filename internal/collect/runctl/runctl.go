@@ -76,8 +76,10 @@ type Clock struct {
 }
 
 // NewClock starts the clock of a run of duration (0: none) reporting every
-// interval (0: never); call Stop.
+// interval (0: never); call Stop. Every tool starts its clock once its
+// events count, so the run has begun: NewClock says so (Ready).
 func NewClock(duration, interval time.Duration) *Clock {
+	Ready()
 	c := &Clock{}
 	if duration > 0 {
 		c.timer = time.NewTimer(duration)

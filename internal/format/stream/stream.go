@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 )
 
 // maxDatagram keeps a report in one UDP datagram on loopback and most LANs
@@ -151,6 +153,7 @@ func Listen(listen string, w io.Writer, stop <-chan struct{}, ready func(net.Add
 	if ready != nil {
 		ready(local)
 	}
+	runctl.Ready()
 	done := make(chan error, 1)
 	go func() { serve(); done <- nil }()
 	go func() { <-stop; c.Close() }()

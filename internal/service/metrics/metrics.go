@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 	"github.com/sonde-dev/sonde/internal/tools/cputime"
 )
 
@@ -93,6 +94,7 @@ func Serve(ctx context.Context, o Options, ready func(net.Addr)) error {
 	if ready != nil {
 		ready(ln.Addr())
 	}
+	runctl.Ready()
 	go func() {
 		<-ctx.Done()
 		srv.Close()

@@ -172,6 +172,7 @@ func ServeUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
+	runctl.Ready()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving: %w", err)
 	}

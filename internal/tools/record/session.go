@@ -101,6 +101,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
+	runctl.Ready()
 	s.run(ctx)
 	s.stop()
 	return s.finish()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+
+	"github.com/sonde-dev/sonde/internal/collect/runctl"
 )
 
 // Options configure a run.
@@ -26,6 +28,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		return err
 	}
 	defer src.Close()
+	runctl.Ready() // its events count from here
 	v := &View{SortBy: Sorts[0], Rows: o.Rows}
 	if o.Frames > 0 {
 		return batch(ctx, w, src, v, o.Frames, o.Interval)
