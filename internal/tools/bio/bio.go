@@ -38,7 +38,12 @@ type Options struct {
 
 // Run pairs every stage in the kernel at the same time, so the stages of
 // one request are measured together; results are in the stages' order.
+// Distributions alone (no events, no field but the disk) are counted in
+// the kernel by bio.bpf.c; the rest pairs tracepoints with pairbpf.
 func Run(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Result, error) {
+	if inKernel(stages, o) {
+		return runInKernel(ctx, stages, o)
+	}
 	opts := make([]pairbpf.Options, len(stages))
 	for i, st := range stages {
 		start, err := events.Tracepoint(st.Start)

@@ -15,6 +15,7 @@
 #include "sonde_maps.h"
 #include "sonde_target.h"
 #include "sonde_regs.h"
+#include "sonde_hist.h"
 #include "funclat.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -44,30 +45,12 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } hist SEC(".maps");
 
-/* key: function index (u32); value: struct funclat_sums, per CPU (no
+/* key: function index (u32); value: struct sonde_hist_sums (ns), per CPU (no
  * atomics on the hot path; user space merges the CPUs). */
-PERCPU_ARRAY(sums, struct funclat_sums, MAX_FUNCS);
+PERCPU_ARRAY(sums, struct sonde_hist_sums, MAX_FUNCS);
 
 /* key: 0; value: calls not counted (a slot outside the map), per CPU. */
 PERCPU_COUNTERS(drops, 1);
-
-/* The flat histogram slot of v (internal/model/histogram's Slot). */
-static __always_inline __u32 hist_slot(__u64 v)
-{
-	if (v < (1 << HIST_SUB_BITS))
-		return v;
-	__u32 msb = 0;
-	__u64 x = v;
-	if (x >> 32) { x >>= 32; msb += 32; }
-	if (x >> 16) { x >>= 16; msb += 16; }
-	if (x >> 8) { x >>= 8; msb += 8; }
-	if (x >> 4) { x >>= 4; msb += 4; }
-	if (x >> 2) { x >>= 2; msb += 2; }
-	if (x >> 1) { msb += 1; }
-	__u32 oct = msb - HIST_SUB_BITS + 1;
-	__u32 sub = (__u32)(v >> (msb - HIST_SUB_BITS)) - (1 << HIST_SUB_BITS);
-	return (oct << HIST_SUB_BITS) + sub;
-}
 
 /* Count one completed call of fn that started at ts. */
 static __always_inline void record(__u64 ts, __u32 fn)
@@ -82,15 +65,9 @@ static __always_inline void record(__u64 ts, __u32 fn)
 		return;
 	}
 	__sync_fetch_and_add(c, 1);
-	struct funclat_sums *s = bpf_map_lookup_elem(&sums, &fn);
-	if (!s)
-		return;
-	s->count++;
-	s->sum_ns += d;
-	if (~d > s->min_inv)
-		s->min_inv = ~d;
-	if (d > s->max_ns)
-		s->max_ns = d;
+	struct sonde_hist_sums *s = bpf_map_lookup_elem(&sums, &fn);
+	if (s)
+		hist_sums_add(s, d);
 }
 
 static __always_inline int entry(void *ctx)

@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path"
@@ -415,7 +414,7 @@ type kernelHists struct {
 	n    int
 	buf  []byte
 	prev []uint64
-	sums []funclatFunclatSums // previous per-function totals
+	sums []bpfskel.HistSums // previous per-function totals
 }
 
 func newKernelHists(maps *funclatMaps, n int) (*kernelHists, error) {
@@ -424,7 +423,7 @@ func newKernelHists(maps *funclatMaps, n int) (*kernelHists, error) {
 		return nil, fmt.Errorf("mapping the latency histograms: %w", err)
 	}
 	return &kernelHists{maps: maps, mem: mem, n: n, buf: make([]byte, n*histogram.Slots*8),
-		prev: make([]uint64, n*histogram.Slots), sums: make([]funclatFunclatSums, n)}, nil
+		prev: make([]uint64, n*histogram.Slots), sums: make([]bpfskel.HistSums, n)}, nil
 }
 
 // read returns the calls since the last read, one histogram per function.
@@ -437,33 +436,18 @@ func (k *kernelHists) read(whole bool) ([]*histogram.Hist, error) {
 	out := make([]*histogram.Hist, k.n)
 	counts := make([]uint64, histogram.Slots)
 	for f := range k.n {
-		out[f] = &histogram.Hist{}
-		var per []funclatFunclatSums
+		var per []bpfskel.HistSums
 		if err := k.maps.Sums.Lookup(uint32(f), &per); err != nil {
 			return nil, fmt.Errorf("reading the latency sums: %w", err)
 		}
-		var tot funclatFunclatSums
-		for _, c := range per {
-			tot.Count += c.Count
-			tot.SumNs += c.SumNs
-			tot.MinInv = max(tot.MinInv, c.MinInv)
-			tot.MaxNs = max(tot.MaxNs, c.MaxNs)
-		}
-		lo, hi := uint64(math.MaxUint64), uint64(0)
+		tot := bpfskel.MergeCPUs(per)
 		for i := range counts {
 			j := f*histogram.Slots + i
 			cur := binary.NativeEndian.Uint64(k.buf[j*8:])
 			counts[i] = cur - k.prev[j]
 			k.prev[j] = cur
-			if counts[i] > 0 {
-				b := histogram.SlotBounds(i)
-				lo, hi = min(lo, b[0]), max(hi, b[1])
-			}
 		}
-		if whole {
-			lo, hi = ^tot.MinInv, tot.MaxNs
-		}
-		out[f].AddSlots(counts, tot.SumNs-k.sums[f].SumNs, lo, hi)
+		out[f] = bpfskel.SlotHist(counts, tot, tot.SumNs-k.sums[f].SumNs, whole)
 		k.sums[f] = tot
 	}
 	return out, nil

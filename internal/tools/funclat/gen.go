@@ -4,4 +4,4 @@ package funclat
 //
 // bpfgen (internal/collect/bpfskel/bpfgen) writes only the -type types, the
 // object's names, <stem>Maps and load<Stem>; see docs/internals.md §9.
-//go:generate go tool bpfgen -type funclat_sums funclat funclat.bpf.c
+//go:generate go tool bpfgen funclat funclat.bpf.c

@@ -62,6 +62,7 @@ var shared = map[string]sharedType{
 	"sonde_conn":      {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfmaps", name: "bpfmaps.Conn", value: bpfmaps.Conn{}},
 	"sonde_stack_key": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.StackKey", value: bpfskel.StackKey{}},
 	"sonde_slot":      {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.SlotKey", value: bpfskel.SlotKey{}},
+	"sonde_hist_sums": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.HistSums", value: bpfskel.HistSums{}},
 	"sonde_split": {pkg: "github.com/sonde-dev/sonde/internal/collect/bpfskel", name: "bpfskel.Split", members: map[string]uint64{
 		"SONDE_SPLIT_NONE": uint64(bpfskel.SplitNone), "SONDE_SPLIT_PID": uint64(bpfskel.SplitPid), "SONDE_SPLIT_TID": uint64(bpfskel.SplitTid),
 	}},
