@@ -38,14 +38,26 @@ struct bio_start {
 
 /* key: the struct request's address (u64); value: struct bio_start (ns).
  * An entry lives from the request's first event to its completion. */
-HASH_MAP(starts, __u64, struct bio_start, 65536);
+HASH_MAP(starts, __u64, struct bio_start, 16384);
+
+/* One histogram per stage (not split by disk): arrays, whose lookups the
+ * verifier turns into an address computation. */
+
+/* key: stage × HIST_SLOTS + slot (u32); value: requests (u64), shared by
+ * the CPUs (atomic adds). */
+SONDE_MAP(stage_hist, BPF_MAP_TYPE_ARRAY, __u32, __u64, BIO_NSTAGES * HIST_SLOTS);
+
+/* key: stage (u32); value: struct sonde_hist_sums (ns), per CPU. */
+PERCPU_ARRAY(stage_sums, struct sonde_hist_sums, BIO_NSTAGES);
+
+/* Per disk (per_disk): hashes. */
 
 /* key: struct bio_hist_key (disk, stage, slot); value: requests (u64). */
-HASH_MAP(hist, struct bio_hist_key, __u64, 65536);
+HASH_MAP(hist, struct bio_hist_key, __u64, 16384);
 
 /* key: struct bio_group (disk, stage); value: struct sonde_hist_sums (ns),
  * per CPU. */
-SONDE_MAP(sums, BPF_MAP_TYPE_PERCPU_HASH, struct bio_group, struct sonde_hist_sums, 1024);
+SONDE_MAP(sums, BPF_MAP_TYPE_PERCPU_HASH, struct bio_group, struct sonde_hist_sums, 256);
 
 /* key: enum bio_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(counters, enum bio_counter, BIO_NCOUNTERS);
@@ -85,9 +97,23 @@ static __always_inline __u32 rq_dev(struct request *rq)
 /* Count time d of stage for request rq. */
 static __always_inline void record(struct request *rq, __u32 stage, __u64 d)
 {
-	struct bio_group g = {.dev = per_disk ? rq_dev(rq) : 0, .stage = stage};
-	struct bio_hist_key k = {.g = g, .slot = hist_slot(d)};
 	struct sonde_hist_sums zero = {}, *s;
+
+	if (!per_disk) {
+		__u32 i = stage * HIST_SLOTS + hist_slot(d);
+		__u64 *c = bpf_map_lookup_elem(&stage_hist, &i);
+		if (!c) {
+			counter_inc(&counters, BIO_LOST_QUEUED + stage);
+			return;
+		}
+		__sync_fetch_and_add(c, 1);
+		s = bpf_map_lookup_elem(&stage_sums, &stage);
+		if (s)
+			hist_sums_add(s, d);
+		return;
+	}
+	struct bio_group g = {.dev = rq_dev(rq), .stage = stage};
+	struct bio_hist_key k = {.g = g, .slot = hist_slot(d)};
 
 	if (!map_add(&hist, &k, 1)) {
 		counter_inc(&counters, BIO_LOST_QUEUED + stage);
@@ -104,7 +130,8 @@ static __always_inline void begin(__u64 key, __u64 insert_ns, __u64 issue_ns)
 	__u64 id;
 	struct bio_start s = {.insert_ns = insert_ns, .issue_ns = issue_ns};
 
-	if (!current_traced(&id))
+	/* Without a pid or cgroup to trace, not even the task is read. */
+	if ((target_pid || target_cgroup) && !current_traced(&id))
 		return;
 	counter_inc(&counters, BIO_STARTS);
 	if (bpf_map_update_elem(&starts, &key, &s, BPF_ANY) != 0)
@@ -122,14 +149,23 @@ TP_BTF_OR_RAW(block_rq_insert, insert)
 TP_BTF_OR_RAW(block_rq_issue, issue)
 {
 	__u64 key = ctx[0], now = bpf_ktime_get_ns();
-	struct bio_start *s = bpf_map_lookup_elem(&starts, &key);
+	struct bio_start *s;
 
+	if (!want_queued && !want_total) {
+		/* Device time only: no insert to look up; a requeued request,
+		 * issued again, is timed from its last issue. */
+		begin(key, 0, now);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&starts, &key);
 	if (!s) {
 		/* Not inserted (issued directly) or inserted before tracing. */
 		if (want_device || want_total)
 			begin(key, 0, now);
 		return 0;
 	}
+	if (!want_queued && !want_device)
+		return 0; /* total only: timed from its insert */
 	/* A request issued again (requeued) is timed from its last issue. */
 	if (want_queued && s->insert_ns && !s->issue_ns)
 		record((struct request *)ctx[0], BIO_QUEUED, now - s->insert_ns);

@@ -69,7 +69,11 @@ func runInKernel(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Res
 	if err := maps.Counters.Read(&counts); err != nil {
 		return nil, err
 	}
-	hists, err := readHists(maps.Hist, maps.Sums)
+	read := readHists
+	if o.Per == "" {
+		read = readStageHists
+	}
+	hists, err := read(&maps)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +118,37 @@ func groupName(dev uint32, per string) string {
 	return fmt.Sprintf("dev %d,%d", dev>>20, dev&(1<<20-1))
 }
 
-// readHists reads every histogram the program kept: its slots, and its
-// exact figures merged over the CPUs.
-func readHists(hist, sums *ebpf.Map) (map[bioBioGroup]*histogram.Hist, error) {
+// readStageHists reads the histogram of each stage (not split by disk):
+// its slots, and its exact figures merged over the CPUs.
+func readStageHists(maps *bioMaps) (map[bioBioGroup]*histogram.Hist, error) {
+	counts := make([]uint64, bioNstages*histogram.Slots)
+	err := bpfmaps.Each(maps.StageHist, func(i uint32, n uint64) {
+		if int(i) < len(counts) {
+			counts[i] = n
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the latency histograms: %w", err)
+	}
+	out := map[bioBioGroup]*histogram.Hist{}
+	for st := range uint32(bioNstages) {
+		c := counts[int(st)*histogram.Slots : int(st+1)*histogram.Slots]
+		var per []bpfskel.HistSums
+		if err := maps.StageSums.Lookup(st, &per); err != nil {
+			return nil, fmt.Errorf("reading the latency sums: %w", err)
+		}
+		tot := bpfskel.MergeCPUs(per)
+		if tot.Count > 0 {
+			out[bioBioGroup{Stage: st}] = bpfskel.SlotHist(c, tot, tot.SumNs, true)
+		}
+	}
+	return out, nil
+}
+
+// readHists reads every histogram the program kept per disk: its slots,
+// and its exact figures merged over the CPUs.
+func readHists(maps *bioMaps) (map[bioBioGroup]*histogram.Hist, error) {
+	hist, sums := maps.Hist, maps.Sums
 	slots := map[bioBioGroup][]uint64{}
 	err := bpfmaps.Each(hist, func(k bioBioHistKey, n uint64) {
 		c := slots[k.G]
@@ -159,3 +191,6 @@ func slotSum(counts []uint64) uint64 {
 	}
 	return sum
 }
+
+// bioNstages is BIO_NSTAGES: the stages bio.bpf.c keeps a histogram for.
+const bioNstages = 3
