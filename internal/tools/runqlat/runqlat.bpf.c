@@ -25,29 +25,34 @@ const volatile __u32 split = SONDE_SPLIT_NONE; /* enum sonde_split */
 /* key: tid (u32); value: when it became runnable (u64 ns). */
 HASH_MAP(starts, __u32, __u64, 32768);
 
-/* key: struct sonde_slot (group: pid or tid, 0 when not split; slot of
- * the wait in ns); value: waits in that slot (u64 count). */
+/* key: struct sonde_slot (group: pid or tid; slot of the wait in ns);
+ * value: waits in that slot (u64 count). Split only. */
 HASH_MAP(hist, struct sonde_slot, __u64, 65536);
+
+/* key: slot of the wait in ns (u32); value: waits in that slot (u64
+ * count). Not split: an array, whose lookup the verifier turns into an
+ * address computation. 64 octaves × 8 slots. */
+SONDE_MAP(one_hist, BPF_MAP_TYPE_ARRAY, __u32, __u64, 512);
 
 /* key: enum runqlat_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(switches, enum runqlat_counter, RUNQLAT_NCOUNTERS);
 
-static __always_inline void enqueue(struct task_struct *p)
+static __always_inline void enqueue(struct task_struct *p, const bool btf)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = TASK_FIELD(btf, p, tgid), tid = TASK_FIELD(btf, p, pid);
 	if (!tid || !pid_traced(tgid) || !task_cgroup_traced(p))
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&starts, &tid, &now, BPF_ANY);
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next, const bool btf)
 {
 	/* Preempted (even with a sleeping state set, before it could sleep)
 	 * or still TASK_RUNNING: it stays runnable, back in the queue. */
-	if (preempt || task_state(prev) == 0)
-		enqueue(prev);
-	__u32 tid = BPF_CORE_READ(next, pid), tgid = BPF_CORE_READ(next, tgid);
+	if (preempt || task_state_btf(prev, btf) == 0)
+		enqueue(prev, btf);
+	__u32 tid = TASK_FIELD(btf, next, pid), tgid = TASK_FIELD(btf, next, tgid);
 	if (!tid || !pid_traced(tgid) || !task_cgroup_traced(next))
 		return 0;
 	counter_inc(&switches, RUNQLAT_SWITCHES);
@@ -58,31 +63,38 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	bpf_map_delete_elem(&starts, &tid);
-	struct sonde_slot k = {.group = split_group(split, tgid, tid), .slot = log_linear_slot(d)};
+	__u32 slot = log_linear_slot(d);
+	if (split == SONDE_SPLIT_NONE) {
+		__u64 *c = bpf_map_lookup_elem(&one_hist, &slot);
+		if (c)
+			__sync_fetch_and_add(c, 1);
+		return 0;
+	}
+	struct sonde_slot k = {.group = split_group(split, tgid, tid), .slot = slot};
 	map_add(&hist, &k, 1);
 	return 0;
 }
 
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(struct task_struct *p, const bool btf)
 {
-	enqueue(p);
+	enqueue(p, btf);
 	return 0;
 }
 
 /* sched_wakeup(struct task_struct *p) */
 TP_BTF_OR_RAW(sched_wakeup, wakeup)
 {
-	return on_wakeup((void *)ctx[0]);
+	return on_wakeup((void *)ctx[0], btf);
 }
 
 /* sched_wakeup_new(struct task_struct *p) */
 TP_BTF_OR_RAW(sched_wakeup_new, wakeup_new)
 {
-	return on_wakeup((void *)ctx[0]);
+	return on_wakeup((void *)ctx[0], btf);
 }
 
 /* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 TP_BTF_OR_RAW(sched_switch, switch)
 {
-	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2]);
+	return on_switch((bool)ctx[0], (void *)ctx[1], (void *)ctx[2], btf);
 }
