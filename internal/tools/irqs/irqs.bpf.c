@@ -28,8 +28,12 @@ struct irqaction {
  * 0: not inside one), per CPU. */
 PERCPU_ARRAY(starts, __u64, 2);
 
-/* key: irq or vector (u32); value: struct irqs_total. */
+/* key: irq (u32); value: struct irqs_total (hardirqs). */
 HASH_MAP(totals, __u32, struct irqs_total, 4096);
+
+/* key: softirq vector (u32); value: struct irqs_soft, per CPU: softirqs
+ * need no name and no atomics. */
+PERCPU_ARRAY(soft_totals, struct irqs_soft, IRQS_SOFT_VECS);
 
 /* key: struct sonde_slot (group: the irq number or softirq vector; slot
  * of a handler's run in ns); value: runs in that slot (u64 count). */
@@ -57,6 +61,16 @@ static __always_inline int leave(__u32 kind, __u32 irq, struct irqaction *action
 	}
 	__u64 d = bpf_ktime_get_ns() - *ts;
 	*ts = 0;
+	if (kind == 1) {
+		struct irqs_soft *st = bpf_map_lookup_elem(&soft_totals, &irq);
+		if (!st) {
+			counter_inc(&counts, IRQS_LOST_MAP);
+			return 0;
+		}
+		st->count++;
+		st->sum_ns += d;
+		goto slot;
+	}
 	struct irqs_total *t = bpf_map_lookup_elem(&totals, &irq);
 	if (!t) {
 		struct irqs_total fresh = {};
@@ -71,6 +85,7 @@ static __always_inline int leave(__u32 kind, __u32 irq, struct irqaction *action
 	}
 	__sync_fetch_and_add(&t->count, 1);
 	__sync_fetch_and_add(&t->sum_ns, d);
+slot:
 	if (dist) {
 		struct sonde_slot k = {.group = irq, .slot = log_linear_slot(d)};
 		if (!map_add(&hist, &k, 1))

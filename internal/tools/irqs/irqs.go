@@ -75,7 +75,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
-	read := func(reset bool) ([]Irq, error) { return drain(maps.Totals, maps.Hist, o, reset) }
+	soft := &softTotals{m: maps.SoftTotals}
+	read := func(reset bool) ([]Irq, error) { return drain(maps.Totals, soft, maps.Hist, o, reset) }
 	res := &Result{}
 	if res.Irqs, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Counts, &res.Counts); err != nil {
 		return nil, err
@@ -85,21 +86,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 // drain reads the totals and slots, most time first, deleting them when
 // reset is set.
-func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
+func drain(totals *ebpf.Map, soft *softTotals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 	by := map[uint32]*Irq{}
-	err := bpfmaps.Read(totals, reset, func(id uint32, t irqsIrqsTotal) {
-		x := &Irq{Irq: id, Name: bpfmaps.CString(t.Name[:]), Count: t.Count, SumNS: t.SumNs}
-		if o.Soft {
-			x.Name = fmt.Sprintf("vec%d", id)
-			if int(id) < len(SoftirqNames) {
-				x.Name = SoftirqNames[id]
-			}
-		}
+	add := func(id uint32, name string, count, sum uint64) {
+		x := &Irq{Irq: id, Name: name, Count: count, SumNS: sum}
 		if o.Dist {
 			x.Hist = &histogram.Hist{}
 		}
 		by[id] = x
-	})
+	}
+	var err error
+	if o.Soft {
+		err = soft.read(reset, func(vec uint32, t irqsIrqsSoft) {
+			name := fmt.Sprintf("vec%d", vec)
+			if int(vec) < len(SoftirqNames) {
+				name = SoftirqNames[vec]
+			}
+			add(vec, name, t.Count, t.SumNs)
+		})
+	} else {
+		err = bpfmaps.Read(totals, reset, func(id uint32, t irqsIrqsTotal) {
+			add(id, bpfmaps.CString(t.Name[:]), t.Count, t.SumNs)
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the interrupt totals: %w", err)
 	}
@@ -123,4 +132,36 @@ func drain(totals, hist *ebpf.Map, o Options, reset bool) ([]Irq, error) {
 		return out[i].Irq < out[j].Irq
 	})
 	return out, nil
+}
+
+// softTotals reads the softirq vectors' per-CPU totals (soft_totals). A
+// per-CPU array cannot be emptied without losing what a CPU adds
+// meanwhile: an interval is what was added since the last reset.
+type softTotals struct {
+	m    *ebpf.Map
+	prev map[uint32]irqsIrqsSoft
+}
+
+func (s *softTotals) read(reset bool, fn func(vec uint32, t irqsIrqsSoft)) error {
+	cur := map[uint32]irqsIrqsSoft{}
+	for vec := range s.m.MaxEntries() {
+		var per []irqsIrqsSoft
+		if err := s.m.Lookup(vec, &per); err != nil {
+			return err
+		}
+		var t irqsIrqsSoft
+		for _, c := range per {
+			t.Count += c.Count
+			t.SumNs += c.SumNs
+		}
+		cur[vec] = t
+		p := s.prev[vec]
+		if d := (irqsIrqsSoft{Count: t.Count - p.Count, SumNs: t.SumNs - p.SumNs}); d.Count > 0 {
+			fn(vec, d)
+		}
+	}
+	if reset {
+		s.prev = cur
+	}
+	return nil
 }

@@ -13,6 +13,15 @@ struct irqs_total {
 	char name[IRQS_NAME]; /* hardirqs: the handler's name (irqaction.name) */
 };
 
+/* softirqs: the totals of one vector on one CPU. */
+struct irqs_soft {
+	__u64 count;  /* runs */
+	__u64 sum_ns; /* their total time, ns */
+};
+
+/* Softirq vectors kept (the kernel has 10). */
+#define IRQS_SOFT_VECS 16
+
 enum irqs_counter {
 	IRQS_UNKNOWN,  /* exits without their entry (entered before tracing) */
 	IRQS_LOST_MAP, /* runs not counted: a map was full */
