@@ -110,6 +110,11 @@ type ELF struct {
 	syms    SymbolTable
 	lines   *lineTable
 	dwarf   *dwarf.Data
+	// goLines: a Go binary's own functions are positioned from its
+	// pclntab; DWARF is read only for its other code (cgo's C), on the
+	// first address the pclntab does not cover (lazyDWARF).
+	goLines   *goLineTable
+	lazyDWARF bool
 }
 
 // Options tune where OpenELF looks for debug information.
@@ -155,9 +160,11 @@ func OpenELF(path string, o Options) (*ELF, error) {
 	hasSymtab := f.Section(".symtab") != nil
 	var d *dwarf.Data
 	if !o.NoLines {
-		d, _ = lineDWARF(f, full)
+		if e.goLines = newGoLineTable(f); e.goLines == nil {
+			d, _ = lineDWARF(f, full)
+		}
 	}
-	if !hasSymtab || (d == nil && !o.NoLines) {
+	if !hasSymtab || (d == nil && e.goLines == nil && !o.NoLines) {
 		dbg := findDebugFile(f, path, e.BuildID, o)
 		if dbg == "" {
 			dbg = fetchDebugFile(e.BuildID, path)
@@ -168,7 +175,7 @@ func OpenELF(path string, o Options) (*ELF, error) {
 					funcs = append(funcs, readFuncs(df)...)
 					hasSymtab = df.Section(".symtab") != nil
 				}
-				if d == nil && !o.NoLines {
+				if d == nil && e.goLines == nil && !o.NoLines {
 					d, _ = lineDWARF(df, dbg)
 				}
 				df.Close()
@@ -188,7 +195,21 @@ func OpenELF(path string, o Options) (*ELF, error) {
 		e.syms = NewSymbolTable(append(e.syms, plt...))
 	}
 	e.dwarf = d
+	e.lazyDWARF = e.goLines != nil
 	return e, nil
+}
+
+// loadLazyDWARF reads the binary's own DWARF the first time code outside
+// its Go functions asks for a line.
+func (e *ELF) loadLazyDWARF() {
+	if !e.lazyDWARF {
+		return
+	}
+	e.lazyDWARF = false
+	if f, err := elf.Open(e.full); err == nil {
+		e.dwarf, _ = lineDWARF(f, e.full)
+		f.Close()
+	}
 }
 
 // readFuncs reads the functions of .symtab and .dynsym.
@@ -327,8 +348,12 @@ func (e *ELF) Lookup(addr uint64) (Frame, bool) {
 	return fr, ok
 }
 
-// Line returns the source position of addr from DWARF, if any.
+// Line returns the source position of addr from DWARF (or a Go
+// binary's pclntab), if any.
 func (e *ELF) Line(addr uint64) (string, int, bool) {
+	if e.goLines != nil && e.goLines.covers(addr) {
+		return e.goLines.line(addr)
+	}
 	t := e.lineTable()
 	if t == nil {
 		return "", 0, false
@@ -373,6 +398,9 @@ func (e *ELF) Footprint() int64 {
 	for _, s := range e.syms {
 		n += int64(len(s.Name))
 	}
+	if e.goLines != nil {
+		n += int64(len(e.goLines.data))
+	}
 	if e.lines != nil {
 		n += int64(len(e.lines.rows)) * int64(unsafe.Sizeof(lineRow{}))
 		for _, f := range e.lines.files {
@@ -385,6 +413,9 @@ func (e *ELF) Footprint() int64 {
 // lineTable builds the line table on first use and lets the DWARF data
 // (inflated debug sections) go: the table is all that is read from it.
 func (e *ELF) lineTable() *lineTable {
+	if e.lines == nil {
+		e.loadLazyDWARF()
+	}
 	if e.lines == nil && e.dwarf != nil {
 		e.lines = buildLineTable(e.dwarf)
 		e.dwarf = nil
@@ -393,7 +424,7 @@ func (e *ELF) lineTable() *lineTable {
 }
 
 // HasDWARF says whether line information is available.
-func (e *ELF) HasDWARF() bool { return e.dwarf != nil || e.lines != nil }
+func (e *ELF) HasDWARF() bool { return e.dwarf != nil || e.lines != nil || e.goLines != nil }
 
 // Symbols returns the function symbols.
 func (e *ELF) Symbols() SymbolTable { return e.syms }
@@ -418,6 +449,20 @@ type lineTable struct {
 // (and the functions in them), so it is for an object named once and
 // dropped, never for one kept to name later addresses.
 func (e *ELF) PrepareLines(addrs []uint64) {
+	if e.goLines != nil {
+		// The pclntab has the Go functions' lines: DWARF only for the rest.
+		var rest []uint64
+		for _, a := range addrs {
+			if !e.goLines.covers(a) {
+				rest = append(rest, a)
+			}
+		}
+		if len(rest) == 0 {
+			return
+		}
+		addrs = rest
+		e.loadLazyDWARF()
+	}
 	if e.lines != nil || e.dwarf == nil {
 		return
 	}
@@ -576,8 +621,12 @@ type LineRow struct {
 	Line int
 }
 
-// Lines returns the DWARF line rows in [start, end).
+// Lines returns the DWARF line rows in [start, end) (a Go function's
+// from the pclntab).
 func (e *ELF) Lines(start, end uint64) []LineRow {
+	if e.goLines != nil && e.goLines.covers(start) {
+		return e.goLines.rows(start, end)
+	}
 	t := e.lineTable()
 	if t == nil {
 		return nil

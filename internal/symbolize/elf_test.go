@@ -178,7 +178,17 @@ func TestStrippedGoBinary(t *testing.T) {
 // must name them as the whole line table does.
 func TestPrepareLinesReadsOnlyTheUnitsAsked(t *testing.T) {
 	exe := testutil.BuildGo(t, t.TempDir(), "goprog", "goprog")
-	whole, err := OpenELF(exe, Options{})
+	// A Go binary's functions take their lines from the pclntab; this
+	// test is of its DWARF, read as for code the pclntab does not cover.
+	dwarfOnly := func() (*ELF, error) {
+		e, err := OpenELF(exe, Options{})
+		if err == nil {
+			e.goLines = nil
+			e.loadLazyDWARF()
+		}
+		return e, err
+	}
+	whole, err := dwarfOnly()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +204,26 @@ func TestPrepareLinesReadsOnlyTheUnitsAsked(t *testing.T) {
 	if len(addrs) < 2 {
 		t.Fatalf("found %d of the functions to name", len(addrs))
 	}
-	part, err := OpenELF(exe, Options{})
+	part, err := dwarfOnly()
 	if err != nil {
 		t.Fatal(err)
 	}
 	part.PrepareLines(addrs)
+	// Through the pclntab, the same lines and no DWARF read at all.
+	goPart, err := OpenELF(exe, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goPart.PrepareLines(addrs)
+	for _, a := range addrs {
+		wf, wl, _ := whole.Line(a)
+		if gf, gl, ok := goPart.Line(a); !ok || gf != wf || gl != wl {
+			t.Errorf("0x%x: DWARF %s:%d, pclntab %s:%d (%v)", a, wf, wl, gf, gl, ok)
+		}
+	}
+	if goPart.dwarf != nil || goPart.lines != nil {
+		t.Errorf("naming Go functions read DWARF")
+	}
 	for _, a := range addrs {
 		wf, wl, wok := whole.Line(a)
 		pf, pl, pok := part.Line(a)
