@@ -127,7 +127,7 @@ func costCases(dir, spin string) []costCase {
 		// The same work on both sides: kernel stacks only (no user walk).
 		// (offcputime has no kernel-stacks-only mode: its -k means kernel
 		// threads only.)
-		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, work: w.switches},
+		{tool: "offcpu -K", sonde: []string{"offcpu", "-K"}, peerName: "bpftrace offcpu -K", peer: []string{"bpftrace", "-e", offcputimeKernelBT}, work: w.switches},
 		{tool: "wakeup -K", sonde: []string{"wakeup", "-K"}, peerName: "bpftrace offwk -K", peer: []string{"bpftrace", "-e", offwaketimeKernelBT}, work: w.switches},
 		// libbpf-tools has no offwaketime (what sonde wakeup shows: the
 		// blocked and the waker's user and kernel stacks): bpftrace does
@@ -149,6 +149,11 @@ func costCases(dir, spin string) []costCase {
 		{tool: "funclat", sonde: []string{"funclat", calls + ":compute"}, peerName: "funclatency", peer: []string{"funclatency", calls + ":compute"}, work: w.calls},
 		{tool: "profile", sonde: []string{"profile", "-F", "999"}, peerName: "bpftrace profile",
 			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, ustack, pid] = count(); }"}, work: w.spin},
+		// The same work on both sides: kernel stacks only (sonde's user
+		// stacks are walked through .eh_frame tables, bpftrace's follow
+		// frame pointers and lose the frames of code built without them).
+		{tool: "profile -K", sonde: []string{"profile", "-F", "999", "-K"}, peerName: "bpftrace profile -K",
+			peer: []string{"bpftrace", "-e", "profile:hz:999 { @[kstack, pid] = count(); }"}, work: w.spin},
 		{tool: "cputime", sonde: []string{"cputime", "-i", "1h"}, peerName: "empty program", peer: floorCommand(), work: w.switches},
 		// why runs what offcpu, wakeup and runqlat do at once (and follows
 		// wakers): no one peer does all of it; compare with their rows.
@@ -241,6 +246,19 @@ const offwaketimeBT = `tracepoint:sched:sched_switch {
 	}
 }
 tracepoint:sched:sched_waking /@start[args->pid]/ { @wk[args->pid] = kstack; @wu[args->pid] = ustack; @wc[args->pid] = comm; }`
+
+// offcputimeKernelBT is offcputime's work with kernel stacks only (what
+// offcpu -K keeps): the blocked task's kernel stack and name at its
+// switch-out, its blocked time added at its switch-in.
+const offcputimeKernelBT = `tracepoint:sched:sched_switch {
+	@start[args->prev_pid] = nsecs; @bk[args->prev_pid] = kstack; @bc[args->prev_pid] = comm;
+	$s = @start[args->next_pid];
+	if ($s) {
+		$n = args->next_pid;
+		@off[@bk[$n], @bc[$n], $n] = sum(nsecs - $s);
+		delete(@start[$n]);
+	}
+}`
 
 // offwaketimeKernelBT is offwaketimeBT with kernel stacks only.
 var offwaketimeKernelBT = strings.NewReplacer("@bu[args->prev_pid] = ustack; ", "", "@wu[$n], ", "", "@bu[$n], ", "",

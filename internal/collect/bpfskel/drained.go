@@ -97,3 +97,46 @@ const (
 	SplitPid               // one per process
 	SplitTid               // one per thread
 )
+
+// ArraySlots reads the one distribution a program keeps in an array of
+// log-linear slots (slot → count) when it is not split: an array's lookup
+// costs the program an address computation where a hash costs a lookup.
+// The kernel's counts only grow: an interval is what was added since the
+// last reset, so nothing counted between a read and a reset is lost.
+type ArraySlots struct {
+	m    *ebpf.Map
+	prev []uint64
+}
+
+// NewArraySlots reads m (key: slot, u32; value: count, u64).
+func NewArraySlots(m *ebpf.Map) *ArraySlots { return &ArraySlots{m: m} }
+
+// Read returns the distribution (group 0; none when empty) since the last
+// reset, and starts a new interval when reset is set.
+func (a *ArraySlots) Read(reset bool) (map[uint32]*histogram.Hist, error) {
+	cur := make([]uint64, a.m.MaxEntries())
+	err := bpfmaps.Each(a.m, func(i uint32, n uint64) {
+		if int(i) < len(cur) {
+			cur[i] = n
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the histogram slots: %w", err)
+	}
+	out := map[uint32]*histogram.Hist{}
+	for i, n := range cur {
+		if i < len(a.prev) {
+			n -= a.prev[i]
+		}
+		if n > 0 {
+			if out[0] == nil {
+				out[0] = &histogram.Hist{}
+			}
+			out[0].AddN(histogram.LogLinearValue(uint32(i)), n)
+		}
+	}
+	if reset {
+		a.prev = cur
+	}
+	return out, nil
+}

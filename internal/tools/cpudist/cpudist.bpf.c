@@ -33,12 +33,21 @@ const volatile bool offcpu = false;              /* time off the CPU instead of 
  * timed exactly. LRU: the threads that stopped running age out. */
 SONDE_MAP(starts, BPF_MAP_TYPE_LRU_HASH, __u32, __u64, 32768);
 
-/* key: struct sonde_slot (group: pid or tid, 0 when not split; slot of
- * the run's length in ns); value: runs in that slot (u64 count). */
+/* key: struct sonde_slot (group: pid or tid; slot of the run's length in
+ * ns); value: runs in that slot (u64 count). Split only. */
 HASH_MAP(hist, struct sonde_slot, __u64, 65536);
 
-/* key: group (u32: pid, tid or 0); value: struct cpudist_total. */
+/* key: group (u32: pid or tid); value: struct cpudist_total. Split only. */
 HASH_MAP(totals, __u32, struct cpudist_total, 16384);
+
+/* Not split, one distribution: arrays, whose lookups the verifier turns
+ * into an address computation, and no atomics for the totals. */
+
+/* key: slot of the run's length in ns (u32); value: runs (u64 count). */
+SONDE_MAP(one_hist, BPF_MAP_TYPE_ARRAY, __u32, __u64, 512);
+
+/* key: 0 (u32); value: struct cpudist_total, per CPU. */
+PERCPU_ARRAY(one_total, struct cpudist_total, 1);
 
 /* key: enum cpudist_counter; value: count (u64), per CPU. */
 ENUM_COUNTERS(counts, enum cpudist_counter, CPUDIST_COUNTERS);
@@ -69,6 +78,19 @@ static __always_inline void end(__u32 tgid, __u32 tid, __u64 now)
 		bpf_map_delete_elem(&starts, &tid);
 	else
 		*ts = now;
+	if (split == SONDE_SPLIT_NONE) {
+		__u32 slot = log_linear_slot(d), zero = 0;
+		__u64 *c = bpf_map_lookup_elem(&one_hist, &slot);
+		struct cpudist_total *t = bpf_map_lookup_elem(&one_total, &zero);
+		if (!c || !t) {
+			counter_inc(&counts, CPUDIST_LOST_MAP);
+			return;
+		}
+		__sync_fetch_and_add(c, 1);
+		t->runs++;
+		t->sum_ns += d;
+		return;
+	}
 	__u32 group = split_group(split, tgid, tid);
 	struct sonde_slot k = {.group = group, .slot = log_linear_slot(d)};
 	struct cpudist_total zero = {}, *t = lookup_or_init(&totals, &group, &zero);
@@ -93,7 +115,11 @@ TP_BTF_OR_RAW(sched_switch, switch)
 		end(ntgid, ntid, now);
 	} else {
 		end(ptgid, ptid, TASK_FIELD(btf, prev, se.sum_exec_runtime));
-		begin(ntgid, ntid, TASK_FIELD(btf, next, se.sum_exec_runtime));
+		/* A thread seen before already has its start: its last run's
+		 * end (its runtime does not move while it waits). A lookup is
+		 * cheaper than an LRU map's update. */
+		if (!bpf_map_lookup_elem(&starts, &ntid))
+			begin(ntgid, ntid, TASK_FIELD(btf, next, se.sum_exec_runtime));
 	}
 	return 0;
 }

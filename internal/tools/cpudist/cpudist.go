@@ -61,6 +61,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer s.Close()
 	read := func(reset bool) (map[uint32]*Group, error) { return drain(maps.Hist, maps.Totals, reset) }
+	if o.Split == bpfskel.SplitNone {
+		one := &oneGroup{slots: bpfskel.NewArraySlots(maps.OneHist), total: maps.OneTotal}
+		read = one.read
+	}
 	res := &Result{}
 	if res.Groups, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Counts, &res.Counts); err != nil {
 		return nil, err
@@ -93,6 +97,39 @@ func drain(hist, totals *ebpf.Map, reset bool) (map[uint32]*Group, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the run lengths: %w", err)
+	}
+	return out, nil
+}
+
+// oneGroup reads the one distribution of a run not split: its slots
+// (bpfskel.ArraySlots) and its totals, per CPU, as what was added since
+// the last reset.
+type oneGroup struct {
+	slots *bpfskel.ArraySlots
+	total *ebpf.Map
+	prev  cpudistCpudistTotal
+}
+
+func (o *oneGroup) read(reset bool) (map[uint32]*Group, error) {
+	hists, err := o.slots.Read(reset)
+	if err != nil {
+		return nil, err
+	}
+	var per []cpudistCpudistTotal
+	if err := o.total.Lookup(uint32(0), &per); err != nil {
+		return nil, fmt.Errorf("reading the run lengths: %w", err)
+	}
+	var cur cpudistCpudistTotal
+	for _, t := range per {
+		cur.Runs += t.Runs
+		cur.SumNs += t.SumNs
+	}
+	out := map[uint32]*Group{}
+	if h := hists[0]; h != nil {
+		out[0] = &Group{Hist: *h, Runs: cur.Runs - o.prev.Runs, SumNS: cur.SumNs - o.prev.SumNs}
+	}
+	if reset {
+		o.prev = cur
 	}
 	return out, nil
 }

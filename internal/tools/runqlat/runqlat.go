@@ -5,12 +5,8 @@ package runqlat
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/cilium/ebpf"
-
-	"github.com/sonde-dev/sonde/internal/collect/bpfmaps"
 	"github.com/sonde-dev/sonde/internal/collect/bpfskel"
 	"github.com/sonde-dev/sonde/internal/collect/cgroup"
 	"github.com/sonde-dev/sonde/internal/model/histogram"
@@ -60,48 +56,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer s.Close()
 	read := func(reset bool) (map[uint32]*histogram.Hist, error) { return bpfskel.ReadSlots(maps.Hist, reset) }
 	if o.Split == bpfskel.SplitNone {
-		read = (&arraySlots{m: maps.OneHist}).read
+		read = bpfskel.NewArraySlots(maps.OneHist).Read
 	}
 	res := &Result{Attach: s.Mode()}
 	if res.Groups, res.Elapsed, err = bpfskel.RunDrained(ctx, s, o.Duration, o.Interval, read, o.OnInterval, maps.Switches, &res.Counts); err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// arraySlots reads the one distribution of a run not split (one_hist:
-// log-linear slot → count). The kernel's counts only grow: an interval is
-// what was added since the last, so no wait counted between a read and a
-// reset is lost.
-type arraySlots struct {
-	m    *ebpf.Map
-	prev []uint64
-}
-
-func (a *arraySlots) read(reset bool) (map[uint32]*histogram.Hist, error) {
-	cur := make([]uint64, a.m.MaxEntries())
-	err := bpfmaps.Each(a.m, func(i uint32, n uint64) {
-		if int(i) < len(cur) {
-			cur[i] = n
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the histogram slots: %w", err)
-	}
-	out := map[uint32]*histogram.Hist{}
-	for i, n := range cur {
-		if i < len(a.prev) {
-			n -= a.prev[i]
-		}
-		if n > 0 {
-			if out[0] == nil {
-				out[0] = &histogram.Hist{}
-			}
-			out[0].AddN(histogram.LogLinearValue(uint32(i)), n)
-		}
-	}
-	if reset {
-		a.prev = cur
-	}
-	return out, nil
 }
