@@ -1,5 +1,5 @@
 # Spins with its stack 20 Python frames deep (rec(19) and the module's
-# frame): python3 pydeep.py SECONDS.
+# frame): python3 pydeep.py SECONDS. Prints "ready" once it is spinning.
 import sys
 import time
 
@@ -14,5 +14,7 @@ def rec(d):
 
 
 end = time.time() + float(sys.argv[1])
+rec(19)
+print("ready", flush=True)
 while time.time() < end:
     rec(19)

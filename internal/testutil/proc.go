@@ -159,3 +159,14 @@ func EventFDs(pid int) int {
 	}
 	return n
 }
+
+// WaitMapped waits until process pid maps a file whose path holds name
+// (its dynamic loader has mapped libc, say), so a test reads its mappings
+// once they are there rather than after a guessed sleep.
+func WaitMapped(t testing.TB, pid int, name string) {
+	t.Helper()
+	WaitFor(t, ReadyTimeout, fmt.Sprintf("process %d to map %s", pid, name), func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		return strings.Contains(string(b), name)
+	})
+}

@@ -175,7 +175,7 @@ func TestWalkerKernel(t *testing.T) {
 				t.Skip(err)
 			}
 			cmd := testutil.Start(t, c.cmd[0], c.cmd[1:]...)
-			time.Sleep(200 * time.Millisecond) // past the dynamic loader
+			testutil.WaitMapped(t, cmd.Process.Pid, "libc.so")
 			_, _, fpPer, _ := walkTarget(t, cmd.Process.Pid, 999, time.Second, walkerProgFpSample)
 			counts, ctr, per, l := walkTarget(t, cmd.Process.Pid, 999, 2*time.Second, walkerProgWalkSample)
 			var total, complete, frames uint64
@@ -217,7 +217,7 @@ func TestLoaderMapsAgreeWithTables(t *testing.T) {
 	l := New(w, 1<<20)
 	// A dynamically linked process (the test binary has no libc).
 	sleep := testutil.Start(t, "sleep", "10")
-	time.Sleep(100 * time.Millisecond) // past the dynamic loader
+	testutil.WaitMapped(t, sleep.Process.Pid, "libc.so")
 	pid := sleep.Process.Pid
 	if err := l.Load(pid); err != nil {
 		t.Fatal(err)

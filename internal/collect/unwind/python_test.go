@@ -28,8 +28,7 @@ func TestPythonWalkCost(t *testing.T) {
 		t.Skip(err)
 	}
 	// 20 Python frames deep for 60 s.
-	cmd := testutil.Start(t, py, filepath.Join(testutil.RepoRoot(), "testdata/pydeep.py"), "60")
-	time.Sleep(300 * time.Millisecond) // past the interpreter's start
+	cmd := testutil.StartReady(t, py, filepath.Join(testutil.RepoRoot(), "testdata/pydeep.py"), "60").Cmd
 	noPy := compileWalker(t, true)
 	for _, c := range []struct {
 		name     string
