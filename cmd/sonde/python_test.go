@@ -312,7 +312,10 @@ func TestRecordPythonImportsNoText(t *testing.T) {
 					unnamed += n
 				}
 				for _, f := range frames {
-					if text.MatchString(f) {
+					// CPython 3.12 runs a C call's Python code under an
+					// entry frame of its own shim code object, named so:
+					// a real frame, rarely caught by a sample.
+					if text.MatchString(f) && f != "<interpreter trampoline>" {
 						texts += n
 						bad[f] += n
 						break
