@@ -125,13 +125,19 @@ var vdsoFuncs = map[string]bool{"clock_gettime": true, "__vdso_clock_gettime": t
 // outsideMain says whether user frames (outermost first) are a whole
 // stack of a process's life before main (the dynamic loader, from its own
 // entry point) or after it (exit, from _start or in _exit): such a sample
-// cannot reach main, and is not cut short either.
+// cannot reach main, and is not cut short either; or a sample in crti.o's
+// _init or _fini, cut at their one frame for want of CFI.
 func outsideMain(user []string) bool {
 	if len(user) == 0 || strings.Contains(strings.Join(user, ";"), "[unknown]") {
 		return false
 	}
 	switch {
 	case strings.HasPrefix(user[0], "ld-linux"), user[0] == "_dl_start", user[0] == "_exit":
+		return true
+	case len(user) == 1 && (user[0] == "_init" || user[0] == "_fini"):
+		// crti.o's _init and _fini, run by libc before main and after
+		// exit, carry no CFI: a sample in them is their one frame (the
+		// walk counts it incomplete; frame pointers fare no better).
 		return true
 	case user[0] == "_start":
 		for _, f := range user {

@@ -237,7 +237,35 @@ func readFuncs(f *elf.File) []elf.Symbol {
 	if ss, err := f.DynamicSymbols(); err == nil {
 		add(ss)
 	}
+	sizeSizeless(f, funcs)
 	return funcs
+}
+
+// sizeSizeless gives a function symbol of size 0 (crti.o's _init and
+// _fini, hand-written assembly) the bytes up to the next function or the
+// end of its section, as perf does: a sample in _init then reads _init,
+// where it read first+0x1000.
+func sizeSizeless(f *elf.File, funcs []elf.Symbol) {
+	starts := make([]uint64, 0, len(funcs))
+	for _, s := range funcs {
+		starts = append(starts, s.Value)
+	}
+	slices.Sort(starts)
+	for i := range funcs {
+		s := &funcs[i]
+		if s.Size != 0 || int(s.Section) >= len(f.Sections) || s.Section >= elf.SHN_LORESERVE {
+			continue
+		}
+		sec := f.Sections[s.Section]
+		end := sec.Addr + sec.Size
+		if s.Value < sec.Addr || s.Value >= end {
+			continue
+		}
+		if j, _ := slices.BinarySearch(starts, s.Value+1); j < len(starts) {
+			end = min(end, starts[j])
+		}
+		s.Size = end - s.Value
+	}
 }
 
 // oneNamePerAddress keeps one name per address: of aliases (memcpy and
