@@ -30,8 +30,15 @@ func inKernel(stages []Stage, o Options) bool {
 	return true
 }
 
-// stageIDs are the stages bio.bpf.c times (enum bio_stage).
-var stageIDs = map[Stage]uint32{Queued: 0, Device: 1, Total: 2}
+// The stages bio.bpf.c times (enum bio_stage).
+const (
+	stageQueued uint32 = iota
+	stageDevice
+	stageTotal
+)
+
+// stageIDs are the stages bio.bpf.c times, by their C value.
+var stageIDs = map[Stage]uint32{Queued: stageQueued, Device: stageDevice, Total: stageTotal}
 
 // runInKernel measures the stages with bio.bpf.c: one program per block
 // tracepoint for every stage at once, the distributions counted in the
@@ -41,7 +48,7 @@ func runInKernel(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Res
 	for _, st := range stages {
 		want[stageIDs[st]] = true
 	}
-	queued, device, total := want[0], want[1], want[2]
+	queued, device, total := want[stageQueued], want[stageDevice], want[stageTotal]
 	// The end first, the start last: a start without its end would only
 	// fill the map.
 	hooks := []bpfskel.Hook{
