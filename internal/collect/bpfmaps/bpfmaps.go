@@ -107,3 +107,15 @@ func Clear[K any](m *ebpf.Map) error {
 	}
 	return nil
 }
+
+// ArrayCounts reads an array map of u64 values (key: index, u32) whole,
+// in one slice indexed as the map is.
+func ArrayCounts(m *ebpf.Map) ([]uint64, error) {
+	out := make([]uint64, m.MaxEntries())
+	err := Each(m, func(i uint32, n uint64) {
+		if int(i) < len(out) {
+			out[i] = n
+		}
+	})
+	return out, err
+}

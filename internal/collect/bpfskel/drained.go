@@ -114,12 +114,7 @@ func NewArraySlots(m *ebpf.Map) *ArraySlots { return &ArraySlots{m: m} }
 // Read returns the distribution (group 0; none when empty) since the last
 // reset, and starts a new interval when reset is set.
 func (a *ArraySlots) Read(reset bool) (map[uint32]*histogram.Hist, error) {
-	cur := make([]uint64, a.m.MaxEntries())
-	err := bpfmaps.Each(a.m, func(i uint32, n uint64) {
-		if int(i) < len(cur) {
-			cur[i] = n
-		}
-	})
+	cur, err := bpfmaps.ArrayCounts(a.m)
 	if err != nil {
 		return nil, fmt.Errorf("reading the histogram slots: %w", err)
 	}

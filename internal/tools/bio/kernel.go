@@ -128,12 +128,10 @@ func groupName(dev uint32, per string) string {
 // readStageHists reads the histogram of each stage (not split by disk):
 // its slots, and its exact figures merged over the CPUs.
 func readStageHists(maps *bioMaps) (map[bioBioGroup]*histogram.Hist, error) {
-	counts := make([]uint64, bioNstages*histogram.Slots)
-	err := bpfmaps.Each(maps.StageHist, func(i uint32, n uint64) {
-		if int(i) < len(counts) {
-			counts[i] = n
-		}
-	})
+	counts, err := bpfmaps.ArrayCounts(maps.StageHist)
+	if err == nil && len(counts) < bioNstages*histogram.Slots {
+		err = fmt.Errorf("%d slots, want %d", len(counts), bioNstages*histogram.Slots)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the latency histograms: %w", err)
 	}
