@@ -133,7 +133,6 @@ static __always_inline void begin(__u64 key, __u64 insert_ns, __u64 issue_ns)
 	/* Without a pid or cgroup to trace, not even the task is read. */
 	if ((target_pid || target_cgroup) && !current_traced(&id))
 		return;
-	counter_inc(&counters, BIO_STARTS);
 	if (bpf_map_update_elem(&starts, &key, &s, BPF_ANY) != 0)
 		counter_inc(&counters, BIO_FULL);
 }
@@ -184,7 +183,6 @@ TP_BTF_OR_RAW(block_rq_complete, complete)
 		counter_inc(&counters, BIO_UNMATCHED);
 		return 0;
 	}
-	counter_inc(&counters, BIO_ENDS);
 	if (want_device && s->issue_ns)
 		record(rq, BIO_DEVICE, now - s->issue_ns);
 	if (want_total) {

@@ -88,14 +88,16 @@ func runInKernel(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Res
 	for i, st := range stages {
 		id := stageIDs[st]
 		r := &pairbpf.Result{Result: &latency.Result{Groups: map[string]*histogram.Hist{}}, Elapsed: run.Elapsed}
+		var timed uint64 // the stage's requests: its histograms count them
 		for g, h := range hists {
 			if g.Stage == id {
 				r.Groups[groupName(g.Dev, o.Per)] = h
+				timed += h.Count()
 			}
 		}
-		r.Counters = pairbpf.Counters{Starts: counts.Starts, Ends: counts.Ends, Unmatched: counts.Unmatched,
+		r.Counters = pairbpf.Counters{Starts: timed, Ends: timed, Unmatched: counts.Unmatched,
 			Full: counts.Full + counts.lost(id)}
-		r.Starts, r.Ends, r.Unmatched = int(counts.Starts), int(counts.Ends+counts.Unmatched), int(counts.Unmatched)
+		r.Starts, r.Ends, r.Unmatched = int(timed), int(timed+counts.Unmatched), int(counts.Unmatched)
 		res[i] = r
 	}
 	return res, nil
@@ -103,8 +105,6 @@ func runInKernel(ctx context.Context, stages []Stage, o Options) ([]*pairbpf.Res
 
 // kernelCounts are bio.bpf.c's counters (enum bio_counter).
 type kernelCounts struct {
-	Starts     uint64 `counter:"BIO_STARTS"`
-	Ends       uint64 `counter:"BIO_ENDS"`
 	Unmatched  uint64 `counter:"BIO_UNMATCHED"`
 	Full       uint64 `counter:"BIO_FULL"`
 	LostQueued uint64 `counter:"BIO_LOST_QUEUED"`
