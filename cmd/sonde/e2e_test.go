@@ -516,7 +516,17 @@ func TestRecordInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready.Wait(t)
-	time.Sleep(200 * time.Millisecond) // the case: Ctrl-C 0.2 s into the recording
+	// The case: Ctrl-C as soon as the recording has written its first
+	// chunk (the file grows past its header).
+	data := filepath.Join(dir, "i.data")
+	fi, err := os.Stat(data)
+	if err != nil {
+		t.Fatalf("no data file once record was ready: %v", err)
+	}
+	testutil.WaitFor(t, testutil.ReadyTimeout, "record's first chunk", func() bool {
+		now, err := os.Stat(data)
+		return err == nil && now.Size() > fi.Size()
+	})
 	cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("record after SIGINT: %v", err)
@@ -599,15 +609,14 @@ func TestRecordMemoryFlat(t *testing.T) {
 func TestRecordInterruptDuration(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()
-	cmd := exec.Command(testutil.Sonde(t), "record", "-q", "-o", "s.data", "--", "sh", "-c", "trap '' TERM INT; sleep 4")
+	// The command itself presses Ctrl-C: 1 s into its run it sends SIGINT
+	// to its parent, sonde (which execs it from the held child), and then
+	// lives 3 s more, deaf to signals.
+	cmd := exec.Command(testutil.Sonde(t), "record", "-q", "-o", "s.data", "--", "sh", "-c", "trap '' TERM INT; sleep 1; kill -INT $PPID; sleep 3")
 	cmd.Dir = dir
-	ready := testutil.NotifyReady(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready.Wait(t)
-	time.Sleep(time.Second) // the case: Ctrl-C 1 s into the recording
-	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	txt := testutil.MustRun(t, dir, "report", "-i", "s.data").Stdout
 	var d time.Duration

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-dev/sonde/internal/collect/procfs"
 )
 
 // ReadyTimeout bounds the wait for a sonde's ready signal: a cold start
@@ -75,21 +77,16 @@ func (n *Notified) wait(timeout time.Duration) error {
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			return fmt.Errorf("reading the readiness socket: %w", err)
 		}
-		if n.cmd.Process != nil && exited(n.cmd.Process.Pid) {
+		if n.cmd.Process != nil && gone(n.cmd.Process.Pid) {
 			return errors.New("exited before it was ready")
 		}
 	}
 	return fmt.Errorf("not ready within %v", timeout)
 }
 
-// exited says whether pid is gone or a zombie (its parent, the test, has
-// not reaped it yet).
-func exited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+// gone says whether pid has exited: no such process, or a zombie (its
+// parent, the test, has not reaped it yet).
+func gone(pid int) bool {
+	err := procfs.CheckPid(pid)
+	return errors.Is(err, procfs.ErrNoProcess) || errors.Is(err, procfs.ErrZombie)
 }
